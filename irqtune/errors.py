@@ -1,0 +1,24 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Exceptions shared by the library."""
+
+
+class IrqtuneError(Exception):
+    """Base class of every error the library raises on purpose."""
+
+
+class OptionError(IrqtuneError, ValueError):
+    """A configured value is not acceptable.
+
+    The message names the option, the value and what is accepted, so the
+    TuneD adapters can log it as it is.
+    """
+
+    def __init__(self, option, value, accepted):
+        self.option = option
+        self.value = value
+        self.accepted = accepted
+        super().__init__("%s: invalid value '%s' (accepted: %s)" % (option, value, accepted))
+
+
+class UnsupportedError(IrqtuneError):
+    """The running kernel or the device lacks a feature."""
