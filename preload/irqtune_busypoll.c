@@ -130,11 +130,14 @@ static int parse_uint(const char *s, unsigned long max, unsigned long *out)
 	if (*s == '\0')
 		return -1;
 	for (; *s; s++) {
+		unsigned long d;
+
 		if (*s < '0' || *s > '9')
 			return -1;
-		if (v > (max - (unsigned long)(*s - '0')) / 10)
+		d = (unsigned long)(*s - '0');
+		if (v > max / 10 || (v == max / 10 && d > max % 10))
 			return -1;
-		v = v * 10 + (unsigned long)(*s - '0');
+		v = v * 10 + d;
 	}
 	*out = v;
 	return 0;

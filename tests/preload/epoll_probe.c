@@ -13,6 +13,8 @@
  *                  ENOTTY (a kernel without the ioctl) before creating
  *   --no-exec      skip the exec-child case (one process image only, so
  *                  the library's once-per-process messages appear once)
+ *   --threads N    also start N threads at once, each creating one
+ *                  instance (labels thread-0 .. thread-N-1)
  *   --exec-child   (internal) create one instance and exit
  */
 #define _GNU_SOURCE
@@ -77,6 +79,33 @@ static void *thread_main(void *arg)
 	return NULL;
 }
 
+static pthread_barrier_t start_line;
+
+static void *racer_main(void *arg)
+{
+	char label[32];
+
+	snprintf(label, sizeof(label), "thread-%ld", (long)arg);
+	pthread_barrier_wait(&start_line);
+	make(label, 1);
+	return NULL;
+}
+
+static int race(long n)
+{
+	pthread_t ts[256];
+	long i;
+
+	if (n < 1 || n > 256 || pthread_barrier_init(&start_line, NULL, (unsigned)n))
+		return -1;
+	for (i = 0; i < n; i++)
+		if (pthread_create(&ts[i], NULL, racer_main, (void *)i) != 0)
+			return -1;
+	for (i = 0; i < n; i++)
+		pthread_join(ts[i], NULL);
+	return 0;
+}
+
 static int deny_setparams(void)
 {
 	struct sock_filter f[] = {
@@ -102,6 +131,7 @@ int main(int argc, char **argv)
 	pthread_t t;
 	pid_t pid;
 	int status, i, do_exec = 1;
+	long racers = 0;
 
 	for (i = 1; i < argc; i++) {
 		if (strcmp(argv[i], "--exec-child") == 0) {
@@ -112,6 +142,8 @@ int main(int argc, char **argv)
 				perror("seccomp");
 				return 3;
 			}
+		} else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
+			racers = strtol(argv[++i], NULL, 10);
 		} else if (strcmp(argv[i], "--no-exec") == 0) {
 			do_exec = 0;
 		} else {
@@ -120,6 +152,9 @@ int main(int argc, char **argv)
 		}
 	}
 
+	/* First, so that racing threads meet the first ioctl failure. */
+	if (racers && race(racers) != 0)
+		return 9;
 	make("create", 0);
 	make("create1", 1);
 	make("create1-cloexec", 2);

@@ -1,0 +1,240 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""libirqtune-busypoll.so: values applied, failures harmless and reported once.
+
+A probe program creates epoll instances with epoll_create, epoll_create1
+(with and without EPOLL_CLOEXEC), in a second thread, in a forked child and
+in a child after exec, and reads each back with EPIOCGPARAMS.
+"""
+
+import os
+import shutil
+import subprocess
+
+import pytest
+
+from conftest import clean_env, parse_probe
+
+LABELS = {"create", "create1", "create1-cloexec", "thread", "fork-child", "exec-child"}
+PREFIX = "irqtune-busypoll: "
+
+
+def run_probe(built, env, args=(), preload=True, wrapper=()):
+    if preload:
+        env = dict(env, LD_PRELOAD=built["lib"])
+    proc = subprocess.run(list(wrapper) + [built["probe"]] + list(args), env=env,
+                          capture_output=True, text=True, timeout=30)
+    assert proc.returncode == 0, (proc.returncode, proc.stdout, proc.stderr)
+    return parse_probe(proc.stdout), proc.stderr.splitlines()
+
+
+def assert_all(got, expected, labels=LABELS):
+    assert set(got) == set(labels), got
+    for label in labels:
+        assert got[label][:3] == expected, (label, got[label])
+        assert got[label][3] is True, "errno changed by a successful call: %s" % label
+
+
+def test_without_preload_reads_zeros(built, kernel_params):
+    got, err = run_probe(built, clean_env(), preload=False)
+    assert_all(got, (0, 0, 0))
+    assert err == []
+
+
+def test_defaults_with_preload(built, kernel_params):
+    got, err = run_probe(built, clean_env())
+    assert_all(got, (0, 64, 1))
+    assert err == []
+
+
+def test_values_from_environment(built, kernel_params):
+    env = clean_env(IRQTUNE_BUSY_POLL_USECS="50", IRQTUNE_BUSY_POLL_BUDGET="16",
+                    IRQTUNE_PREFER_BUSY_POLL="0")
+    got, err = run_probe(built, env)
+    assert_all(got, (50, 16, 0))
+    assert err == []
+
+
+def test_largest_usecs_accepted(built, kernel_params):
+    got, err = run_probe(built, clean_env(IRQTUNE_BUSY_POLL_USECS="2147483647",
+                                          IRQTUNE_PREFER_BUSY_POLL="1"))
+    assert_all(got, (2147483647, 64, 1))
+    assert err == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="budget above 64 needs CAP_NET_ADMIN")
+def test_largest_budget_accepted(built, kernel_params):
+    got, err = run_probe(built, clean_env(IRQTUNE_BUSY_POLL_BUDGET="65535",
+                                          IRQTUNE_PREFER_BUSY_POLL="0"))
+    assert_all(got, (0, 65535, 0))
+    assert err == []
+
+
+@pytest.mark.parametrize("name,value,expected", [
+    ("IRQTUNE_BUSY_POLL_USECS", "abc", (0, 32, 1)),
+    ("IRQTUNE_BUSY_POLL_USECS", "-1", (0, 32, 1)),
+    ("IRQTUNE_BUSY_POLL_USECS", "2147483648", (0, 32, 1)),
+    ("IRQTUNE_BUSY_POLL_USECS", "99999999999999999999999", (0, 32, 1)),
+    ("IRQTUNE_BUSY_POLL_USECS", " 5", (0, 32, 1)),
+    ("IRQTUNE_BUSY_POLL_USECS", "", (0, 32, 1)),
+    ("IRQTUNE_BUSY_POLL_BUDGET", "70000", (0, 64, 1)),
+    ("IRQTUNE_BUSY_POLL_BUDGET", "65536", (0, 64, 1)),
+    ("IRQTUNE_BUSY_POLL_BUDGET", "0x10", (0, 64, 1)),
+    ("IRQTUNE_PREFER_BUSY_POLL", "2", (0, 32, 1)),
+    ("IRQTUNE_PREFER_BUSY_POLL", "10", (0, 32, 1)),
+    ("IRQTUNE_PREFER_BUSY_POLL", "yes", (0, 32, 1)),
+])
+def test_bad_value_ignored_with_one_message(built, kernel_params, name, value, expected):
+    """The bad variable falls back to its default, the others still apply."""
+    env = clean_env(IRQTUNE_BUSY_POLL_BUDGET="32")
+    env[name] = value
+    got, err = run_probe(built, env, args=["--no-exec"])
+    assert_all(got, expected, LABELS - {"exec-child"})
+    assert len(err) == 1, err
+    assert err[0].startswith(PREFIX) and name in err[0], err
+
+
+def test_all_bad_values_one_message(built, kernel_params):
+    env = clean_env(IRQTUNE_BUSY_POLL_USECS="abc", IRQTUNE_BUSY_POLL_BUDGET="70000",
+                    IRQTUNE_PREFER_BUSY_POLL="-1")
+    got, err = run_probe(built, env, args=["--no-exec"])
+    assert_all(got, (0, 64, 1), LABELS - {"exec-child"})
+    assert len(err) == 1, err
+    for name in ("IRQTUNE_BUSY_POLL_USECS", "IRQTUNE_BUSY_POLL_BUDGET",
+                 "IRQTUNE_PREFER_BUSY_POLL"):
+        assert name in err[0]
+
+
+def test_bad_values_reported_once_per_process_image(built, kernel_params):
+    """fork shares the parent's 'reported' state; an exec'd image reports anew."""
+    got, err = run_probe(built, clean_env(IRQTUNE_BUSY_POLL_USECS="abc"))
+    assert_all(got, (0, 64, 1))
+    assert len(err) == 2, err
+
+
+def test_kernel_without_ioctl(built, kernel_params):
+    """A seccomp filter answers EPIOCSPARAMS with ENOTTY, as kernels < 6.9 do."""
+    got, err = run_probe(built, clean_env(), args=["--deny-ioctl", "--no-exec"])
+    assert_all(got, (0, 0, 0), LABELS - {"exec-child"})
+    assert len(err) == 1, err
+    assert err[0].startswith(PREFIX) and "not known to this kernel" in err[0]
+
+
+RACERS = {"thread-%d" % i for i in range(32)}
+
+
+def test_threads_racing(built, kernel_params):
+    got, err = run_probe(built, clean_env(), args=["--threads", "32", "--no-exec"])
+    assert_all(got, (0, 64, 1), (LABELS - {"exec-child"}) | RACERS)
+    assert err == []
+
+
+def test_threads_racing_failure_reported_once(built, kernel_params):
+    for _ in range(5):
+        got, err = run_probe(built, clean_env(),
+                             args=["--deny-ioctl", "--threads", "32", "--no-exec"])
+        assert_all(got, (0, 0, 0), (LABELS - {"exec-child"}) | RACERS)
+        assert len(err) == 1, err
+
+
+def test_log_none_silences(built, kernel_params):
+    env = clean_env(IRQTUNE_BUSY_POLL_LOG="none", IRQTUNE_BUSY_POLL_USECS="abc")
+    got, err = run_probe(built, env, args=["--deny-ioctl"])
+    assert_all(got, (0, 0, 0))
+    assert err == []
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="needs CAP_NET_ADMIN")
+def test_budget_above_64_with_cap_net_admin(built, kernel_params):
+    got, err = run_probe(built, clean_env(IRQTUNE_BUSY_POLL_BUDGET="100"))
+    assert_all(got, (0, 100, 1))
+    assert err == []
+
+
+def test_budget_above_64_without_cap_net_admin(built, kernel_params):
+    wrapper = ()
+    if os.geteuid() == 0:
+        setpriv = shutil.which("setpriv")
+        if setpriv is None:
+            pytest.skip("setpriv (util-linux) is needed to drop CAP_NET_ADMIN")
+        wrapper = (setpriv, "--inh-caps=-net_admin", "--bounding-set=-net_admin")
+    got, err = run_probe(built, clean_env(IRQTUNE_BUSY_POLL_BUDGET="100"),
+                         args=["--no-exec"], wrapper=wrapper)
+    assert_all(got, (0, 0, 0), LABELS - {"exec-child"})
+    assert len(err) == 1, err
+    assert "EPERM" in err[0] and "CAP_NET_ADMIN" in err[0]
+
+
+def test_only_the_wrappers_are_exported(built):
+    out = subprocess.run(["nm", "-D", "--defined-only", built["lib"]],
+                         capture_output=True, text=True, check=True).stdout
+    exported = {line.split()[-1] for line in out.splitlines() if " T " in line}
+    assert exported == {"epoll_create", "epoll_create1"}
+
+
+def test_no_allocator_or_lock_imports(built):
+    """The wrappers must not allocate or lock: the library imports neither."""
+    out = subprocess.run(["nm", "-D", "--undefined-only", built["lib"]],
+                         capture_output=True, text=True, check=True).stdout
+    names = {line.split()[-1].split("@")[0] for line in out.splitlines()}
+    forbidden = {"malloc", "calloc", "realloc", "free", "strdup", "setenv",
+                 "putenv", "pthread_mutex_lock", "pthread_once", "fopen"}
+    assert not names & forbidden, names & forbidden
+
+
+# irqtune-busypoll-run
+
+def run_cmd(built, args, env=None):
+    env = clean_env(IRQTUNE_BUSYPOLL_LIBRARY=built["lib"]) if env is None else env
+    return subprocess.run([built["run"]] + args, env=env, capture_output=True,
+                          text=True, timeout=30)
+
+
+def test_run_command_sets_values(built, kernel_params):
+    proc = run_cmd(built, ["--usecs", "10", "--budget=16", "--prefer", "1", "--",
+                           built["probe"]])
+    assert proc.returncode == 0, proc.stderr
+    assert_all(parse_probe(proc.stdout), (10, 16, 1))
+
+
+def test_run_command_defaults(built, kernel_params):
+    proc = run_cmd(built, [built["probe"], "--no-exec"])
+    assert proc.returncode == 0, proc.stderr
+    assert_all(parse_probe(proc.stdout), (0, 64, 1), LABELS - {"exec-child"})
+
+
+def test_run_command_appends_to_ld_preload(built):
+    env = clean_env(IRQTUNE_BUSYPOLL_LIBRARY=built["lib"], LD_PRELOAD="libc.so.6")
+    proc = run_cmd(built, ["/usr/bin/env"], env=env)
+    assert proc.returncode == 0, proc.stderr
+    assert "LD_PRELOAD=libc.so.6:%s" % built["lib"] in proc.stdout.splitlines()
+
+
+def test_run_command_passes_arguments_verbatim(built):
+    arg = "a b;$(false)'\"*"
+    proc = run_cmd(built, ["--", "/usr/bin/printf", "%s\\n", arg, "--usecs"])
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stdout.splitlines() == [arg, "--usecs"]
+
+
+@pytest.mark.parametrize("args", [
+    ["--budget", "abc", "/bin/true"],
+    ["--budget", "70000", "/bin/true"],
+    ["--usecs", "-1", "/bin/true"],
+    ["--usecs", "2147483648", "/bin/true"],
+    ["--prefer", "2", "/bin/true"],
+    ["--log", "mail", "/bin/true"],
+    ["--bogus", "/bin/true"],
+    ["--usecs"],
+    [],
+])
+def test_run_command_rejects_bad_usage(built, args):
+    proc = run_cmd(built, args)
+    assert proc.returncode == 2, (proc.returncode, proc.stderr)
+    assert proc.stderr.strip()
+
+
+def test_run_command_missing_library(built, tmp_path):
+    env = clean_env(IRQTUNE_BUSYPOLL_LIBRARY=str(tmp_path / "nope.so"))
+    proc = run_cmd(built, ["/bin/true"], env=env)
+    assert proc.returncode == 2
+    assert "library not found" in proc.stderr
