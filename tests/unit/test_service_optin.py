@@ -1,0 +1,490 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""irqtune.service_optin against a fixture root, with and without systemd.
+
+The fixture root holds etc/systemd/system, the library where a package puts
+it, and - for "systemd present" - the run/systemd/system marker.  systemctl
+is a recording fake; one test runs the default runner against a fake
+systemctl executable to check it is called with an argument list.
+"""
+
+import logging
+import os
+import shutil
+import stat
+import subprocess
+
+import pytest
+
+from irqtune import service_optin as so
+from irqtune.errors import IrqtuneError, OptionError, UnsupportedError
+
+LIB = "/usr/lib64/irqtune/libirqtune-busypoll.so"
+
+
+class FakeSystemctl:
+    """Answers 'show' from a table, records every call, fails on request."""
+
+    def __init__(self, units=None, fail=()):
+        self.units = units or {}
+        self.fail = set(fail)
+        self.calls = []
+
+    def __call__(self, argv):
+        argv = list(argv)
+        self.calls.append(argv)
+        if argv[0] in self.fail:
+            return 1, "Failed to %s: fake failure" % argv[0]
+        if argv[0] == "show":
+            prop = argv[1].split("=", 1)[1]
+            unit = argv[3]
+            defaults = {"ActiveState": "inactive", "LoadState": "loaded",
+                        "Environment": "", "MainPID": "0"}
+            return 0, self.units.get(unit, {}).get(prop, defaults[prop]) + "\n"
+        return 0, ""
+
+    def verbs(self):
+        return [c[0] for c in self.calls if c[0] != "show"]
+
+
+def snapshot(root):
+    """Every path under root with its content (files) or None (dirs)."""
+    tree = {}
+    for dirpath, dirnames, filenames in os.walk(root):
+        for d in dirnames:
+            tree[os.path.relpath(os.path.join(dirpath, d), root)] = None
+        for f in filenames:
+            path = os.path.join(dirpath, f)
+            with open(path) as fh:
+                tree[os.path.relpath(path, root)] = fh.read()
+    return tree
+
+
+@pytest.fixture(autouse=True)
+def forget_claims():
+    so._CLAIMED.clear()
+    yield
+    so._CLAIMED.clear()
+
+
+def make_root(tmp_path, systemd=True, library=True):
+    root = tmp_path / "root"
+    (root / "etc/systemd/system").mkdir(parents=True)
+    if systemd:
+        (root / "run/systemd/system").mkdir(parents=True)
+    if library:
+        lib = root / LIB.lstrip("/")
+        lib.parent.mkdir(parents=True)
+        lib.write_bytes(b"\x7fELF")
+    return str(root)
+
+
+def dropin(root, unit):
+    return os.path.join(root, "etc/systemd/system", unit + ".d", so.DROPIN_NAME)
+
+
+EXPECTED_DEFAULT = """\
+# irqtune busy_poll_optin drop-in
+# Written by the irqtune TuneD plugin busy_poll_optin while its profile
+# is active and removed when the profile is unapplied.  Edits make
+# irqtune leave the file in place.  Takes effect when the service starts.
+[Service]
+Environment="LD_PRELOAD=/usr/lib64/irqtune/libirqtune-busypoll.so"
+Environment=IRQTUNE_BUSY_POLL_USECS=0
+Environment=IRQTUNE_BUSY_POLL_BUDGET=64
+Environment=IRQTUNE_PREFER_BUSY_POLL=1
+"""
+
+
+# parsing
+
+def test_parse_services():
+    assert so.parse_services("memcached, nginx.service  redis-server,memcached") == \
+        ("memcached.service", "nginx.service", "redis-server.service")
+    assert so.parse_services("getty@tty1 dbus-org.freedesktop.resolve1") == \
+        ("getty@tty1.service", "dbus-org.freedesktop.resolve1.service")
+    assert so.parse_services("") == ()
+    assert so.parse_services(None) == ()
+
+
+@pytest.mark.parametrize("bad", ["../etc", "a/b", "memcached.socket", "x.target",
+                                 "-rf", "na$me", "a b.service;rm"])
+def test_parse_services_rejects(bad):
+    with pytest.raises(OptionError):
+        so.parse_services(bad)
+
+
+def test_values():
+    v = so.OptInValues("50", " 32 ", 0)
+    assert (v.usecs, v.budget, v.prefer) == (50, 32, 0)
+    assert so.OptInValues() == so.OptInValues(0, 64, 1)
+    assert so.OptInValues(2147483647, 65535, 1).usecs == 2147483647
+
+
+@pytest.mark.parametrize("kw", [{"usecs": "abc"}, {"usecs": -1}, {"usecs": "2147483648"},
+                                {"budget": "65536"}, {"budget": "0x10"}, {"prefer": 2},
+                                {"prefer": True}, {"usecs": "１"}])
+def test_values_rejected(kw):
+    with pytest.raises(OptionError):
+        so.OptInValues(**kw)
+
+
+def test_parse_bool():
+    assert so.parse_bool("true") and so.parse_bool("1") and so.parse_bool(True)
+    assert not so.parse_bool("false") and not so.parse_bool("0")
+    with pytest.raises(OptionError):
+        so.parse_bool("maybe")
+
+
+@pytest.mark.parametrize("path", ["relative.so", "/a b.so", "/a:b.so", "/a%b.so", '/a"b.so'])
+def test_library_path_rejected(path):
+    with pytest.raises(OptionError):
+        so.ServiceOptIn("memcached", library=path)
+
+
+def test_paths(tmp_path):
+    root = make_root(tmp_path)
+    opt = so.ServiceOptIn("memcached", root=root)
+    assert opt.dropin_path("memcached.service") == dropin(root, "memcached.service")
+    assert so.ServiceOptIn("x", root="/").dropin_path("x.service") == \
+        "/etc/systemd/system/x.service.d/50-irqtune-busypoll.conf"
+
+
+# apply / unapply with systemd
+
+def test_apply_writes_and_unapply_removes_exactly(tmp_path):
+    root = make_root(tmp_path)
+    before = snapshot(root)
+    fake = FakeSystemctl()
+    opt = so.ServiceOptIn("memcached nginx", root=root, systemctl=fake)
+    assert opt.apply() == []
+    after = snapshot(root)
+    added = {k: v for k, v in after.items() if k not in before}
+    assert added == {
+        "etc/systemd/system/memcached.service.d": None,
+        "etc/systemd/system/memcached.service.d/" + so.DROPIN_NAME: EXPECTED_DEFAULT,
+        "etc/systemd/system/nginx.service.d": None,
+        "etc/systemd/system/nginx.service.d/" + so.DROPIN_NAME: EXPECTED_DEFAULT,
+    }
+    assert all(after[k] == v for k, v in before.items())
+    mode = os.stat(dropin(root, "nginx.service")).st_mode
+    assert stat.S_IMODE(mode) == 0o644
+    assert fake.verbs() == ["daemon-reload"]
+    assert all(r[1] for r in opt.verify())
+
+    assert opt.unapply() == []
+    assert snapshot(root) == before
+    assert fake.verbs() == ["daemon-reload", "daemon-reload"]
+    assert opt.unapply() == []  # twice is harmless
+    assert fake.verbs() == ["daemon-reload", "daemon-reload"]
+
+
+def test_values_in_dropin(tmp_path):
+    root = make_root(tmp_path)
+    opt = so.ServiceOptIn(["memcached"], so.OptInValues(25, 16, 1), root=root,
+                          systemctl=FakeSystemctl())
+    opt.apply()
+    with open(dropin(root, "memcached.service")) as f:
+        text = f.read()
+    assert "Environment=IRQTUNE_BUSY_POLL_USECS=25\n" in text
+    assert "Environment=IRQTUNE_BUSY_POLL_BUDGET=16\n" in text
+    assert "Environment=IRQTUNE_PREFER_BUSY_POLL=1\n" in text
+
+
+def test_existing_dropin_dir_kept(tmp_path):
+    root = make_root(tmp_path)
+    d = os.path.join(root, "etc/systemd/system/memcached.service.d")
+    os.makedirs(d)
+    with open(os.path.join(d, "10-local.conf"), "w") as f:
+        f.write("[Service]\nNice=-5\n")
+    before = snapshot(root)
+    opt = so.ServiceOptIn("memcached", root=root, systemctl=FakeSystemctl())
+    opt.apply()
+    assert os.path.exists(dropin(root, "memcached.service"))
+    opt.unapply()
+    assert snapshot(root) == before
+
+
+def test_dir_not_removed_when_others_added_files(tmp_path):
+    root = make_root(tmp_path)
+    opt = so.ServiceOptIn("memcached", root=root, systemctl=FakeSystemctl())
+    opt.apply()
+    other = os.path.join(os.path.dirname(dropin(root, "memcached.service")), "90-admin.conf")
+    with open(other, "w") as f:
+        f.write("[Service]\n")
+    opt.unapply()
+    assert not os.path.exists(dropin(root, "memcached.service"))
+    assert os.path.exists(other)
+
+
+def test_foreign_file_never_touched_and_nothing_half_done(tmp_path):
+    root = make_root(tmp_path)
+    path = dropin(root, "nginx.service")
+    os.makedirs(os.path.dirname(path))
+    with open(path, "w") as f:
+        f.write("[Service]\nEnvironment=FOO=admin\n")
+    before = snapshot(root)
+    opt = so.ServiceOptIn("memcached nginx", root=root, systemctl=FakeSystemctl())
+    with pytest.raises(IrqtuneError, match="not written by irqtune"):
+        opt.apply()
+    assert snapshot(root) == before
+    assert opt.unapply() == []
+    assert snapshot(root) == before
+
+
+def test_leftover_own_file_replaced_and_removed(tmp_path):
+    """A drop-in with irqtune's marker (daemon died before unapply) is ours."""
+    root = make_root(tmp_path)
+    path = dropin(root, "memcached.service")
+    os.makedirs(os.path.dirname(path))
+    with open(path, "w") as f:
+        f.write(so.MARKER + "\n[Service]\nEnvironment=IRQTUNE_BUSY_POLL_USECS=9\n")
+    opt = so.ServiceOptIn("memcached", root=root, systemctl=FakeSystemctl())
+    opt.apply()
+    with open(path) as f:
+        assert f.read() == EXPECTED_DEFAULT
+    opt.unapply()
+    assert not os.path.exists(path)
+    # The directory existed before this apply: it stays.
+    assert os.path.isdir(os.path.dirname(path))
+
+
+def test_edited_file_left_in_place(tmp_path, caplog):
+    root = make_root(tmp_path)
+    opt = so.ServiceOptIn("memcached", root=root, systemctl=FakeSystemctl())
+    opt.apply()
+    path = dropin(root, "memcached.service")
+    with open(path, "a") as f:
+        f.write("Environment=ADMIN=1\n")
+    assert opt.verify() == [("memcached.service", False, "%s changed" % path)]
+    with caplog.at_level(logging.WARNING, logger="irqtune"):
+        opt.unapply()
+    assert os.path.exists(path)
+    assert "changed after irqtune wrote it" in caplog.text
+
+
+def test_verify_detects_missing(tmp_path):
+    root = make_root(tmp_path)
+    opt = so.ServiceOptIn("memcached", root=root, systemctl=FakeSystemctl())
+    assert opt.verify() == [("memcached.service", False,
+                             "%s not written" % dropin(root, "memcached.service"))]
+    opt.apply()
+    os.unlink(dropin(root, "memcached.service"))
+    assert opt.verify()[0][1] is False
+
+
+def test_daemon_reload_failure_rolls_back(tmp_path):
+    root = make_root(tmp_path)
+    before = snapshot(root)
+    fake = FakeSystemctl(fail={"daemon-reload"})
+    opt = so.ServiceOptIn("memcached nginx", root=root, systemctl=fake)
+    with pytest.raises(IrqtuneError, match="daemon-reload failed"):
+        opt.apply()
+    assert snapshot(root) == before
+    assert opt.written == []
+
+
+def test_write_failure_rolls_back(tmp_path, monkeypatch):
+    root = make_root(tmp_path)
+    before = snapshot(root)
+    real_replace = os.replace
+    calls = []
+
+    def flaky_replace(src, dst):
+        calls.append(dst)
+        if len(calls) == 2:
+            raise OSError(28, "No space left on device")
+        return real_replace(src, dst)
+
+    monkeypatch.setattr(so.os, "replace", flaky_replace)
+    opt = so.ServiceOptIn("memcached nginx", root=root, systemctl=FakeSystemctl())
+    with pytest.raises(IrqtuneError, match="nothing left behind"):
+        opt.apply()
+    assert snapshot(root) == before
+
+
+def test_two_owners_refused(tmp_path):
+    root = make_root(tmp_path)
+    first = so.ServiceOptIn("memcached", root=root, systemctl=FakeSystemctl())
+    first.apply()
+    second = so.ServiceOptIn("memcached", root=root, systemctl=FakeSystemctl())
+    with pytest.raises(IrqtuneError, match="already opted in"):
+        second.apply()
+    first.unapply()
+    second.apply()
+    second.unapply()
+
+
+# restart handling
+
+def test_running_services_listed_not_restarted(tmp_path, caplog):
+    root = make_root(tmp_path)
+    fake = FakeSystemctl({"memcached.service": {"ActiveState": "active"}})
+    opt = so.ServiceOptIn("memcached nginx", root=root, systemctl=fake)
+    with caplog.at_level(logging.WARNING, logger="irqtune"):
+        assert opt.apply() == ["memcached.service"]
+    assert "restart memcached.service" in caplog.text
+    assert "try-restart" not in fake.verbs()
+    assert opt.unapply() == ["memcached.service"]
+    assert "try-restart" not in fake.verbs()
+
+
+def test_restart_when_asked(tmp_path):
+    root = make_root(tmp_path)
+    fake = FakeSystemctl({"memcached.service": {"ActiveState": "active"}})
+    opt = so.ServiceOptIn("memcached nginx", root=root, systemctl=fake, restart=True)
+    opt.apply()
+    assert ["try-restart", "memcached.service"] in fake.calls
+    opt.unapply()
+    assert fake.verbs() == ["daemon-reload", "try-restart", "daemon-reload", "try-restart"]
+    # The reload comes before the restart, so the restart sees the new config.
+    assert fake.verbs().index("daemon-reload") < fake.verbs().index("try-restart")
+
+
+# existing LD_PRELOAD
+
+def test_existing_ld_preload_kept(tmp_path, caplog):
+    root = make_root(tmp_path)
+    fake = FakeSystemctl({"memcached.service": {
+        "Environment": "A=1 LD_PRELOAD=/usr/lib/libjemalloc.so.2 \"B=x y\""}})
+    opt = so.ServiceOptIn("memcached", root=root, systemctl=fake)
+    with caplog.at_level(logging.INFO, logger="irqtune"):
+        opt.apply()
+    with open(dropin(root, "memcached.service")) as f:
+        text = f.read()
+    assert 'Environment="LD_PRELOAD=/usr/lib/libjemalloc.so.2:%s"\n' % LIB in text
+    assert "keeps it" in caplog.text
+
+
+def test_existing_ld_preload_with_our_library_not_doubled(tmp_path):
+    root = make_root(tmp_path)
+    fake = FakeSystemctl({"memcached.service": {"Environment": "LD_PRELOAD=%s" % LIB}})
+    so.ServiceOptIn("memcached", root=root, systemctl=fake).apply()
+    with open(dropin(root, "memcached.service")) as f:
+        assert f.read() == EXPECTED_DEFAULT
+
+
+def test_percent_in_existing_preload_escaped():
+    text = so.dropin_content(LIB, so.OptInValues(), "/opt/a%b.so")
+    assert 'Environment="LD_PRELOAD=/opt/a%%b.so:' + LIB + '"' in text
+
+
+@pytest.mark.skipif(shutil.which("systemd-analyze") is None, reason="no systemd-analyze")
+def test_systemd_parses_dropin_as_intended(tmp_path):
+    """systemd-analyze verify dumps the merged unit: our values win."""
+    units = tmp_path / "units"
+    (units / "demo.service.d").mkdir(parents=True)
+    (units / "demo.service").write_text(
+        "[Service]\nExecStart=/bin/true\nEnvironment=LD_PRELOAD=/old.so KEEP=1\n")
+    (units / "demo.service.d" / so.DROPIN_NAME).write_text(
+        so.dropin_content(LIB, so.OptInValues(7, 8, 1), "/old%.so"))
+    env = dict(os.environ, SYSTEMD_LOG_LEVEL="debug", SYSTEMD_UNIT_PATH=str(units) + ":")
+    proc = subprocess.run(["systemd-analyze", "verify", str(units / "demo.service")],
+                          env=env, capture_output=True, text=True, timeout=60)
+    assert proc.returncode == 0, proc.stderr
+    got = [line.split("Environment:", 1)[1].strip()
+           for line in (proc.stdout + proc.stderr).splitlines()
+           if line.strip().startswith("Environment:")]
+    # The drop-in's LD_PRELOAD replaces the unit's; the unit's other
+    # variables stay.
+    assert sorted(got) == sorted(["LD_PRELOAD=/old%.so:" + LIB, "KEEP=1",
+                                  "IRQTUNE_BUSY_POLL_USECS=7", "IRQTUNE_BUSY_POLL_BUDGET=8",
+                                  "IRQTUNE_PREFER_BUSY_POLL=1"]), got
+
+
+# without systemd / without the library
+
+def test_without_systemd_nothing_done(tmp_path):
+    root = make_root(tmp_path, systemd=False)
+    before = snapshot(root)
+    fake = FakeSystemctl()
+    opt = so.ServiceOptIn("memcached nginx", root=root, systemctl=fake)
+    with pytest.raises(UnsupportedError, match="systemd is not running.*nothing was written"):
+        opt.apply()
+    assert snapshot(root) == before
+    assert fake.calls == []
+    assert opt.unapply() == []
+    assert fake.calls == []
+
+
+def test_without_library_nothing_done(tmp_path):
+    root = make_root(tmp_path, library=False)
+    before = snapshot(root)
+    fake = FakeSystemctl()
+    with pytest.raises(UnsupportedError, match="not installed"):
+        so.ServiceOptIn("memcached", root=root, systemctl=fake).apply()
+    assert snapshot(root) == before
+    assert fake.verbs() == []
+
+
+def test_library_found_in_other_libdir(tmp_path):
+    root = make_root(tmp_path, library=False)
+    lib = os.path.join(root, "usr/lib/irqtune", so.LIBRARY_NAME)
+    os.makedirs(os.path.dirname(lib))
+    open(lib, "w").close()
+    assert so.find_library(root) == "/usr/lib/irqtune/" + so.LIBRARY_NAME
+
+
+def test_no_services_no_action(tmp_path):
+    root = make_root(tmp_path, systemd=False)
+    fake = FakeSystemctl()
+    assert so.ServiceOptIn("", root=root, systemctl=fake).apply() == []
+    assert fake.calls == []
+
+
+def test_unknown_unit_still_written_with_warning(tmp_path, caplog):
+    root = make_root(tmp_path)
+    fake = FakeSystemctl({"nosuch.service": {"LoadState": "not-found"}})
+    with caplog.at_level(logging.WARNING, logger="irqtune"):
+        so.ServiceOptIn("nosuch", root=root, systemctl=fake).apply()
+    assert os.path.exists(dropin(root, "nosuch.service"))
+    assert "no such unit" in caplog.text
+
+
+def test_budget_above_64_warns(tmp_path, caplog):
+    root = make_root(tmp_path)
+    opt = so.ServiceOptIn("memcached", so.OptInValues(budget=128), root=root,
+                          systemctl=FakeSystemctl())
+    with caplog.at_level(logging.WARNING, logger="irqtune"):
+        opt.apply()
+    assert "CAP_NET_ADMIN" in caplog.text
+
+
+# preload status of the running process
+
+def test_preload_status(tmp_path):
+    root = make_root(tmp_path)
+    proc = tmp_path / "proc"
+    (proc / "100").mkdir(parents=True)
+    (proc / "100" / "maps").write_text(
+        "7f00-7f01 r-xp 00000000 08:01 12 %s\n" % LIB)
+    (proc / "200").mkdir()
+    (proc / "200" / "maps").write_text("7f00-7f01 r-xp 00000000 08:01 12 /usr/lib/libc.so.6\n")
+    fake = FakeSystemctl({"a.service": {"MainPID": "100"}, "b.service": {"MainPID": "200"},
+                          "c.service": {"MainPID": "0"}, "d.service": {"MainPID": "300"}})
+    opt = so.ServiceOptIn("a b c d", root=root, systemctl=fake, proc_root=str(proc))
+    assert [opt.preload_status(u) for u in opt.services] == \
+        ["loaded", "not-loaded", "inactive", "unknown"]
+
+
+# the real runner uses an argument list
+
+def test_default_systemctl_argv(tmp_path, monkeypatch):
+    bindir = tmp_path / "bin"
+    bindir.mkdir()
+    log_file = tmp_path / "argv"
+    script = bindir / "systemctl"
+    script.write_text('#!/bin/sh\nfor a in "$@"; do printf "%%s\\n" "$a"; done >> %s\n'
+                      'echo active\n' % log_file)
+    script.chmod(0o755)
+    monkeypatch.setenv("PATH", str(bindir))
+    rc, out = so.default_systemctl(["show", "--property=ActiveState", "--value",
+                                    "we ird;$(x).service"])
+    assert (rc, out) == (0, "active\n")
+    assert log_file.read_text().splitlines() == [
+        "show", "--property=ActiveState", "--value", "we ird;$(x).service"]
+
+
+def test_default_systemctl_missing(monkeypatch, tmp_path):
+    monkeypatch.setenv("PATH", str(tmp_path))
+    rc, _ = so.default_systemctl(["daemon-reload"])
+    assert rc != 0
