@@ -233,7 +233,8 @@ static void irqtune_busypoll_init(void)
 /*
  * Apply the parameters to a new epoll fd.  Any failure leaves the instance
  * untouched (the kernel checks everything before it stores anything) and
- * is reported once; later instances are not tried again.
+ * is reported once; after a lasting refusal (ENOTTY, EOPNOTSUPP, EINVAL,
+ * EPERM) later instances are not tried again.
  */
 static void apply(int epfd)
 {
@@ -249,7 +250,9 @@ static void apply(int epfd)
 	if (ioctl(epfd, IRQTUNE_EPIOCSPARAMS, &p) != 0) {
 		int err = errno;
 
-		__atomic_store_n(&ioctl_disabled, 1, __ATOMIC_RELAXED);
+		/* Conditions that hold for the whole process: stop trying. */
+		if (err == ENOTTY || err == EOPNOTSUPP || err == EINVAL || err == EPERM)
+			__atomic_store_n(&ioctl_disabled, 1, __ATOMIC_RELAXED);
 		if (!__atomic_exchange_n(&ioctl_reported, 1, __ATOMIC_ACQ_REL)) {
 			if (err == EPERM && p.busy_poll_budget > BUDGET_WITHOUT_CAP)
 				report("EPIOCSPARAMS failed (EPERM): busy_poll_budget %u "
@@ -266,7 +269,7 @@ static void apply(int epfd)
 				       "instances left unchanged");
 			else
 				report("EPIOCSPARAMS failed (%s, errno %d); epoll "
-				       "instances left unchanged", errno_name(err), err);
+				       "instance left unchanged", errno_name(err), err);
 		}
 	}
 	errno = saved_errno;
