@@ -475,6 +475,29 @@ class ServiceOptIn:
                 log.error("systemctl daemon-reload failed (%d): %s", rc, out.strip())
         return self._after_change("opt-out")
 
+    # state that outlives the process (TuneD's storage survives a daemon
+    # restart, not a reboot)
+
+    def export_state(self):
+        """What apply wrote, as plain data a later process can adopt."""
+        return [{"unit": e.unit, "path": e.path, "content": e.content,
+                 "created_dir": e.created_dir} for e in self.written]
+
+    def adopt_state(self, state):
+        """Take over drop-ins an earlier process wrote (from export_state),
+        so that unapply removes them under the same rules."""
+        if self.written:
+            raise IrqtuneError("already applied")
+        for item in state or ():
+            try:
+                entry = DropIn(str(item["unit"]), str(item["path"]),
+                               str(item["content"]), bool(item["created_dir"]))
+            except (KeyError, TypeError) as err:
+                log.error("ignoring unreadable saved drop-in record %r: %s", item, err)
+                continue
+            self.written.append(entry)
+            _CLAIMED.add(entry.path)
+
     def verify(self):
         """[(unit, ok, message)]: the drop-in holds what apply wrote."""
         results = []

@@ -314,6 +314,28 @@ def test_two_owners_refused(tmp_path):
     second.unapply()
 
 
+def test_state_adopted_by_a_later_process(tmp_path):
+    """A restarted daemon removes what the previous one wrote, same rules."""
+    root = make_root(tmp_path)
+    before = snapshot(root)
+    first = so.ServiceOptIn("memcached nginx", root=root, systemctl=FakeSystemctl())
+    first.apply()
+    state = first.export_state()
+    so._CLAIMED.clear()  # a new process
+    with open(dropin(root, "nginx.service"), "a") as f:
+        f.write("# admin\n")
+    fake = FakeSystemctl()
+    later = so.ServiceOptIn("", root=root, systemctl=fake)
+    later.adopt_state(state + [{"bogus": 1}])
+    later.unapply()
+    after = snapshot(root)
+    assert "etc/systemd/system/memcached.service.d" not in after
+    assert after["etc/systemd/system/nginx.service.d/" + so.DROPIN_NAME].endswith("# admin\n")
+    assert set(after) - set(before) == {"etc/systemd/system/nginx.service.d",
+                                        "etc/systemd/system/nginx.service.d/" + so.DROPIN_NAME}
+    assert fake.verbs() == ["daemon-reload"]
+
+
 # restart handling
 
 def test_running_services_listed_not_restarted(tmp_path, caplog):
