@@ -276,7 +276,7 @@ class ServiceOptIn:
         return None
 
     def running_services(self):
-        """Named services that are active now (their processes predate us)."""
+        """Named services that are active now."""
         active = []
         for unit in self.services:
             state = self._show(unit, "ActiveState")
@@ -453,7 +453,11 @@ class ServiceOptIn:
         return self._after_change("opt-in")
 
     def _after_change(self, what):
-        running = self.running_services()
+        # A running main process that already has (opt-in) or no longer has
+        # (opt-out) the library mapped needs no restart; anything else does.
+        done = "loaded" if what == "opt-in" else "not-loaded"
+        running = [unit for unit in self.running_services()
+                   if self.preload_status(unit) != done]
         if running and self.restart:
             self._try_restart(running)
         elif running:

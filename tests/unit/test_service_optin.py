@@ -362,6 +362,26 @@ def test_restart_when_asked(tmp_path):
     assert fake.verbs().index("daemon-reload") < fake.verbs().index("try-restart")
 
 
+def test_restart_only_where_the_process_disagrees(tmp_path):
+    """A service whose main process already maps the library (started with a
+    drop-in left from before a reboot) needs no restart on apply; one that
+    does not map it needs none on unapply."""
+    root = make_root(tmp_path)
+    proc = tmp_path / "proc"
+    for pid, lib in (("100", LIB), ("200", "/usr/lib/libc.so.6")):
+        (proc / pid).mkdir(parents=True)
+        (proc / pid / "maps").write_text("7f00-7f01 r-xp 00000000 08:01 12 %s\n" % lib)
+    fake = FakeSystemctl({
+        "with.service": {"ActiveState": "active", "MainPID": "100"},
+        "without.service": {"ActiveState": "active", "MainPID": "200"}})
+    opt = so.ServiceOptIn("with without", root=root, systemctl=fake, restart=True,
+                          proc_root=str(proc))
+    assert opt.apply() == ["without.service"]
+    assert ["try-restart", "without.service"] in fake.calls
+    assert opt.unapply() == ["with.service"]
+    assert ["try-restart", "with.service"] in fake.calls
+
+
 # existing LD_PRELOAD
 
 def test_existing_ld_preload_kept(tmp_path, caplog):
