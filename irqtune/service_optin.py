@@ -221,13 +221,15 @@ def _split_preload(value):
 class DropIn:
     """One drop-in as written: what to remove and how to recognise it."""
 
-    __slots__ = ("unit", "path", "content", "created_dir")
+    __slots__ = ("unit", "path", "content", "created_dir", "previous")
 
-    def __init__(self, unit, path, content, created_dir):
+    def __init__(self, unit, path, content, created_dir, previous=None):
         self.unit = unit
         self.path = path
         self.content = content
         self.created_dir = created_dir
+        # irqtune's own earlier file this one replaced (restored on rollback)
+        self.previous = previous
 
 
 class ServiceOptIn:
@@ -346,27 +348,31 @@ class ServiceOptIn:
                     pass  # not empty: someone else's drop-ins live there
         return removed
 
-    def _write(self, unit, content):
+    def _write(self, unit, content, earlier=None):
+        """Write one drop-in.  ``earlier`` is the DropIn a previous run
+        recorded for this unit (its created_dir carries over)."""
         path = self.dropin_path(unit)
         directory = os.path.dirname(path)
         if path in _CLAIMED:
             raise IrqtuneError("%s: already opted in by another busy_poll_optin "
                                "instance; name each service once" % unit)
+        previous = None
         if os.path.lexists(path):
             try:
                 with open(path) as f:
-                    first = f.readline().rstrip("\n")
+                    previous = f.read()
             except OSError as err:
                 raise IrqtuneError("%s: cannot read existing %s: %s" % (unit, path, err))
-            if first != MARKER:
+            if previous.split("\n", 1)[0] != MARKER:
                 raise IrqtuneError("%s: %s exists and was not written by irqtune; "
                                    "not touching it" % (unit, path))
-            log.info("%s: replacing irqtune's leftover drop-in %s", unit, path)
-        created_dir = False
+            if previous != content:
+                log.info("%s: replacing irqtune's earlier drop-in %s", unit, path)
+        created_dir = bool(earlier and earlier.created_dir)
         if not os.path.isdir(directory):
             os.makedirs(directory, mode=0o755)
             created_dir = True
-        entry = DropIn(unit, path, content, created_dir)
+        entry = DropIn(unit, path, content, created_dir, previous)
         fd, tmp = tempfile.mkstemp(prefix="." + DROPIN_NAME + ".", dir=directory)
         try:
             with os.fdopen(fd, "w") as f:
@@ -387,10 +393,30 @@ class ServiceOptIn:
         _CLAIMED.add(path)
         return entry
 
+    def _roll_back(self, entries):
+        """Undo this apply's writes: restore replaced files, remove new ones."""
+        fresh = []
+        for entry in entries:
+            if entry.previous is None:
+                fresh.append(entry)
+                continue
+            try:
+                with open(entry.path, "w") as f:
+                    f.write(entry.previous)
+            except OSError as err:
+                log.error("%s: cannot restore %s: %s", entry.unit, entry.path, err)
+            _CLAIMED.discard(entry.path)
+        self._remove_written(fresh)
+
     def _daemon_reload(self):
         rc, out = self.systemctl(["daemon-reload"])
         if rc != 0:
             raise IrqtuneError("systemctl daemon-reload failed (%d): %s" % (rc, out.strip()))
+
+    def _daemon_reload_logged(self):
+        rc, out = self.systemctl(["daemon-reload"])
+        if rc != 0:
+            log.error("systemctl daemon-reload failed (%d): %s", rc, out.strip())
 
     def _try_restart(self, units):
         if not units:
@@ -402,13 +428,34 @@ class ServiceOptIn:
         else:
             log.info("restarted %s", " ".join(units))
 
-    def apply(self):
+    def _entries(self, state):
+        entries = []
+        for item in state or ():
+            try:
+                entries.append(DropIn(str(item["unit"]), str(item["path"]),
+                                      str(item["content"]), bool(item["created_dir"])))
+            except (KeyError, TypeError) as err:
+                log.error("ignoring unreadable saved drop-in record %r: %s", item, err)
+        return entries
+
+    def apply(self, previous_state=None):
         """Write the drop-ins and reload systemd.  Returns the services that
         run with the old environment until restarted (restarted already when
-        ``restart`` is set)."""
+        ``restart`` is set).
+
+        ``previous_state`` is what an earlier process recorded
+        (export_state): its drop-ins for services still named are taken
+        over, the others are removed under the usual rules.
+        """
         if self.written:
             raise IrqtuneError("already applied")
+        earlier = {e.unit: e for e in self._entries(previous_state)}
+        stale = [e for u, e in earlier.items() if u not in self.services]
         if not self.services:
+            if stale:
+                self._remove_written(stale)
+                if systemd_running(self.root):
+                    self._daemon_reload_logged()
             log.info("no services named: nothing to opt in")
             return []
         if not systemd_running(self.root):
@@ -436,18 +483,19 @@ class ServiceOptIn:
         written = []
         try:
             for unit, content in plans:
-                written.append(self._write(unit, content))
+                written.append(self._write(unit, content, earlier.get(unit)))
             self._daemon_reload()
         except (OSError, IrqtuneError) as err:
-            self._remove_written(written)
+            self._roll_back(written)
             if written:
-                rc, out = self.systemctl(["daemon-reload"])
-                if rc != 0:
-                    log.error("systemctl daemon-reload failed (%d): %s", rc, out.strip())
+                self._daemon_reload_logged()
             if isinstance(err, IrqtuneError):
                 raise
             raise IrqtuneError("cannot write drop-in: %s; nothing left behind" % err)
         self.written = written
+        if stale:
+            self._remove_written(stale)
+            self._daemon_reload_logged()
         for entry in written:
             log.info("%s: opted in to busy polling via %s", entry.unit, entry.path)
         return self._after_change("opt-in")
@@ -474,9 +522,7 @@ class ServiceOptIn:
         entries, self.written = self.written, []
         self._remove_written(entries)
         if systemd_running(self.root):
-            rc, out = self.systemctl(["daemon-reload"])
-            if rc != 0:
-                log.error("systemctl daemon-reload failed (%d): %s", rc, out.strip())
+            self._daemon_reload_logged()
         return self._after_change("opt-out")
 
     # state that outlives the process (TuneD's storage survives a daemon
@@ -492,13 +538,7 @@ class ServiceOptIn:
         so that unapply removes them under the same rules."""
         if self.written:
             raise IrqtuneError("already applied")
-        for item in state or ():
-            try:
-                entry = DropIn(str(item["unit"]), str(item["path"]),
-                               str(item["content"]), bool(item["created_dir"]))
-            except (KeyError, TypeError) as err:
-                log.error("ignoring unreadable saved drop-in record %r: %s", item, err)
-                continue
+        for entry in self._entries(state):
             self.written.append(entry)
             _CLAIMED.add(entry.path)
 

@@ -336,6 +336,56 @@ def test_state_adopted_by_a_later_process(tmp_path):
     assert fake.verbs() == ["daemon-reload"]
 
 
+def test_apply_takes_over_previous_state(tmp_path):
+    """Re-applied after a daemon restart with a changed service list: still
+    named services are taken over (their directory still counts as ours),
+    no longer named ones are removed."""
+    root = make_root(tmp_path)
+    before = snapshot(root)
+    first = so.ServiceOptIn("memcached nginx", root=root, systemctl=FakeSystemctl())
+    first.apply()
+    state = first.export_state()
+    so._CLAIMED.clear()  # a new process
+    fake = FakeSystemctl()
+    second = so.ServiceOptIn("memcached", so.OptInValues(usecs=5), root=root,
+                             systemctl=fake)
+    second.apply(previous_state=state)
+    after = snapshot(root)
+    assert "etc/systemd/system/nginx.service.d" not in after
+    assert "IRQTUNE_BUSY_POLL_USECS=5" in after[
+        "etc/systemd/system/memcached.service.d/" + so.DROPIN_NAME]
+    second.unapply()
+    assert snapshot(root) == before
+
+
+def test_previous_state_only_removed(tmp_path):
+    root = make_root(tmp_path)
+    before = snapshot(root)
+    first = so.ServiceOptIn("memcached", root=root, systemctl=FakeSystemctl())
+    first.apply()
+    state = first.export_state()
+    so._CLAIMED.clear()
+    fake = FakeSystemctl()
+    assert so.ServiceOptIn("", root=root, systemctl=fake).apply(previous_state=state) == []
+    assert snapshot(root) == before
+    assert fake.verbs() == ["daemon-reload"]
+
+
+def test_rollback_restores_replaced_own_file(tmp_path):
+    root = make_root(tmp_path)
+    path = dropin(root, "memcached.service")
+    os.makedirs(os.path.dirname(path))
+    old = so.MARKER + "\n[Service]\nEnvironment=IRQTUNE_BUSY_POLL_USECS=9\n"
+    with open(path, "w") as f:
+        f.write(old)
+    before = snapshot(root)
+    opt = so.ServiceOptIn("memcached", root=root,
+                          systemctl=FakeSystemctl(fail={"daemon-reload"}))
+    with pytest.raises(IrqtuneError):
+        opt.apply()
+    assert snapshot(root) == before
+
+
 # restart handling
 
 def test_running_services_listed_not_restarted(tmp_path, caplog):
