@@ -580,3 +580,175 @@ def test_default_systemctl_missing(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
     rc, _ = so.default_systemctl(["daemon-reload"])
     assert rc != 0
+
+
+# The TuneD adapter, loaded into the installed TuneD's plugin package and
+# driven through TuneD's own Plugin/Instance/Storage classes.
+
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+PLUGIN_FILE = os.path.join(REPO, "tuned-plugins", "plugin_busy_poll_optin.py")
+
+
+def load_plugin_module():
+    import importlib.util
+    import sys
+    tuned_plugins = pytest.importorskip("tuned.plugins")
+    name = "tuned.plugins.plugin_busy_poll_optin"
+    spec = importlib.util.spec_from_file_location(
+        name, PLUGIN_FILE, submodule_search_locations=None)
+    module = importlib.util.module_from_spec(spec)
+    module.__package__ = tuned_plugins.__name__
+    sys.modules[name] = module
+    spec.loader.exec_module(module)
+    return module
+
+
+class _Cfg(dict):
+    def get(self, key, default=None):
+        return dict.get(self, key, default)
+
+
+@pytest.fixture
+def tuned_plugin(tmp_path):
+    """A BusyPollOptinPlugin wired to a fixture root and a fake systemctl."""
+    module = load_plugin_module()
+    from tuned.plugins.instance import Factory as InstanceFactory
+    from tuned.profiles.variables import Variables
+    from tuned.storage import Factory as StorageFactory, PickleProvider
+
+    provider = PickleProvider(path=str(tmp_path / "save.pickle"))
+
+    def make(root, fake, options):
+        cls = type("TestBusyPollOptinPlugin", (module.BusyPollOptinPlugin,),
+                   {"_optin_root": root, "_optin_systemctl": fake})
+        # Plugin.name derives from the module name: keep TuneD's.
+        cls.__module__ = module.__name__
+        plugin = cls(None, StorageFactory(provider), None, None, None,
+                     InstanceFactory(), _Cfg(), Variables())
+        instance = plugin.create_instance("optin", None, None, None, None, options)
+        plugin.initialize_instance(instance)
+        return plugin, instance
+
+    make.provider = provider
+    make.module = module
+    return make
+
+
+def test_plugin_options_listed(tuned_plugin):
+    opts = tuned_plugin.module.BusyPollOptinPlugin._get_config_options()
+    assert set(opts) == {"services", "busy_poll_usecs", "busy_poll_budget",
+                         "prefer_busy_poll", "restart", "library"}
+    hints = tuned_plugin.module.BusyPollOptinPlugin.get_config_options_hints()
+    assert set(hints) == set(opts)
+
+
+def test_plugin_apply_verify_full_rollback(tuned_plugin, tmp_path, caplog):
+    root = make_root(tmp_path)
+    before = snapshot(root)
+    fake = FakeSystemctl({"memcached.service": {"ActiveState": "active"}})
+    plugin, inst = tuned_plugin(root, fake, {"services": "memcached, nginx",
+                                             "busy_poll_usecs": "10"})
+    plugin.instance_apply_tuning(inst)
+    with open(dropin(root, "nginx.service")) as f:
+        assert "IRQTUNE_BUSY_POLL_USECS=10" in f.read()
+    assert "try-restart" not in fake.verbs()
+    with caplog.at_level(logging.INFO):
+        assert plugin.instance_verify_tuning(inst, False) is True
+    assert "verify: passed: 'busy_poll_optin [optin] nginx.service drop-in'" in caplog.text
+    # TuneD 2.20 passes a bool: True = full rollback.
+    plugin.instance_unapply_tuning(inst, True)
+    assert snapshot(root) == before
+    assert fake.verbs() == ["daemon-reload", "daemon-reload"]
+
+
+def test_plugin_verify_fails_after_edit(tuned_plugin, tmp_path, caplog):
+    root = make_root(tmp_path)
+    plugin, inst = tuned_plugin(root, FakeSystemctl(), {"services": "memcached"})
+    plugin.instance_apply_tuning(inst)
+    with open(dropin(root, "memcached.service"), "a") as f:
+        f.write("# edited\n")
+    with caplog.at_level(logging.INFO):
+        assert plugin.instance_verify_tuning(inst, False) is False
+    assert "verify: failed: 'busy_poll_optin [optin] memcached.service drop-in'" in caplog.text
+
+
+@pytest.mark.parametrize("rollback,removed", [(False, False), (True, True),
+                                              (0, False), (1, False), (2, True)])
+def test_plugin_rollback_signatures(tuned_plugin, tmp_path, rollback, removed):
+    """bool (TuneD 2.20) and int ROLLBACK_NONE/SOFT/FULL (2.21+): only a full
+    rollback removes; a shutdown keeps the drop-ins for the next boot."""
+    root = make_root(tmp_path)
+    plugin, inst = tuned_plugin(root, FakeSystemctl(), {"services": "memcached"})
+    plugin.instance_apply_tuning(inst)
+    plugin._instance_unapply_static(inst, rollback)
+    assert os.path.exists(dropin(root, "memcached.service")) is not removed
+    saved = plugin._storage.get(plugin._storage_key(inst.name))
+    assert (saved is None) is removed
+
+
+def test_plugin_restarted_daemon_takes_over(tuned_plugin, tmp_path):
+    """Saved state in TuneD's storage: a new daemon with a shorter service
+    list removes the drop-in for the service no longer named."""
+    root = make_root(tmp_path)
+    before = snapshot(root)
+    plugin, inst = tuned_plugin(root, FakeSystemctl(), {"services": "memcached nginx"})
+    plugin.instance_apply_tuning(inst)
+    plugin._instance_unapply_static(inst, 1)  # soft: daemon stopped at shutdown
+    so._CLAIMED.clear()  # new process
+    plugin2, inst2 = tuned_plugin(root, FakeSystemctl(), {"services": "memcached"})
+    plugin2.instance_apply_tuning(inst2)
+    assert not os.path.exists(dropin(root, "nginx.service"))
+    assert os.path.exists(dropin(root, "memcached.service"))
+    plugin2.instance_unapply_tuning(inst2, True)
+    assert snapshot(root) == before
+
+
+def test_plugin_without_systemd(tuned_plugin, tmp_path, caplog):
+    root = make_root(tmp_path, systemd=False)
+    before = snapshot(root)
+    fake = FakeSystemctl()
+    plugin, inst = tuned_plugin(root, fake, {"services": "memcached"})
+    with caplog.at_level(logging.ERROR):
+        plugin.instance_apply_tuning(inst)
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and "systemd is not running" in errors[0], errors
+    assert snapshot(root) == before and fake.calls == []
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        # Skipped (None) with ignore_missing; TuneD's wrapper counts it a pass.
+        assert plugin._instance_verify_static(inst, True, set()) is None
+        assert plugin.instance_verify_tuning(inst, True) is True
+        assert plugin.instance_verify_tuning(inst, False) is False
+    assert "verify: skipped, missing" in caplog.text
+    plugin.instance_unapply_tuning(inst, True)
+    assert snapshot(root) == before and fake.calls == []
+
+
+def test_plugin_bad_option_one_error(tuned_plugin, tmp_path, caplog):
+    root = make_root(tmp_path)
+    fake = FakeSystemctl()
+    with caplog.at_level(logging.ERROR):
+        plugin, inst = tuned_plugin(root, fake, {"services": "memcached",
+                                                 "busy_poll_budget": "70000"})
+        plugin.instance_apply_tuning(inst)
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert len(errors) == 1 and "busy_poll_budget" in errors[0] and "70000" in errors[0]
+    assert fake.calls == []
+    assert plugin.instance_verify_tuning(inst, False) is False
+
+
+def test_plugin_restart_option(tuned_plugin, tmp_path):
+    root = make_root(tmp_path)
+    fake = FakeSystemctl({"memcached.service": {"ActiveState": "active"}})
+    plugin, inst = tuned_plugin(root, fake, {"services": "memcached", "restart": "true"})
+    plugin.instance_apply_tuning(inst)
+    assert ["try-restart", "memcached.service"] in fake.calls
+
+
+def test_plugin_variables_expanded(tuned_plugin, tmp_path):
+    root = make_root(tmp_path)
+    plugin, inst = tuned_plugin(root, FakeSystemctl(), {"services": "${svc}"})
+    plugin._variables.add_variable("svc", "memcached")
+    plugin._instance_init(inst)
+    plugin.instance_apply_tuning(inst)
+    assert os.path.exists(dropin(root, "memcached.service"))
