@@ -14,10 +14,13 @@ PRELOAD_LIBDIR   ?= $(LIBDIR)/irqtune
 PRELOAD_CC       ?= $(CC)
 # Hardening as Fedora's redhat-rpm-config would add; an rpm build passes its
 # own flags in CFLAGS/LDFLAGS, which come after these.
-PRELOAD_CFLAGS   := -std=gnu11 -O2 -g -fPIC -Wall -Wextra -Werror -Wformat=2 \
+# PRELOAD_WERROR= turns warnings of a newer compiler back into warnings.
+PRELOAD_WERROR   ?= -Werror
+PRELOAD_CFLAGS   := -std=gnu11 -O2 -g -fPIC -Wall -Wextra $(PRELOAD_WERROR) -Wformat=2 \
 	-Wshadow -Wstrict-prototypes -Wmissing-prototypes \
 	-fvisibility=hidden -fstack-protector-strong -fno-strict-aliasing \
-	-D_FORTIFY_SOURCE=2 -fstack-clash-protection
+	-fstack-clash-protection \
+	$(if $(findstring _FORTIFY_SOURCE,$(CFLAGS)),,-D_FORTIFY_SOURCE=2)
 PRELOAD_LDFLAGS  := -shared -Wl,-z,relro -Wl,-z,now -Wl,-z,noexecstack \
 	-Wl,--as-needed -Wl,-soname,$(PRELOAD_SONAME)
 PRELOAD_LIBS     := -ldl
