@@ -1,0 +1,53 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Boot a lab guest, show a few facts (or run commands), power it off.
+
+    boot.py [--kernel lab|base] [--cmdline "..."] [-- argv...]
+"""
+import argparse
+import logging
+import sys
+import time
+from pathlib import Path
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+import labvm  # noqa: E402
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--kernel", default="lab")
+    ap.add_argument("--cmdline", default=labvm.DEFAULT_ISOLATION)
+    ap.add_argument("--timeout", type=float, default=120)
+    ap.add_argument("argv", nargs="*", help="command to run in the guest")
+    a = ap.parse_args()
+    logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
+    t0 = time.monotonic()
+    g = labvm.Guest(kernel=a.kernel, cmdline=a.cmdline)
+    try:
+        g.start()
+        print("booted %s in %.1fs (workdir %s)" % (a.kernel, g.boot_seconds, g.workdir))
+        cmds = [a.argv] if a.argv else [
+            ["uname", "-a"], ["cat", "/proc/cmdline"],
+            ["cat", "/sys/devices/system/cpu/isolated"],
+            ["ethtool", "-l", g.nic or "eth0"],
+            ["sh", "-c", "grep -E 'CPU|virtio' /proc/interrupts"],
+            ["sh", "-c", "for i in $(grep -E 'virtio[0-9]+-(input|output)' /proc/interrupts"
+             " | cut -d: -f1); do echo \"irq $i: $(cat /proc/irq/$i/smp_affinity_list)"
+             " eff $(cat /proc/irq/$i/effective_affinity_list)\"; done"],
+        ]
+        rc = 0
+        for argv in cmds:
+            print("$ " + " ".join(argv))
+            rc, out = g.run(argv, timeout=a.timeout)
+            sys.stdout.write(out + g.last_stderr)
+            if rc:
+                print("(exit %d)" % rc)
+    finally:
+        g.shutdown()
+    print("total %.1fs" % (time.monotonic() - t0))
+    return rc
+
+
+if __name__ == "__main__":
+    sys.exit(main())

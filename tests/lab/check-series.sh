@@ -1,0 +1,127 @@
+#!/bin/bash
+# SPDX-License-Identifier: GPL-2.0-or-later
+#
+# Check kernel patch series the way they are submitted:
+#   check-series.sh [SERIES...]     (default: every kernel-patches/*/series)
+#
+# For each series, alone on the pristine base tree (see kernel.sh):
+#  1. git am of every patch listed in kernel-patches/SERIES/series;
+#  2. scripts/checkpatch.pl --strict on each patch: any ERROR or WARNING
+#     fails (CHECKs are reported);
+#  3. a W=1 build (lab config + the series' options) of every object whose
+#     .c file the series touches, before and after the series; a warning
+#     that appears only after fails. Objects the lab config does not build
+#     are reported as skipped. LAB_CHECK_FULL=1 compares a whole W=1
+#     bzImage build instead (slow the first time, ccached afterwards).
+# Exit status 0 only if every series passes. Logs: $LAB_CACHE/check/.
+
+set -euo pipefail
+HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
+# shellcheck source=kernel.sh
+. "$HERE/kernel.sh"
+
+CHECKDIR=$LAB_CACHE/check
+BDIR=$LAB_CACHE/build/check
+mkdir -p "$CHECKDIR"
+
+series=("$@")
+if [ ${#series[@]} -eq 0 ]; then
+	mapfile -t series < <(resolve_set all)
+fi
+[ ${#series[@]} -gt 0 ] || die "no series found in $PATCHDIR"
+
+# Build the given objects with W=1; warnings (file:line:col stripped of the
+# line and column) go to $2.
+w1_build() {
+	local out=$1 warnings=$2 obj rc
+	shift 2
+	: >"$out"
+	for obj in "$@"; do
+		rc=0
+		make -C "$TREE" O="$BDIR" "${MAKEVARS[@]}" -j"$JOBS" W=1 "$obj" >>"$out" 2>&1 || rc=$?
+		if [ $rc -ne 0 ]; then
+			if grep -q "No rule to make target '$obj'\|No rule to make target .*$obj" "$out"; then
+				echo "SKIPPED $obj" >>"$out"
+			else
+				echo "FAILED $obj" >>"$out"
+			fi
+		fi
+	done
+	grep -E ': (warning|error):' "$out" | sed -E 's/:[0-9]+:[0-9]+:/:/' | sort -u >"$warnings" || true
+}
+
+check_one() {
+	local s=$1 p n=0 errs=0 warns=0 checks=0 files=() objs=() log rc=0
+	log=$CHECKDIR/$s
+	mkdir -p "$log"
+	echo "=== series $s"
+
+	checkout_set "$s" || { echo "FAIL $s: git am on base failed"; return 1; }
+	echo "  git am: $(git -C "$TREE" rev-list --count base..HEAD) patches apply on base ($(sed -n 's/^debian=//p' "$TREE/.git/lab-base"))"
+
+	while read -r p; do
+		n=$((n + 1))
+		(cd "$TREE" && ./scripts/checkpatch.pl --strict "$p") >"$log/checkpatch-$n.log" 2>&1 || true
+		local line e w c
+		line=$(grep -E '^total: ' "$log/checkpatch-$n.log" | tail -n 1)
+		e=$(sed -E 's/^total: ([0-9]+) errors.*/\1/' <<<"$line")
+		w=$(sed -E 's/.* ([0-9]+) warnings.*/\1/' <<<"$line")
+		c=$(sed -E 's/.* ([0-9]+) checks.*/\1/' <<<"$line")
+		echo "  checkpatch --strict $(basename "$p"): $line"
+		errs=$((errs + ${e:-1})); warns=$((warns + ${w:-1})); checks=$((checks + ${c:-0}))
+		if [ "${e:-1}" != 0 ] || [ "${w:-1}" != 0 ] || [ "${c:-0}" != 0 ]; then
+			grep -E '^(ERROR|WARNING|CHECK):' -A3 "$log/checkpatch-$n.log" | sed 's/^/    /'
+		fi
+	done < <(series_patches "$s")
+	if [ "$errs" != 0 ] || [ "$warns" != 0 ]; then
+		echo "  FAIL: checkpatch errors $errs, warnings $warns"
+		rc=1
+	fi
+
+	mapfile -t files < <(git -C "$TREE" diff --name-only base..HEAD)
+	for p in "${files[@]}"; do
+		case $p in *.c) objs+=("${p%.c}.o") ;; esac
+	done
+	if [ "${LAB_CHECK_FULL:-0}" = 1 ]; then
+		objs=(bzImage)
+	fi
+	if [ ${#objs[@]} -gt 0 ]; then
+		# Before: base with the same configuration.
+		git -C "$TREE" checkout -q -f base
+		configure "$s" "$BDIR"
+		w1_build "$log/w1-base.log" "$log/w1-base.warnings" "${objs[@]}"
+		checkout_set "$s" >/dev/null 2>&1
+		configure "$s" "$BDIR"
+		w1_build "$log/w1-series.log" "$log/w1-series.warnings" "${objs[@]}"
+		local new skipped failed
+		new=$(comm -13 "$log/w1-base.warnings" "$log/w1-series.warnings" || true)
+		skipped=$(sed -n 's/^SKIPPED //p' "$log/w1-series.log" | tr '\n' ' ')
+		failed=$(sed -n 's/^FAILED //p' "$log/w1-series.log" | tr '\n' ' ')
+		echo "  W=1 build of ${objs[*]}: $(wc -l <"$log/w1-base.warnings") warnings before, $(wc -l <"$log/w1-series.warnings") after${skipped:+; not in lab config: $skipped}"
+		if [ -n "$failed" ]; then
+			echo "  FAIL: W=1 build failed for $failed (log $log/w1-series.log)"
+			grep -E 'error' "$log/w1-series.log" | head -n 20 | sed 's/^/    /'
+			rc=1
+		fi
+		if [ -n "$new" ]; then
+			echo "  FAIL: new W=1 warnings:"
+			sed 's/^/    /' <<<"$new"
+			rc=1
+		fi
+	fi
+	if [ $rc = 0 ]; then
+		echo "PASS $s"
+	else
+		echo "FAIL $s (logs in $log)"
+	fi
+	return $rc
+}
+
+lock_tree
+ensure_tree
+status=0
+for s in "${series[@]}"; do
+	[ -f "$PATCHDIR/$s/series" ] || { echo "FAIL $s: no $PATCHDIR/$s/series"; status=1; continue; }
+	check_one "$s" || status=1
+done
+exit $status

@@ -1,0 +1,392 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""irqtune kernel lab: boot a lab kernel under QEMU (TCG) and drive it.
+
+A Guest owns one network namespace on the host holding a multi-queue tap
+(the only link to the guest's virtio-net NIC), one QEMU process started
+inside that namespace, and a unix socket to the guest agent
+(tests/lab/guest/agent.py) over virtio-serial.
+
+    with Guest(kernel="lab", cmdline="isolcpus=managed_irq,domain,2-3") as g:
+        rc, out = g.run(["ethtool", "-l", g.nic])
+        g.flood(seconds=2)
+
+Nothing here touches the host's own interfaces: all host-side networking
+happens inside the guest's namespace.
+"""
+
+import itertools
+import json
+import logging
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+log = logging.getLogger("irqtune.lab")
+
+HERE = Path(__file__).resolve().parent
+REPO = HERE.parent.parent
+LAB_CACHE = Path(os.environ.get("LAB_CACHE", "/var/cache/irqtune-lab"))
+QEMU = os.environ.get("LAB_QEMU", "qemu-system-x86_64")
+
+DEFAULT_ISOLATION = "isolcpus=managed_irq,domain,2-3 nohz_full=2-3"
+GUEST_MAC = "52:54:00:49:52:51"
+HOST_IP = "10.77.0.1"
+GUEST_IP = "10.77.0.2"
+PREFIX = 24
+NIC_QUEUES = 4
+MOUNT_TAG = "irqtune"
+GUEST_REPO = "/irqtune"
+
+_counter = itertools.count()
+
+
+class LabError(Exception):
+    """The lab could not do what was asked (boot, agent, namespace...)."""
+
+
+def default_kernel():
+    """Kernel the `guest` fixture boots: IRQTUNE_LAB_KERNEL or "lab"."""
+    return os.environ.get("IRQTUNE_LAB_KERNEL", "lab")
+
+
+def kernel_image(kernel="lab"):
+    return LAB_CACHE / "out" / kernel / "bzImage"
+
+
+def kernel_info(kernel="lab"):
+    """The key=value lines of out/<kernel>/info as a dict ("patches" excluded)."""
+    info = {}
+    path = LAB_CACHE / "out" / kernel / "info"
+    try:
+        for line in path.read_text().splitlines():
+            if "=" in line and not line.startswith(" "):
+                k, v = line.split("=", 1)
+                info[k] = v
+    except OSError:
+        pass
+    return info
+
+
+def rootfs_image():
+    return LAB_CACHE / "rootfs.img"
+
+
+def missing(kernel="lab"):
+    """Why the lab cannot boot `kernel` here, or None when it can."""
+    if os.geteuid() != 0:
+        return "the kernel lab needs root (network namespaces, tap devices)"
+    for tool in (QEMU, "ip"):
+        if shutil.which(tool) is None:
+            return "%s not found" % tool
+    if not kernel_image(kernel).is_file():
+        return "lab kernel %s not built (%s); run `make lab`" % (kernel, kernel_image(kernel))
+    if not rootfs_image().is_file():
+        return "lab rootfs not built (%s); run `make lab`" % rootfs_image()
+    return None
+
+
+def _ip(*args, check=True):
+    res = subprocess.run(["ip", *args], capture_output=True, text=True)
+    if check and res.returncode != 0:
+        raise LabError("ip %s failed: %s" % (" ".join(args), res.stderr.strip()))
+    return res
+
+
+class Netns:
+    """A network namespace holding the multi-queue tap the guest uses."""
+
+    def __init__(self, name, queues=NIC_QUEUES):
+        self.name = name
+        self.tap = "tap0"
+        _ip("netns", "add", name)
+        try:
+            _ip("-n", name, "link", "set", "lo", "up")
+            _ip("-n", name, "tuntap", "add", "dev", self.tap, "mode", "tap", "multi_queue")
+            _ip("-n", name, "addr", "add", "%s/%d" % (HOST_IP, PREFIX), "dev", self.tap)
+            _ip("-n", name, "link", "set", self.tap, "up")
+            # A static neighbour: floods need no ARP round trip first.
+            _ip("-n", name, "neigh", "replace", GUEST_IP, "lladdr", GUEST_MAC,
+                "dev", self.tap, "nud", "permanent")
+        except Exception:
+            self.delete()
+            raise
+
+    def exec_argv(self, argv):
+        return ["ip", "netns", "exec", self.name, *argv]
+
+    def delete(self):
+        _ip("netns", "del", self.name, check=False)
+
+
+class Guest:
+    """One QEMU guest running a lab kernel. See the module docstring."""
+
+    def __init__(self, kernel="lab", cmdline=DEFAULT_ISOLATION, smp=4, memory=1536,
+                 queues=NIC_QUEUES, boot_timeout=None, name=None):
+        self.kernel = kernel
+        self.cmdline = cmdline if cmdline is not None else ""
+        self.smp = smp
+        self.memory = memory
+        self.queues = queues
+        self.boot_timeout = boot_timeout or float(os.environ.get("LAB_BOOT_TIMEOUT", "600"))
+        self.name = name or "%s-%d-%d" % (kernel, os.getpid(), next(_counter))
+        self.nic = None
+        self.boot_seconds = None
+        self.last_stderr = ""
+        self.proc = None
+        self.netns = None
+        self.sock = None
+        self._buf = b""
+        self._ids = itertools.count(1)
+        self.workdir = None
+
+    # -- lifecycle --------------------------------------------------------
+
+    def kernel_cmdline(self):
+        base = ["console=ttyS0", "root=/dev/vda", "rw", "rootfstype=ext4",
+                "init=/sbin/lab-init", "panic=-1", "quiet", "loglevel=4",
+                "irqtune.ip=%s/%d" % (GUEST_IP, PREFIX), "irqtune.nic=%s" % GUEST_MAC]
+        return " ".join(base + ([self.cmdline] if self.cmdline else []))
+
+    def qemu_argv(self):
+        vectors = 2 * self.queues + 2
+        return [
+            QEMU, "-name", "irqtune-lab-" + self.name,
+            "-machine", "pc", "-accel", "tcg,thread=multi", "-cpu", "max",
+            "-smp", str(self.smp), "-m", str(self.memory),
+            "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
+            "-rtc", "base=utc",
+            "-kernel", str(kernel_image(self.kernel)),
+            "-append", self.kernel_cmdline(),
+            "-drive", "file=%s,format=raw,if=virtio,snapshot=on" % rootfs_image(),
+            "-virtfs", "local,path=%s,mount_tag=%s,security_model=none,readonly=on"
+            % (REPO, MOUNT_TAG),
+            "-netdev", "tap,id=n0,ifname=%s,script=no,downscript=no,queues=%d,vhost=off"
+            % (self.netns.tap, self.queues),
+            "-device", "virtio-net-pci,netdev=n0,mq=on,vectors=%d,mac=%s" % (vectors, GUEST_MAC),
+            "-device", "virtio-serial-pci",
+            "-chardev", "socket,id=c0,path=%s,server=on,wait=off" % self.sockpath,
+            "-device", "virtserialport,chardev=c0,name=irqtune.agent",
+            "-chardev", "file,id=s0,path=%s" % self.console_path,
+            "-serial", "chardev:s0",
+            "-monitor", "none",
+        ]
+
+    def start(self):
+        reason = missing(self.kernel)
+        if reason:
+            raise LabError(reason)
+        run_root = LAB_CACHE / "run"
+        run_root.mkdir(parents=True, exist_ok=True)
+        self.workdir = run_root / (time.strftime("%Y%m%d-%H%M%S-") + self.name)
+        self.workdir.mkdir(parents=True)
+        self.sockpath = self.workdir / "agent.sock"
+        self.console_path = self.workdir / "console.log"
+        self.netns = Netns("irqtune-lab-%s" % self.name, self.queues)
+        argv = self.qemu_argv()
+        (self.workdir / "qemu.argv").write_text(json.dumps(argv, indent=1) + "\n")
+        log.info("booting %s: %s", self.name, self.kernel_cmdline())
+        t0 = time.monotonic()
+        qemu_log = open(self.workdir / "qemu.log", "wb")
+        try:
+            self.proc = subprocess.Popen(self.netns.exec_argv(argv), stdin=subprocess.DEVNULL,
+                                         stdout=qemu_log, stderr=subprocess.STDOUT)
+        except Exception:
+            self.netns.delete()
+            raise
+        finally:
+            qemu_log.close()
+        try:
+            self._connect(t0 + self.boot_timeout)
+        except Exception:
+            self.kill()
+            raise
+        self.boot_seconds = time.monotonic() - t0
+        rc, out = self.run(["sh", "-c", "grep -l '^%s$' /sys/class/net/*/address" % GUEST_MAC])
+        if rc == 0 and out.strip():
+            self.nic = out.split()[0].split("/")[-2]
+        log.info("guest %s up in %.1fs, nic %s", self.name, self.boot_seconds, self.nic)
+        return self
+
+    def _connect(self, deadline):
+        """Connect to the agent socket and wait for a pong."""
+        while True:
+            if self.proc.poll() is not None:
+                raise LabError("QEMU exited (%s) during boot; %s" % (self.proc.returncode, self._tail()))
+            if time.monotonic() > deadline:
+                raise LabError("guest did not answer within %ss; %s" % (self.boot_timeout, self._tail()))
+            if self.sock is None:
+                try:
+                    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+                    s.connect(str(self.sockpath))
+                    self.sock = s
+                except OSError:
+                    s.close()
+                    time.sleep(0.5)
+                    continue
+            try:
+                res = self._request({"op": "ping"}, timeout=3)
+                if res.get("pong"):
+                    return
+            except LabError:
+                continue
+
+    def _tail(self, n=30):
+        text = self.console()
+        return "console (%s) ends:\n%s" % (self.console_path, "\n".join(text.splitlines()[-n:]))
+
+    def console(self):
+        try:
+            return self.console_path.read_text(errors="replace")
+        except (OSError, AttributeError):
+            return ""
+
+    def alive(self):
+        return self.proc is not None and self.proc.poll() is None
+
+    def shutdown(self, timeout=60):
+        """Power the guest off through the agent; kill QEMU if that fails."""
+        if self.proc is None:
+            return
+        if self.alive() and self.sock is not None:
+            try:
+                self._request({"op": "shutdown"}, timeout=10)
+            except LabError as e:
+                log.warning("shutdown request failed: %s", e)
+            try:
+                self.proc.wait(timeout)
+            except subprocess.TimeoutExpired:
+                log.warning("guest %s did not power off, killing QEMU", self.name)
+        self.kill()
+
+    def kill(self):
+        if self.sock is not None:
+            self.sock.close()
+            self.sock = None
+        if self.proc is not None and self.proc.poll() is None:
+            self.proc.terminate()
+            try:
+                self.proc.wait(10)
+            except subprocess.TimeoutExpired:
+                self.proc.kill()
+                self.proc.wait()
+        if self.netns is not None:
+            self.netns.delete()
+            self.netns = None
+
+    def __enter__(self):
+        return self.start()
+
+    def __exit__(self, *exc):
+        self.shutdown()
+
+    # -- agent protocol ---------------------------------------------------
+
+    def _request(self, req, timeout):
+        if self.sock is None:
+            raise LabError("not connected to the guest agent")
+        rid = next(self._ids)
+        req = dict(req, id=rid)
+        deadline = time.monotonic() + timeout
+        try:
+            self.sock.sendall((json.dumps(req) + "\n").encode())
+            while True:
+                while b"\n" in self._buf:
+                    line, self._buf = self._buf.split(b"\n", 1)
+                    try:
+                        res = json.loads(line)
+                    except ValueError:
+                        continue
+                    if res.get("id") == rid:
+                        if "error" in res:
+                            raise LabError("agent: %s" % res["error"])
+                        return res
+                    # A reply to an earlier request that timed out: drop it.
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    raise LabError("no answer from the guest agent within %ss to %s"
+                                   % (timeout, req.get("argv", req.get("op"))))
+                if not self.alive():
+                    raise LabError("QEMU exited; %s" % self._tail())
+                self.sock.settimeout(min(left, 1.0))
+                try:
+                    chunk = self.sock.recv(65536)
+                except socket.timeout:
+                    continue
+                if not chunk:
+                    raise LabError("agent socket closed; %s" % self._tail())
+                self._buf += chunk
+        except OSError as e:
+            raise LabError("agent socket: %s" % e) from e
+
+    def execute(self, argv, timeout=60, input=None, env=None, cwd=None):
+        """Run argv in the guest; returns the agent's full answer (dict with
+        rc, stdout, stderr, timed_out, seconds)."""
+        req = {"op": "run", "argv": [str(a) for a in argv], "timeout": timeout}
+        if input is not None:
+            req["input"] = input
+        if env:
+            req["env"] = env
+        if cwd:
+            req["cwd"] = cwd
+        res = self._request(req, timeout=timeout + 30)
+        self.last_stderr = res.get("stderr", "")
+        log.debug("guest %s: %s -> %s", self.name, argv, res.get("rc"))
+        return res
+
+    def run(self, argv, timeout=60, input=None, check=False, env=None, cwd=None):
+        """Run argv in the guest and return (exit code, stdout). stderr is
+        kept in self.last_stderr. A timeout gives rc -9."""
+        res = self.execute(argv, timeout=timeout, input=input, env=env, cwd=cwd)
+        if check and res["rc"] != 0:
+            raise LabError("guest command %s failed (rc %s): %s%s"
+                           % (list(argv), res["rc"], res["stdout"], res["stderr"]))
+        return res["rc"], res["stdout"]
+
+    def spawn(self, argv, log_path="/dev/null", cwd=None):
+        """Start a background process in the guest; returns its pid."""
+        req = {"op": "spawn", "argv": [str(a) for a in argv], "log": log_path}
+        if cwd:
+            req["cwd"] = cwd
+        return self._request(req, timeout=30)["pid"]
+
+    def read_file(self, path, timeout=30):
+        rc, out = self.run(["cat", path], timeout=timeout)
+        if rc != 0:
+            raise LabError("cannot read %s in the guest: %s" % (path, self.last_stderr.strip()))
+        return out
+
+    def write_file(self, path, data, timeout=30):
+        """Write data to a guest file (sysfs/procfs included); returns the
+        exit code of the write and keeps its error text in last_stderr."""
+        rc, _ = self.run(["sh", "-c", 'printf %s "$1" > "$2"', "write", data, path], timeout=timeout)
+        return rc
+
+    # -- traffic ----------------------------------------------------------
+
+    def flood(self, seconds=2.0, count=200000, size=64, flows=16, port=9, timeout=None):
+        """Send UDP packets from the host side of the tap to the guest's
+        NIC: at most `count` packets, for at most `seconds`, spread over
+        `flows` source ports (so the tap spreads them over its queues).
+        Returns the sender's report (dict: sent, errors, seconds)."""
+        if self.netns is None:
+            raise LabError("guest not running")
+        argv = self.netns.exec_argv([
+            sys.executable, str(HERE / "flood.py"), "--src", HOST_IP, "--dst", GUEST_IP,
+            "--port", str(port), "--seconds", str(seconds), "--count", str(count),
+            "--size", str(size), "--flows", str(flows)])
+        res = subprocess.run(argv, capture_output=True, text=True,
+                             timeout=timeout or seconds + 30)
+        if res.returncode != 0:
+            raise LabError("flood failed: %s" % res.stderr.strip())
+        return json.loads(res.stdout)
+
+    def host_run(self, argv, timeout=60):
+        """Run argv on the host inside the guest's network namespace."""
+        res = subprocess.run(self.netns.exec_argv([str(a) for a in argv]),
+                             capture_output=True, text=True, timeout=timeout)
+        return res.returncode, res.stdout
