@@ -1,0 +1,266 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Global Software Interrupt Moderation (kernel-patches/gsim) in the guest.
+
+Checks the /proc/irq/sw_moderation interface (files, defaults, round trip,
+ERANGE on out-of-range writes) and that moderation works on the guest's
+virtio-net receive interrupts: under the same UDP flood, the receive
+interrupt rate measured from /proc/interrupts with a low target_intr_rate
+is well below the unmoderated rate, stats shows non-zero delays, and
+turning moderation off restores the rate. Both rates are printed.
+
+test_unpatched_kernel_fails boots the unpatched base kernel and checks that
+the same checks fail there.
+"""
+
+import re
+import time
+
+import labvm
+import pytest
+
+DIR = "/proc/irq/sw_moderation"
+# name: (default, valid values, out-of-range values)
+PARAMS = {
+    "delay_us": (0, [1, 100, 500, 0], [501, 1000000, -1]),
+    "target_intr_rate": (0, [1, 1000000, 50000000, 0], [50000001, 4294967296, -5]),
+    "hardirq_percent": (0, [1, 70, 100, 0], [101, -1]),
+    "update_ms": (5, [1, 100, 5], [0, 101, -1]),
+}
+STATS_COLUMNS = ["cpu", "irq_rate", "global_rate", "hardirq_pm", "delay_ns",
+                 "irqs", "holds", "deferred", "releases"]
+
+# Write one value to a procfs file and report the errno name (or OK).
+WRITE_ERRNO = r"""
+import errno, os, sys
+fd = os.open(sys.argv[1], os.O_WRONLY)
+try:
+    os.write(fd, sys.argv[2].encode())
+    print("OK")
+except OSError as e:
+    print(errno.errorcode.get(e.errno, str(e.errno)))
+finally:
+    os.close(fd)
+"""
+
+FLOOD = dict(seconds=4, count=2000000, flows=32, size=64)
+
+
+def write_errno(g, path, value):
+    rc, out = g.run(["python3", "-c", WRITE_ERRNO, path, str(value)])
+    assert rc == 0, g.last_stderr
+    return out.strip()
+
+
+def read_int(g, path):
+    return int(g.read_file(path).strip())
+
+
+def virtio_name(g):
+    rc, out = g.run(["readlink", "-f", "/sys/class/net/%s/device" % g.nic])
+    assert rc == 0 and out.strip(), g.last_stderr
+    return out.strip().rsplit("/", 1)[-1]
+
+
+def rx_irqs(g):
+    """{irq: total count} of the NIC's receive queue vectors."""
+    dev = virtio_name(g)
+    lines = g.read_file("/proc/interrupts").splitlines()
+    ncpu = len(lines[0].split())
+    irqs = {}
+    for line in lines[1:]:
+        fields = line.split()
+        if not fields or not fields[0].rstrip(":").isdigit():
+            continue
+        if re.fullmatch(re.escape(dev) + r"-input\.\d+", fields[-1]):
+            irqs[int(fields[0].rstrip(":"))] = sum(int(x) for x in fields[1:1 + ncpu])
+    return irqs
+
+
+def parse_stats(text):
+    """Per-CPU rows of the stats file as dicts (ints), header checked."""
+    rows = []
+    header = None
+    for line in text.splitlines():
+        if line.startswith("#") or not line.strip():
+            continue
+        fields = line.split()
+        if header is None:
+            header = fields
+            assert header == STATS_COLUMNS, text
+            continue
+        rows.append(dict(zip(header, (int(x) for x in fields))))
+    assert header is not None, text
+    return rows
+
+
+def gsim_violations(g):
+    """Everything in the interface that differs from the series; empty when
+    the kernel implements it."""
+    bad = []
+    for name in list(PARAMS) + ["stats"]:
+        rc, _ = g.run(["test", "-f", "%s/%s" % (DIR, name)])
+        if rc != 0:
+            bad.append("%s/%s missing" % (DIR, name))
+    for irq in rx_irqs(g):
+        rc, _ = g.run(["test", "-f", "/proc/irq/%d/allow_sw_moderation" % irq])
+        if rc != 0:
+            bad.append("/proc/irq/%d/allow_sw_moderation missing" % irq)
+    return bad
+
+
+def reset(g, irqs=()):
+    for name, (default, _, _) in PARAMS.items():
+        write_errno(g, "%s/%s" % (DIR, name), default)
+    for irq in irqs:
+        write_errno(g, "/proc/irq/%d/allow_sw_moderation" % irq, 0)
+
+
+def flood_rate(g, sample_stats_after=None):
+    """Flood the guest and return (receive interrupts per second, sender
+    report, stats text sampled during the flood or None)."""
+    before = rx_irqs(g)
+    if sample_stats_after is not None:
+        g.run(["rm", "-f", "/tmp/gsim-stats"])
+        g.spawn(["sh", "-c", "sleep %s; cat %s/stats > /tmp/gsim-stats.tmp; "
+                 "mv /tmp/gsim-stats.tmp /tmp/gsim-stats" % (sample_stats_after, DIR)])
+    t0 = time.monotonic()
+    report = g.flood(**FLOOD)
+    elapsed = time.monotonic() - t0
+    after = rx_irqs(g)
+    assert report["sent"] > 0, report
+    delta = sum(after[i] - before.get(i, 0) for i in after)
+    stats = None
+    if sample_stats_after is not None:
+        for _ in range(20):
+            rc, out = g.run(["cat", "/tmp/gsim-stats"])
+            if rc == 0:
+                stats = out
+                break
+            time.sleep(0.5)
+    return delta / max(elapsed, report["seconds"]), report, stats
+
+
+# What each guest showed before any test wrote to it, by workdir.
+_FIRST_SEEN = {}
+
+
+def snapshot(g, irqs):
+    state = {name: read_int(g, "%s/%s" % (DIR, name)) for name in PARAMS}
+    state["allow"] = {irq: read_int(g, "/proc/irq/%d/allow_sw_moderation" % irq)
+                      for irq in irqs}
+    state["stats"] = g.read_file("%s/stats" % DIR)
+    return state
+
+
+@pytest.fixture
+def gsim_guest(guest):
+    bad = gsim_violations(guest)
+    if any("sw_moderation/" in b for b in bad):
+        pytest.fail("kernel %s lacks GSIM: %s" % (guest.kernel, bad))
+    irqs = sorted(rx_irqs(guest))
+    key = str(guest.workdir)
+    if key not in _FIRST_SEEN:
+        _FIRST_SEEN[key] = snapshot(guest, irqs)
+    guest.gsim_first_seen = _FIRST_SEEN[key]
+    reset(guest, irqs)
+    yield guest
+    if guest.alive():
+        reset(guest, irqs)
+
+
+def test_interface_files_exist(gsim_guest):
+    g = gsim_guest
+    assert rx_irqs(g), "no virtio-net receive vectors in /proc/interrupts"
+    assert gsim_violations(g) == []
+
+
+def test_defaults(gsim_guest):
+    # As found before any test of this module wrote to the guest.
+    first = gsim_guest.gsim_first_seen
+    for name, (default, _, _) in PARAMS.items():
+        assert first[name] == default, (name, first)
+    assert first["allow"] and set(first["allow"].values()) == {0}, first["allow"]
+    stats = first["stats"]
+    assert stats.startswith("# mode off "), stats
+    rows = parse_stats(stats)
+    assert [r["cpu"] for r in rows] == list(range(len(rows))) and rows
+    assert all(r["delay_ns"] == 0 for r in rows), stats
+
+
+def test_values_round_trip(gsim_guest):
+    g = gsim_guest
+    for name, (_, valid, _) in PARAMS.items():
+        path = "%s/%s" % (DIR, name)
+        for value in valid:
+            assert write_errno(g, path, value) == "OK", (name, value)
+            assert read_int(g, path) == value, (name, value)
+    for irq in rx_irqs(g):
+        path = "/proc/irq/%d/allow_sw_moderation" % irq
+        for value, expect in (("1", 1), ("0", 0), ("on", 1), ("off", 0)):
+            assert write_errno(g, path, value) == "OK", (path, value)
+            assert read_int(g, path) == expect, (path, value)
+
+
+def test_out_of_range_fails_with_erange(gsim_guest):
+    g = gsim_guest
+    for name, (_, valid, bad_values) in PARAMS.items():
+        path = "%s/%s" % (DIR, name)
+        keep = valid[1]
+        assert write_errno(g, path, keep) == "OK"
+        for value in bad_values:
+            assert write_errno(g, path, value) == "ERANGE", (name, value)
+            # Nothing clamped, nothing changed.
+            assert read_int(g, path) == keep, (name, value)
+        assert write_errno(g, path, "abc") == "EINVAL", name
+    irq = sorted(rx_irqs(g))[0]
+    path = "/proc/irq/%d/allow_sw_moderation" % irq
+    assert write_errno(g, path, 2) == "ERANGE"
+    assert write_errno(g, path, -1) == "ERANGE"
+    assert read_int(g, path) == 0
+
+
+def test_flood_is_moderated_and_off_restores(gsim_guest):
+    g = gsim_guest
+    irqs = sorted(rx_irqs(g))
+    for irq in irqs:
+        assert write_errno(g, "/proc/irq/%d/allow_sw_moderation" % irq, 1) == "OK"
+
+    # Allowed but delay_us 0: moderation is off.
+    base_rate, base_report, _ = flood_rate(g)
+
+    assert write_errno(g, DIR + "/update_ms", 5) == "OK"
+    assert write_errno(g, DIR + "/target_intr_rate", 1000) == "OK"
+    assert write_errno(g, DIR + "/delay_us", 500) == "OK"
+    mod_rate, mod_report, stats = flood_rate(g, sample_stats_after=2)
+
+    assert write_errno(g, DIR + "/delay_us", 0) == "OK"
+    off_rate, off_report, _ = flood_rate(g)
+
+    print("\nGSIM receive interrupt rates under the same flood "
+          "(%d rx vectors, %s):" % (len(irqs), FLOOD))
+    print("  unmoderated          %9.0f irq/s  (sent %d)" % (base_rate, base_report["sent"]))
+    print("  moderated (500us max, target 1000/s) "
+          "%9.0f irq/s  (sent %d)" % (mod_rate, mod_report["sent"]))
+    print("  moderation off again %9.0f irq/s  (sent %d)" % (off_rate, off_report["sent"]))
+    print("  stats during the moderated flood:\n    "
+          + "\n    ".join((stats or "<not sampled>").splitlines()))
+
+    assert base_rate > 2000, "flood raised too few interrupts to judge: %.0f/s" % base_rate
+    assert stats is not None, "stats not sampled during the flood"
+    rows = parse_stats(stats)
+    assert any(r["delay_ns"] > 0 for r in rows), stats
+    assert sum(r["holds"] for r in rows) > 0, stats
+    assert mod_rate < base_rate / 3, (mod_rate, base_rate)
+    assert off_rate > 2 * mod_rate, (off_rate, mod_rate)
+    assert off_rate > base_rate / 2, (off_rate, base_rate)
+
+
+def test_unpatched_kernel_fails(lab):
+    """The base kernel, same boot: the interface checks above must fail."""
+    if labvm.missing("base"):
+        pytest.skip("unpatched base kernel not built: %s" % labvm.missing("base"))
+    g = lab.get(kernel="base")
+    bad = gsim_violations(g)
+    print("base kernel deviations:\n  " + "\n  ".join(bad))
+    assert "%s/delay_us missing" % DIR in bad
+    assert any("allow_sw_moderation missing" in b for b in bad)
