@@ -1,0 +1,78 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Client for the netdev generic netlink family (NAPI and queue objects).
+
+Attribute numbers follow Documentation/netlink/specs/netdev.yaml; pyroute2
+names attributes by their position in nla_map, so the tables below must
+keep the kernel's order.
+"""
+
+from .genl import GenlFamily, netdev_genlmsg_base
+
+CMD_NAPI_GET = 11
+CMD_QUEUE_GET = 10
+CMD_NAPI_SET = 14
+
+QUEUE_TYPE_RX = 0
+
+THREADED_VALUES = {"disabled": 0, "enabled": 1, "busy-poll": 2}
+
+
+class napi_msg(netdev_genlmsg_base):
+    nla_prefix = "NETDEV_A_NAPI_"
+    nla_map = (
+        ("NETDEV_A_NAPI_UNSPEC", "none"),
+        ("NETDEV_A_NAPI_IFINDEX", "uint32"),
+        ("NETDEV_A_NAPI_ID", "uint32"),
+        ("NETDEV_A_NAPI_IRQ", "uint32"),
+        ("NETDEV_A_NAPI_PID", "uint32"),
+        ("NETDEV_A_NAPI_DEFER_HARD_IRQS", "uint32"),
+        ("NETDEV_A_NAPI_GRO_FLUSH_TIMEOUT", "uint"),
+        ("NETDEV_A_NAPI_IRQ_SUSPEND_TIMEOUT", "uint"),
+        ("NETDEV_A_NAPI_THREADED", "uint32"),
+    )
+
+
+class queue_msg(netdev_genlmsg_base):
+    nla_prefix = "NETDEV_A_QUEUE_"
+    nla_map = (
+        ("NETDEV_A_QUEUE_UNSPEC", "none"),
+        ("NETDEV_A_QUEUE_ID", "uint32"),
+        ("NETDEV_A_QUEUE_IFINDEX", "uint32"),
+        ("NETDEV_A_QUEUE_TYPE", "uint32"),
+        ("NETDEV_A_QUEUE_NAPI_ID", "uint32"),
+    )
+
+
+class NapiFamily(GenlFamily):
+    """NAPI objects: napi-get (do/dump) and napi-set."""
+
+    family = "netdev"
+    message = napi_msg
+
+    def napis(self, ifindex):
+        """Every enabled NAPI of a device, as attribute dicts keyed 'id', ..."""
+        return self.dump("dumping NAPIs of ifindex %d" % ifindex, CMD_NAPI_GET,
+                         ifindex=ifindex)
+
+    def napi(self, napi_id):
+        return self.do("reading NAPI %d" % napi_id, CMD_NAPI_GET, id=napi_id)
+
+    def set_napi(self, napi_id, **values):
+        """napi-set; values keyed like the attributes ('defer_hard_irqs'=...)."""
+        self.do("setting NAPI %d" % napi_id, CMD_NAPI_SET, id=napi_id, **values)
+
+
+class QueueFamily(GenlFamily):
+    """Queue objects: queue-get dump, for the rx queue -> NAPI links."""
+
+    family = "netdev"
+    message = queue_msg
+
+    def rx_queue_napis(self, ifindex):
+        """{rx queue index: NAPI id} for queues the driver linked to a NAPI."""
+        links = {}
+        for q in self.dump("dumping queues of ifindex %d" % ifindex, CMD_QUEUE_GET,
+                           ifindex=ifindex):
+            if q.get("type") == QUEUE_TYPE_RX and "napi-id" in q:
+                links[q["id"]] = q["napi-id"]
+        return links
