@@ -1,0 +1,329 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Per-NAPI deferral and IRQ suspension: configuration, apply, verify, restore.
+
+Values go per NAPI through netdev napi-set where the kernel has it (6.13+),
+else through the device-wide sysfs files, which are the only interface
+older kernels have (and which, on 6.13+, overwrite every NAPI of the
+device - so they are never written when napi-set can do the job).
+"""
+
+import logging
+import os
+import socket
+from dataclasses import dataclass, fields
+
+from .errors import OptionError
+from .netlink.genl import NetlinkRequestError
+from .netlink.netdev import THREADED_VALUES, NapiFamily, QueueFamily
+from .values import S32_MAX, parse_choice, parse_duration_ns, parse_index_list, parse_int
+
+log = logging.getLogger(__name__)
+
+THREADED_CHOICES = dict(THREADED_VALUES, **{"0": 0, "1": 1, "2": 2, "off": 0, "on": 1})
+
+# Device-wide sysfs files standing in for napi-set attributes.
+SYSFS_FILES = {
+    "defer-hard-irqs": "napi_defer_hard_irqs",
+    "gro-flush-timeout": "gro_flush_timeout",
+    "threaded": "threaded",
+}
+
+
+@dataclass(frozen=True)
+class NapiConfig:
+    """Target values; None leaves a value alone."""
+
+    defer_hard_irqs: int = None
+    gro_flush_timeout: int = None      # ns
+    irq_suspend_timeout: int = None    # ns
+    threaded: int = None               # 0 disabled, 1 enabled, 2 busy-poll
+
+    PARSERS = {
+        "defer_hard_irqs": lambda o, v: parse_int(o, v, 0, S32_MAX),
+        "gro_flush_timeout": parse_duration_ns,
+        "irq_suspend_timeout": parse_duration_ns,
+        "threaded": lambda o, v: parse_choice(o, v, THREADED_CHOICES),
+    }
+
+    @classmethod
+    def from_options(cls, options):
+        """(config, [OptionError]) from {"defer_hard_irqs": "100", ...}.
+
+        A bad value is left out of the config and reported; the rest stands.
+        Empty or missing options are not set.
+        """
+        values, errors = {}, []
+        for name, parse in cls.PARSERS.items():
+            text = options.get(name)
+            if text is None or str(text).strip() == "":
+                continue
+            try:
+                values[name] = parse(name, text)
+            except OptionError as err:
+                errors.append(err)
+        return cls(**values), errors
+
+    def attrs(self):
+        """{netlink attribute name: value} of the values to set."""
+        return {f.name.replace("_", "-"): getattr(self, f.name)
+                for f in fields(self) if getattr(self, f.name) is not None}
+
+
+def option_name(attr):
+    return attr.replace("-", "_")
+
+
+def parse_queues(text):
+    if text is None or str(text).strip() == "":
+        return None
+    return parse_index_list("queues", text)
+
+
+class NapiTuner:
+    """Applies one NapiConfig to devices and restores what was there.
+
+    originals: {ifname: {"ifindex": n, "napi": {id: {attr: v}}, "sysfs": {attr: v}}}
+    - the first value seen for each NAPI/file, before any change; it is
+    never overwritten while the tuning is active, so re-applying (NAPI churn,
+    a daemon restart with persisted state) cannot mistake tuned values for
+    originals.
+    """
+
+    def __init__(self, config, caps, queues=None, state=None, sysfs_root="/sys"):
+        self.config = config
+        self.caps = caps
+        self.queues = queues
+        self.state = state
+        self.sysfs_root = sysfs_root
+        self.originals = self._load_state()
+        self.per_napi, self.per_device, self.unsupported = self._plan()
+
+    # -- planning ---------------------------------------------------------
+
+    def _plan(self):
+        """Split the wanted attributes by how they can be set on this kernel."""
+        per_napi, per_device, unsupported = {}, {}, {}
+        for attr, value in self.config.attrs().items():
+            missing = self.caps.missing(attr)
+            if missing is None and attr == "threaded" and value == 2 \
+                    and not self.caps.threaded_busy_poll:
+                missing = "the kernel's threaded NAPI has no busy-poll mode (Linux >= 6.19)"
+            if missing is None:
+                per_napi[attr] = value
+            elif attr in SYSFS_FILES and self.queues is None and \
+                    not (attr == "threaded" and value > 1):
+                per_device[attr] = value
+            elif attr == "irq-suspend-timeout":
+                unsupported[attr] = ("IRQ suspension needs Linux >= 6.13 (napi-set "
+                                     "with irq-suspend-timeout): " + missing)
+            elif self.queues is not None and attr in SYSFS_FILES:
+                unsupported[attr] = "queues= needs per-NAPI control, but " + missing
+            else:
+                unsupported[attr] = missing
+        for attr, why in unsupported.items():
+            log.warning("%s not applied: %s", option_name(attr), why)
+        if per_device:
+            log.warning("%s: no per-NAPI control on this kernel, using the device-wide "
+                        "sysfs files", ", ".join(option_name(a) for a in per_device))
+        effective = dict(per_napi, **per_device)
+        if effective.get("irq-suspend-timeout") and not (
+                effective.get("defer-hard-irqs") and effective.get("gro-flush-timeout")):
+            log.warning("irq_suspend_timeout is set without both defer_hard_irqs and "
+                        "gro_flush_timeout: suspension has no effect without deferral")
+        return per_napi, per_device, unsupported
+
+    # -- state ------------------------------------------------------------
+
+    def _load_state(self):
+        if self.state is None:
+            return {}
+        data = self.state.load()
+        originals = {}
+        for ifname, saved in data.items():
+            saved["napi"] = {int(k): v for k, v in saved.get("napi", {}).items()}
+            if _ifindex(ifname) == saved.get("ifindex"):
+                originals[ifname] = saved
+            else:
+                log.info("%s: saved originals belong to a device that is gone", ifname)
+        if originals:
+            log.info("restoring saved originals of %s from %s",
+                     ", ".join(sorted(originals)), self.state.path)
+        return originals
+
+    def _save_state(self):
+        if self.state is not None:
+            self.state.save(self.originals)
+
+    def _saved(self, ifname):
+        return self.originals.setdefault(
+            ifname, {"ifindex": _ifindex(ifname), "napi": {}, "sysfs": {}})
+
+    # -- selection --------------------------------------------------------
+
+    def _selected_napis(self, ifname, nl):
+        """(NAPIs in scope, ifindex), or (None, ifindex) if the scope cannot be served."""
+        ifindex = _ifindex(ifname)
+        if ifindex is None:
+            return None, None
+        napis = nl.napis(ifindex)
+        if self.queues is None:
+            return napis, ifindex
+        with QueueFamily() as qf:
+            links = qf.rx_queue_napis(ifindex)
+        if napis and not links:
+            log.error("%s: queues=%s: the driver does not link rx queues to NAPIs, "
+                      "so NAPIs cannot be chosen by queue; nothing set on %s",
+                      ifname, ",".join(map(str, self.queues)), ifname)
+            return None, ifindex
+        absent = [q for q in self.queues if q not in links]
+        if absent and links:
+            log.warning("%s: rx queues %s do not exist or have no NAPI",
+                        ifname, ",".join(map(str, absent)))
+        wanted = {links[q] for q in self.queues if q in links}
+        return [n for n in napis if n["id"] in wanted], ifindex
+
+    # -- apply / verify / restore -----------------------------------------
+
+    def apply(self, ifname):
+        """Tune every NAPI of ifname in scope; returns how many NAPIs were set."""
+        count = 0
+        if self.per_napi:
+            count = self._apply_napis(ifname)
+        for attr, value in self.per_device.items():
+            self._apply_sysfs(ifname, attr, value)
+        self._save_state()
+        return count
+
+    def _apply_napis(self, ifname, only_new=False):
+        count = 0
+        with NapiFamily() as nl:
+            napis, _ = self._selected_napis(ifname, nl)
+            if napis is None:
+                return 0
+            saved = self._saved(ifname)["napi"]
+            for napi in napis:
+                if only_new and napi["id"] in saved:
+                    continue
+                saved.setdefault(napi["id"], {a: napi.get(a) for a in self.per_napi})
+                self._save_state()
+                changes = {a: v for a, v in self.per_napi.items() if napi.get(a) != v}
+                if not changes:
+                    continue
+                try:
+                    nl.set_napi(napi["id"], **changes)
+                    count += 1
+                except NetlinkRequestError as err:
+                    log.error("%s: NAPI %d: %s", ifname, napi["id"], err)
+        return count
+
+    def _apply_sysfs(self, ifname, attr, value):
+        path = self._sysfs_path(ifname, attr)
+        try:
+            current = _read_int(path)
+            self._saved(ifname)["sysfs"].setdefault(attr, current)
+            self._save_state()
+            if current != value:
+                _write_int(path, value)
+        except OSError as err:
+            log.error("%s: cannot set %s through %s: %s", ifname, option_name(attr), path,
+                      err.strerror or err)
+
+    def apply_new_napis(self, ifname):
+        """Tune NAPIs that appeared since the last apply (driver reset, link up).
+
+        Drivers without persistent NAPI config create NAPIs with new ids and
+        device-default values; known ids are left for verify to judge.
+        """
+        if not self.per_napi:
+            return 0
+        count = self._apply_napis(ifname, only_new=True)
+        self._save_state()
+        return count
+
+    def verify(self, ifname):
+        """[(what, current, expected)] for every value in scope."""
+        results = []
+        if self.per_napi:
+            try:
+                with NapiFamily() as nl:
+                    napis, _ = self._selected_napis(ifname, nl)
+            except NetlinkRequestError as err:
+                log.error("%s: %s", ifname, err)
+                napis = None
+            for napi in napis or []:
+                for attr, value in self.per_napi.items():
+                    results.append(("NAPI %d %s" % (napi["id"], option_name(attr)),
+                                    napi.get(attr), value))
+        for attr, value in self.per_device.items():
+            try:
+                current = _read_int(self._sysfs_path(ifname, attr))
+            except OSError:
+                current = None
+            results.append((option_name(attr), current, value))
+        return results
+
+    def restore(self, ifname):
+        """Put back the originals of ifname and forget them."""
+        saved = self.originals.pop(ifname, None)
+        if not saved:
+            return
+        if saved["napi"]:
+            self._restore_napis(ifname, saved["napi"])
+        for attr, value in saved["sysfs"].items():
+            try:
+                _write_int(self._sysfs_path(ifname, attr), value)
+            except OSError as err:
+                log.error("%s: cannot restore %s: %s", ifname, option_name(attr), err)
+        self._save_state()
+
+    def _restore_napis(self, ifname, saved):
+        ifindex = _ifindex(ifname)
+        if ifindex is None:
+            return
+        with NapiFamily() as nl:
+            present = {n["id"]: n for n in nl.napis(ifindex)}
+            for napi_id, values in saved.items():
+                napi = present.get(napi_id)
+                if napi is None:
+                    continue     # gone with a reset or link down: nothing to restore
+                changes = {a: v for a, v in values.items()
+                           if v is not None and napi.get(a) != v}
+                if changes:
+                    try:
+                        nl.set_napi(napi_id, **changes)
+                    except NetlinkRequestError as err:
+                        log.error("%s: NAPI %d: cannot restore: %s", ifname, napi_id, err)
+
+    def forget(self, ifname):
+        """The device is gone: drop its originals without touching anything."""
+        if self.originals.pop(ifname, None) is not None:
+            self._save_state()
+
+    def restore_all(self):
+        for ifname in list(self.originals):
+            if _ifindex(ifname) is None:
+                self.originals.pop(ifname)
+            else:
+                self.restore(ifname)
+        if self.state is not None:
+            self.state.remove()
+
+    def _sysfs_path(self, ifname, attr):
+        return os.path.join(self.sysfs_root, "class/net", ifname, SYSFS_FILES[attr])
+
+
+def _ifindex(ifname):
+    try:
+        return socket.if_nametoindex(ifname)
+    except OSError:
+        return None
+
+
+def _read_int(path):
+    with open(path) as f:
+        return int(f.read().strip())
+
+
+def _write_int(path, value):
+    with open(path, "w") as f:
+        f.write("%d\n" % value)

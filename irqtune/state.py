@@ -1,0 +1,47 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Saved originals that outlive the TuneD process.
+
+TuneD keeps what it must restore in memory; after `kill -9` and a restart
+it would take the tuned values for originals.  Each tuner therefore mirrors
+its originals into a JSON file under /run/irqtune: tmpfs, so the file dies
+with the kernel state it describes and a reboot never restores stale values.
+"""
+
+import json
+import logging
+import os
+
+log = logging.getLogger(__name__)
+
+STATE_DIR = "/run/irqtune"
+
+
+class StateFile:
+    def __init__(self, name, directory=None):
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+        self.path = os.path.join(directory or STATE_DIR, safe + ".json")
+
+    def load(self):
+        try:
+            with open(self.path) as f:
+                return json.load(f)
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as err:
+            log.warning("ignoring unreadable state file %s: %s", self.path, err)
+            return {}
+
+    def save(self, data):
+        os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+        tmp = self.path + ".tmp"
+        with open(tmp, "w") as f:
+            json.dump(data, f, sort_keys=True)
+            f.flush()
+            os.fsync(f.fileno())
+        os.replace(tmp, self.path)
+
+    def remove(self):
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
