@@ -17,9 +17,56 @@ BINDIR     ?= /usr/bin
 LIBDIR     ?= /usr/lib
 MANDIR     ?= /usr/share/man
 
-.PHONY: all deps install uninstall check bench lab rpm srpm clean
+LIB_FILES     := $(wildcard irqtune/*.py irqtune/*/*.py)
+PLUGIN_FILES  := $(wildcard tuned-plugins/*.py)
+PROFILES      := $(notdir $(wildcard profiles/*))
+VARIABLE_FILES := $(wildcard profiles/*/*-variables.conf)
+
+# Debian 12 / Fedora / RHEL package names of what the project runs on.
+DEB_DEPS := tuned python3-pyroute2 python3-pytest dbus udev iproute2 ethtool \
+	rpm rpmlint gcc make memcached libmemcached-tools
+RPM_DEPS := tuned python3-pyroute2 python3-pytest dbus-daemon systemd-udev iproute \
+	ethtool rpm-build rpmlint gcc make memcached
+
+.PHONY: all deps install uninstall check bench lab rpm srpm clean deploy
 
 all:
+
+deps:
+	@if command -v apt-get >/dev/null; then \
+		dpkg -s $(DEB_DEPS) >/dev/null 2>&1 || { \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(DEB_DEPS); }; \
+	elif command -v dnf >/dev/null; then dnf install -y $(RPM_DEPS); \
+	else echo "deps: neither apt-get nor dnf found; install: $(RPM_DEPS)" >&2; exit 1; fi
+
+install:
+	@test -n "$(TUNED_PLUGIN_DIR)" || { echo "TuneD not found for $(PYTHON)" >&2; exit 1; }
+	install -d $(DESTDIR)$(PYTHON_SITELIB)/irqtune/netlink
+	for f in $(LIB_FILES); do install -m 0644 $$f $(DESTDIR)$(PYTHON_SITELIB)/$$f; done
+	install -m 0644 $(PLUGIN_FILES) $(DESTDIR)$(TUNED_PLUGIN_DIR)/
+	for p in $(PROFILES); do \
+		install -D -m 0644 profiles/$$p/tuned.conf $(DESTDIR)$(TUNED_PROFILE_DIR)/$$p/tuned.conf; done
+	for f in $(VARIABLE_FILES); do \
+		test -e $(DESTDIR)$(SYSCONFDIR)/tuned/$$(basename $$f) || \
+		install -D -m 0644 $$f $(DESTDIR)$(SYSCONFDIR)/tuned/$$(basename $$f); done
+
+uninstall:
+	rm -rf $(DESTDIR)$(PYTHON_SITELIB)/irqtune
+	rm -f $(addprefix $(DESTDIR)$(TUNED_PLUGIN_DIR)/,$(notdir $(PLUGIN_FILES)))
+	rm -rf $(addprefix $(DESTDIR)$(TUNED_PROFILE_DIR)/,$(PROFILES))
+	rm -f $(addprefix $(DESTDIR)$(SYSCONFDIR)/tuned/,$(notdir $(VARIABLE_FILES)))
+
+# Unit tests run under TuneD's Python with the distribution's pyroute2 and
+# again under PyPI's pyroute2 0.9 in a virtualenv; integration tests drive
+# the real daemon in network namespaces (root).
+VENV := build/venv-pyroute2-0.9
+$(VENV)/bin/python:
+	python3 -m venv $(VENV)
+	$(VENV)/bin/pip install -q "pyroute2>=0.9,<0.10" pytest
+
+check: deps install $(VENV)/bin/python
+	$(PYTHON) -m pytest -v -p no:cacheprovider tests/unit tests/integration $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest -v -p no:cacheprovider tests/unit $(PYTEST_ARGS)
 
 # Fragments owned by the parts they build.
 -include preload/preload.mk tests/lab/lab.mk

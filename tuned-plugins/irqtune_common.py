@@ -1,0 +1,149 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""What the irqtune TuneD plugins share: version shims and net-device handling.
+
+Installed beside the plugins in TuneD's plugin package.  The module name
+does not start with "plugin_", so TuneD's loader never takes it for a
+plugin; plugins import it as a module (not its classes) so that their own
+class stays the only Plugin subclass in their namespace.
+"""
+
+import logging
+import os
+import threading
+
+import tuned.consts as consts
+import tuned.logs
+from tuned.plugins import hotplug
+
+log = tuned.logs.get()
+
+
+class _ToTunedLog(logging.Handler):
+	"""Carries the library's records (logger "irqtune") into TuneD's log."""
+
+	def emit(self, record):
+		log.log(record.levelno, record.getMessage())
+
+
+def forward_library_log():
+	lib = logging.getLogger("irqtune")
+	if not any(isinstance(h, _ToTunedLog) for h in lib.handlers):
+		lib.addHandler(_ToTunedLog())
+		lib.setLevel(logging.DEBUG)
+		lib.propagate = False
+
+
+def wants_restore(rollback):
+	"""Whether an unapply call asks for the originals back.
+
+	TuneD 2.20 passes a bool (full_rollback): runtime values are restored
+	either way.  2.21+ passes consts.ROLLBACK_NONE/SOFT/FULL = 0/1/2, and
+	NONE (daemon exit with rollback=not_on_exit) means leave everything -
+	the persisted originals then serve the next start.  bool is an int
+	subclass, so it is tested first.
+	"""
+	if isinstance(rollback, bool) or rollback is None:
+		return True
+	return rollback != 0
+
+
+def verify_value(device, name, current, expected):
+	"""Log one comparison in TuneD's verify: format; True when it passed."""
+	if current is not None and str(current) == str(expected):
+		log.info(consts.STR_VERIFY_PROFILE_DEVICE_VALUE_OK % (device, name, current))
+		return True
+	log.error(consts.STR_VERIFY_PROFILE_DEVICE_VALUE_FAIL % (device, name, current, expected))
+	return False
+
+
+def verify_failed(text):
+	log.error(consts.STR_VERIFY_PROFILE_FAIL % text)
+	return False
+
+
+def is_virtual_netdev(name):
+	return "/virtual/" in os.path.realpath(os.path.join("/sys/class/net", name))
+
+
+class NetDevicePlugin(hotplug.Plugin):
+	"""Net devices with hotplug; per-instance apply/verify/restore by device.
+
+	Subclasses implement _device_apply, _device_verify, _device_restore,
+	_device_forget and _instance_restore_all; instance._lock serialises the
+	daemon's calls with any watcher thread the subclass runs.
+
+	Device choice follows the stock net plugin (physical NICs) for the
+	default devices=*, but any explicit devices= or devices_udev_regex=
+	also reaches virtual devices (veth, ...), except lo.
+	"""
+
+	def __init__(self, *args, **kwargs):
+		super().__init__(*args, **kwargs)
+		forward_library_log()
+
+	def _init_devices(self):
+		self._devices_supported = True
+		self._free_devices = set()
+		self._assigned_devices = set()
+		for device in self._hardware_inventory.get_devices("net"):
+			if device.sys_name != "lo":
+				self._free_devices.add(device.sys_name)
+		self._hardware_inventory.subscribe(self, "net", self._hardware_events_callback)
+
+	def _hardware_events_cleanup(self):
+		self._hardware_inventory.unsubscribe(self)
+
+	def _get_device_objects(self, devices):
+		return [self._hardware_inventory.get_device("net", x) for x in devices]
+
+	def _get_matching_devices(self, instance, devices):
+		matched = super()._get_matching_devices(instance, devices)
+		if instance.devices_udev_regex is None and \
+				(instance.devices_expression or "*").strip() == "*":
+			matched = {d for d in matched if not is_virtual_netdev(d)}
+		return matched
+
+	def _expanded_options(self, instance):
+		return {k: (self._variables.expand(v) if isinstance(v, str) else v)
+				for k, v in instance.options.items()}
+
+	def _instance_init(self, instance):
+		instance._has_static_tuning = True
+		instance._has_dynamic_tuning = False
+		instance._lock = threading.RLock()
+
+	def _instance_cleanup(self, instance):
+		self._instance_stop_background(instance)
+
+	def _instance_apply_static(self, instance):
+		with instance._lock:
+			for device in sorted(instance.assigned_devices):
+				self._device_apply(instance, device)
+
+	def _instance_verify_static(self, instance, ignore_missing, devices):
+		with instance._lock:
+			ok = self._instance_verify_common(instance)
+			for device in sorted(devices):
+				if self._device_verify(instance, device, ignore_missing) is False:
+					ok = False
+			return ok
+
+	def _instance_unapply_static(self, instance, rollback=None):
+		# Background workers may wait for the lock: stop them before taking it.
+		self._instance_stop_background(instance)
+		with instance._lock:
+			self._instance_restore_all(instance, wants_restore(rollback))
+
+	def _added_device_apply_tuning(self, instance, device_name):
+		with instance._lock:
+			self._device_apply(instance, device_name)
+
+	def _removed_device_unapply_tuning(self, instance, device_name):
+		with instance._lock:
+			self._device_forget(instance, device_name)
+
+	def _instance_verify_common(self, instance):
+		return True
+
+	def _instance_stop_background(self, instance):
+		pass

@@ -1,0 +1,166 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+import socket
+
+import tuned.logs
+from tuned.plugins import irqtune_common as common
+
+from irqtune.caps import detect_napi_capabilities
+from irqtune.errors import OptionError
+from irqtune.napi import NapiConfig, NapiTuner, parse_queues
+from irqtune.netlink.links import LinkWatcher
+from irqtune.state import StateFile
+
+log = tuned.logs.get()
+
+
+class NapiPlugin(common.NetDevicePlugin):
+	"""
+	`napi`::
+
+	Sets IRQ deferral and IRQ suspension per NAPI instance of the selected
+	network devices through the netdev generic netlink family (`napi-set`,
+	Linux 6.13 and newer). On older kernels, [option]`defer_hard_irqs`,
+	[option]`gro_flush_timeout` and [option]`threaded` fall back to the
+	device-wide files in `/sys/class/net/_dev_/`; IRQ suspension has no
+	such fallback.
+	+
+	[option]`defer_hard_irqs` is how many times in a row NAPI polls that
+	find work keep the device IRQ masked (0 to 2147483647).
+	[option]`gro_flush_timeout` is the timer that polls again while IRQs
+	stay masked, and [option]`irq_suspend_timeout` the longest time an
+	application busy polling with `prefer_busy_poll` may keep IRQs
+	suspended. Timeouts are nanoseconds, or take a unit: `ns`, `us`, `ms`,
+	`s`. [option]`threaded` is `disabled`, `enabled` or `busy-poll`
+	(Linux 6.19). An empty value leaves the setting alone.
+	+
+	[option]`queues` limits the tuning to the NAPIs serving the listed rx
+	queue indexes (for example `0-3,8`), where the driver links queues to
+	NAPIs.
+	+
+	Suspension only acts for epoll contexts with `prefer_busy_poll` set
+	(see the `busy_poll_optin` plugin), and only together with non-zero
+	deferral.
+	+
+	The original value of every NAPI is saved (also in `/run/irqtune`, so
+	that a restarted daemon still restores it) and put back when the
+	profile is unapplied. NAPIs that a driver recreates with default values
+	(link down/up, channel changes) are tuned again. Virtual devices such
+	as veth are only tuned when [option]`devices` or
+	[option]`devices_udev_regex` selects devices explicitly.
+	+
+	.Suspend IRQs for up to 20 ms on the first four rx queues of eth0
+	====
+	----
+	[napi]
+	devices=eth0
+	queues=0-3
+	defer_hard_irqs=100
+	gro_flush_timeout=20us
+	irq_suspend_timeout=20ms
+	----
+	====
+	"""
+
+	@classmethod
+	def _get_config_options(cls):
+		return {
+			"defer_hard_irqs": None,
+			"gro_flush_timeout": None,
+			"irq_suspend_timeout": None,
+			"threaded": None,
+			"queues": None,
+		}
+
+	@classmethod
+	def get_config_options_hints(cls):
+		return {
+			"defer_hard_irqs": "0-2147483647 polls that keep the IRQ masked",
+			"gro_flush_timeout": "duration (ns, or with unit ns/us/ms/s)",
+			"irq_suspend_timeout": "duration (ns, or with unit ns/us/ms/s)",
+			"threaded": "disabled, enabled or busy-poll",
+			"queues": "rx queue indexes, e.g. 0-3,8 (default: all NAPIs)",
+		}
+
+	def _instance_init(self, instance):
+		super()._instance_init(instance)
+		options = self._expanded_options(instance)
+		config, errors = NapiConfig.from_options(options)
+		try:
+			queues = parse_queues(options.get("queues"))
+		except OptionError as err:
+			errors.append(err)
+			queues = None
+		for err in errors:
+			log.error("instance %s: %s; the option is not applied" % (instance.name, err))
+		instance._option_errors = errors
+		instance._tuner = None
+		instance._watcher = None
+		if errors and any(e.option == "queues" for e in errors):
+			return    # a bad scope must not widen to every NAPI
+		instance._tuner = NapiTuner(config, detect_napi_capabilities(), queues=queues,
+			state=StateFile("napi-" + instance.name))
+
+	def _instance_apply_static(self, instance):
+		super()._instance_apply_static(instance)
+		if instance._tuner is not None and instance._tuner.per_napi \
+				and instance._watcher is None:
+			instance._watcher = LinkWatcher(
+				lambda ifindex: self._retune(instance, _ifname(ifindex)),
+				lambda: self._retune_all(instance))
+			instance._watcher.start()
+
+	def _device_apply(self, instance, device):
+		if instance._tuner is not None:
+			count = instance._tuner.apply(device)
+			log.info("instance %s: %s: set %d NAPIs" % (instance.name, device, count))
+
+	def _retune(self, instance, device):
+		with instance._lock:
+			if instance._tuner is None or device not in instance.processed_devices:
+				return
+			count = instance._tuner.apply_new_napis(device)
+			if count:
+				log.info("instance %s: %s: tuned %d new NAPIs" % (instance.name, device, count))
+
+	def _retune_all(self, instance):
+		for device in sorted(instance.processed_devices):
+			self._retune(instance, device)
+
+	def _instance_verify_common(self, instance):
+		ok = True
+		for err in instance._option_errors:
+			ok = common.verify_failed("%s: %s" % (instance.name, err))
+		if instance._tuner is not None:
+			for attr, why in instance._tuner.unsupported.items():
+				ok = common.verify_failed("%s: %s: unsupported: %s"
+					% (instance.name, attr.replace("-", "_"), why))
+		return ok
+
+	def _device_verify(self, instance, device, ignore_missing):
+		if instance._tuner is None:
+			return None
+		ok = True
+		for name, current, expected in instance._tuner.verify(device):
+			if not common.verify_value(device, name, current, expected):
+				ok = False
+		return ok
+
+	def _device_forget(self, instance, device):
+		if instance._tuner is not None:
+			instance._tuner.forget(device)
+
+	def _instance_stop_background(self, instance):
+		if getattr(instance, "_watcher", None) is not None:
+			instance._watcher.stop()
+			instance._watcher = None
+
+	def _instance_restore_all(self, instance, restore):
+		if instance._tuner is not None and restore:
+			instance._tuner.restore_all()
+
+
+def _ifname(ifindex):
+	try:
+		return socket.if_indextoname(ifindex)
+	except OSError:
+		return None
