@@ -12,7 +12,9 @@ test_unpatched_kernel_fails boots the unpatched base kernel and checks that
 the same checks fail there.
 """
 
+import json
 import re
+import sys
 import time
 
 import labvm
@@ -42,7 +44,50 @@ finally:
     os.close(fd)
 """
 
-FLOOD = dict(seconds=4, count=2000000, flows=32, size=64)
+# Paced UDP sender, run on the host in the guest's namespace. An unpaced
+# flood (labvm's flood()) keeps the TCG guest's NAPI polling all the time
+# and raises only ~1000 interrupts/s; packets spaced out in time each find
+# NAPI idle and raise their own interrupt, which is the load moderation is
+# for. One flow keeps the traffic on one receive queue, so the unmoderated
+# per-source rate is well above the 1/delay_us bound moderation imposes.
+PACER = r"""
+import json, socket, sys, time
+src, dst, pps, seconds, flows = sys.argv[1], sys.argv[2], float(sys.argv[3]), \
+    float(sys.argv[4]), int(sys.argv[5])
+if not (0 < pps <= 200000 and 0 < seconds <= 60 and 0 < flows <= 64):
+    sys.exit("bounds: 0 < pps <= 200000, 0 < seconds <= 60, 0 < flows <= 64")
+socks = []
+for _ in range(flows):
+    s = socket.socket(socket.AF_INET, socket.SOCK_DGRAM)
+    s.bind((src, 0))
+    s.setblocking(False)
+    socks.append(s)
+payload = b"\xa5" * 64
+interval = 1.0 / pps
+start = time.monotonic()
+end = start + seconds
+due = start
+sent = errors = i = 0
+while True:
+    now = time.monotonic()
+    if now >= end:
+        break
+    if now < due:
+        continue
+    try:
+        socks[i % flows].sendto(payload, (dst, 9))
+        sent += 1
+    except OSError:
+        errors += 1
+    i += 1
+    due += interval
+    if due < now - 0.01:
+        due = now
+print(json.dumps({"sent": sent, "errors": errors,
+                  "seconds": round(time.monotonic() - start, 3)}))
+"""
+
+FLOOD = dict(pps=20000, seconds=4, flows=1)
 
 
 def write_errno(g, path, value):
@@ -124,8 +169,12 @@ def flood_rate(g, sample_stats_after=None):
         g.spawn(["sh", "-c", "sleep %s; cat %s/stats > /tmp/gsim-stats.tmp; "
                  "mv /tmp/gsim-stats.tmp /tmp/gsim-stats" % (sample_stats_after, DIR)])
     t0 = time.monotonic()
-    report = g.flood(**FLOOD)
+    rc, out = g.host_run([sys.executable, "-c", PACER, labvm.HOST_IP, labvm.GUEST_IP,
+                          str(FLOOD["pps"]), str(FLOOD["seconds"]), str(FLOOD["flows"])],
+                         timeout=FLOOD["seconds"] + 30)
     elapsed = time.monotonic() - t0
+    assert rc == 0, out
+    report = json.loads(out)
     after = rx_irqs(g)
     assert report["sent"] > 0, report
     delta = sum(after[i] - before.get(i, 0) for i in after)
@@ -250,7 +299,7 @@ def test_flood_is_moderated_and_off_restores(gsim_guest):
     rows = parse_stats(stats)
     assert any(r["delay_ns"] > 0 for r in rows), stats
     assert sum(r["holds"] for r in rows) > 0, stats
-    assert mod_rate < base_rate / 3, (mod_rate, base_rate)
+    assert mod_rate < base_rate / 2, (mod_rate, base_rate)
     assert off_rate > 2 * mod_rate, (off_rate, mod_rate)
     assert off_rate > base_rate / 2, (off_rate, base_rate)
 
