@@ -4,14 +4,29 @@
 from . import base
 import tuned.consts as consts
 import tuned.logs
+from tuned.plugins import irqtune_common as common
 
 from irqtune import service_optin
 from irqtune.errors import IrqtuneError, UnsupportedError
+from irqtune.state import StateFile
 
 log = tuned.logs.get()
 
-# TuneD >= 2.21 passes an int; 2.20 a bool (True = full rollback).
 _ROLLBACK_FULL = getattr(consts, "ROLLBACK_FULL", 2)
+
+
+def _full_rollback(rollback):
+	"""Whether an unapply removes the drop-ins.
+
+	Unlike runtime values (common.wants_restore), drop-ins are meant to
+	outlive a shutdown, as the bootloader plugin's changes do: only a full
+	rollback (profile switch, TuneD stopped by the administrator) removes
+	them.  TuneD 2.20 passes that as a bool, 2.21+ as ROLLBACK_FULL (2);
+	bool is an int subclass, so it is tested first.
+	"""
+	if isinstance(rollback, bool):
+		return rollback
+	return rollback == _ROLLBACK_FULL
 
 
 class BusyPollOptinPlugin(base.Plugin):
@@ -48,33 +63,34 @@ class BusyPollOptinPlugin(base.Plugin):
 	====
 	"""
 
-	# Seams for tests: root directory and systemctl runner of ServiceOptIn.
+	# Seams for tests: root directory, systemctl runner, /proc, state dir.
 	_optin_root = "/"
 	_optin_systemctl = None
 	_optin_proc_root = "/proc"
+	_optin_state_dir = None
 
 	def __init__(self, *args, **kwargs):
 		super(BusyPollOptinPlugin, self).__init__(*args, **kwargs)
-		self._has_dynamic_options = False
+		common.forward_library_log()
 
 	@classmethod
 	def _get_config_options(cls):
 		return {
-			"services": "",
-			"busy_poll_usecs": str(service_optin.DEFAULT_USECS),
-			"busy_poll_budget": str(service_optin.DEFAULT_BUDGET),
-			"prefer_busy_poll": str(service_optin.DEFAULT_PREFER),
-			"restart": "false",
-			"library": "",
+			"services": None,
+			"busy_poll_usecs": None,
+			"busy_poll_budget": None,
+			"prefer_busy_poll": None,
+			"restart": None,
+			"library": None,
 		}
 
 	@classmethod
 	def get_config_options_hints(cls):
 		return {
 			"services": "systemd services to opt in (comma or space separated)",
-			"busy_poll_usecs": "EPIOCSPARAMS busy_poll_usecs, 0..2147483647",
-			"busy_poll_budget": "EPIOCSPARAMS busy_poll_budget, 0..65535 (>64 needs CAP_NET_ADMIN)",
-			"prefer_busy_poll": "EPIOCSPARAMS prefer_busy_poll, 0 or 1",
+			"busy_poll_usecs": "EPIOCSPARAMS busy_poll_usecs, 0..2147483647 (default 0)",
+			"busy_poll_budget": "EPIOCSPARAMS busy_poll_budget, 0..65535 (default 64; >64 needs CAP_NET_ADMIN)",
+			"prefer_busy_poll": "EPIOCSPARAMS prefer_busy_poll, 0 or 1 (default 1)",
 			"restart": "restart running services so the change takes effect (default false)",
 			"library": "path of libirqtune-busypoll.so (default: found in the arch libdir)",
 		}
@@ -83,7 +99,9 @@ class BusyPollOptinPlugin(base.Plugin):
 		value = instance.options.get(name)
 		if value is None:
 			return ""
-		return str(self._variables.expand(value)).strip()
+		if isinstance(value, str):
+			value = self._variables.expand(value)
+		return str(value).strip()
 
 	def _instance_init(self, instance):
 		instance._has_static_tuning = True
@@ -92,21 +110,24 @@ class BusyPollOptinPlugin(base.Plugin):
 		instance._optin_error = None
 		instance._optin_unsupported = False
 		instance._optin_applied = False
-		instance._optin_previous = self._storage.get(self._storage_key(instance.name))
+		# What an earlier daemon wrote (kill -9, or kept over a shutdown
+		# until /run was cleared): the next apply takes it over.
+		instance._optin_state = StateFile("busy_poll_optin-" + instance.name,
+			self._optin_state_dir)
 		try:
 			values = service_optin.OptInValues(
-				self._option(instance, "busy_poll_usecs"),
-				self._option(instance, "busy_poll_budget"),
-				self._option(instance, "prefer_busy_poll"))
+				self._option(instance, "busy_poll_usecs") or service_optin.DEFAULT_USECS,
+				self._option(instance, "busy_poll_budget") or service_optin.DEFAULT_BUDGET,
+				self._option(instance, "prefer_busy_poll") or service_optin.DEFAULT_PREFER)
 			instance._optin = service_optin.ServiceOptIn(
 				self._option(instance, "services"), values,
 				library=self._option(instance, "library") or None,
 				root=self._optin_root, systemctl=self._optin_systemctl,
 				restart=service_optin.parse_bool(self._option(instance, "restart")),
 				proc_root=self._optin_proc_root)
-		except IrqtuneError as e:
-			instance._optin_error = str(e)
-			log.error("busy_poll_optin [%s]: %s" % (instance.name, e))
+		except IrqtuneError as err:
+			instance._optin_error = str(err)
+			log.error("instance %s: %s; no service is opted in" % (instance.name, err))
 
 	def _instance_cleanup(self, instance):
 		instance._optin = None
@@ -115,45 +136,47 @@ class BusyPollOptinPlugin(base.Plugin):
 		optin = instance._optin
 		if optin is None:
 			return
-		key = self._storage_key(instance.name)
+		previous = instance._optin_state.load().get("written")
 		try:
-			optin.apply(previous_state=instance._optin_previous)
-		except UnsupportedError as e:
+			optin.apply(previous_state=previous)
+		except UnsupportedError as err:
 			instance._optin_unsupported = True
-			log.error("busy_poll_optin [%s]: %s" % (instance.name, e))
+			log.error("instance %s: %s" % (instance.name, err))
 			return
-		except IrqtuneError as e:
-			instance._optin_error = str(e)
-			log.error("busy_poll_optin [%s]: %s" % (instance.name, e))
+		except IrqtuneError as err:
+			instance._optin_error = str(err)
+			log.error("instance %s: %s" % (instance.name, err))
 			return
 		instance._optin_applied = True
-		instance._optin_previous = None
-		if optin.written:
-			self._storage.set(key, optin.export_state())
-		else:
-			self._storage.unset(key)
+		try:
+			if optin.written:
+				instance._optin_state.save({"written": optin.export_state()})
+			else:
+				instance._optin_state.remove()
+		except OSError as err:
+			log.warning("instance %s: cannot save %s: %s" % (instance.name,
+				instance._optin_state.path, err))
 
 	def _instance_verify_static(self, instance, ignore_missing, devices):
 		optin = instance._optin
-		name = "busy_poll_optin [%s]" % instance.name
+		name = "busy_poll_optin %s" % instance.name
 		if optin is None or instance._optin_error:
-			log.error(consts.STR_VERIFY_PROFILE_FAIL % ("%s: %s" % (name, instance._optin_error)))
-			return False
+			return common.verify_failed("%s: %s" % (name, instance._optin_error))
 		if not optin.services:
 			return None
 		if instance._optin_unsupported:
 			if ignore_missing:
 				log.info(consts.STR_VERIFY_PROFILE_VALUE_MISSING % name)
 				return None
-			log.error(consts.STR_VERIFY_PROFILE_FAIL % ("%s: systemd not running, no drop-ins" % name))
-			return False
+			return common.verify_failed("%s: systemd is not running, no drop-ins" % name)
 		ok = True
 		for unit, passed, detail in optin.verify():
-			what = "%s %s drop-in" % (name, unit)
+			what = "%s: %s drop-in" % (name, unit)
 			if passed:
 				log.info(consts.STR_VERIFY_PROFILE_VALUE_OK % (what, detail))
 			else:
-				log.error(consts.STR_VERIFY_PROFILE_VALUE_FAIL % (what, detail, optin.dropin_path(unit)))
+				log.error(consts.STR_VERIFY_PROFILE_VALUE_FAIL
+					% (what, detail, optin.dropin_path(unit)))
 				ok = False
 		return ok
 
@@ -161,19 +184,13 @@ class BusyPollOptinPlugin(base.Plugin):
 		optin = instance._optin
 		if optin is None or not instance._optin_applied:
 			return
-		if isinstance(rollback, bool):
-			full = rollback
-		else:
-			full = rollback == _ROLLBACK_FULL
-		if not full:
-			# Shutdown: keep the drop-ins so the services start opted in at
-			# boot; the saved state lets the next apply take them over.
-			log.info("busy_poll_optin [%s]: keeping drop-ins for %s across the shutdown"
-				% (instance.name, ", ".join(e.unit for e in optin.written) or "no services"))
+		if not _full_rollback(rollback):
+			log.info("instance %s: keeping the drop-ins of %s for the next start"
+				% (instance.name, ", ".join(e.unit for e in optin.written) or "no service"))
 			return
 		try:
 			optin.unapply()
-		except IrqtuneError as e:
-			log.error("busy_poll_optin [%s]: %s" % (instance.name, e))
+		except IrqtuneError as err:
+			log.error("instance %s: %s" % (instance.name, err))
 		instance._optin_applied = False
-		self._storage.unset(self._storage_key(instance.name))
+		instance._optin_state.remove()

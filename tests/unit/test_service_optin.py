@@ -589,18 +589,26 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PLUGIN_FILE = os.path.join(REPO, "tuned-plugins", "plugin_busy_poll_optin.py")
 
 
-def load_plugin_module():
+COMMON_FILE = os.path.join(REPO, "tuned-plugins", "irqtune_common.py")
+
+
+def _load_into_tuned(tuned_plugins, short, path):
     import importlib.util
     import sys
-    tuned_plugins = pytest.importorskip("tuned.plugins")
-    name = "tuned.plugins.plugin_busy_poll_optin"
-    spec = importlib.util.spec_from_file_location(
-        name, PLUGIN_FILE, submodule_search_locations=None)
+    name = "tuned.plugins." + short
+    spec = importlib.util.spec_from_file_location(name, path)
     module = importlib.util.module_from_spec(spec)
-    module.__package__ = tuned_plugins.__name__
     sys.modules[name] = module
     spec.loader.exec_module(module)
+    setattr(tuned_plugins, short, module)
     return module
+
+
+def load_plugin_module():
+    """The repository's plugin (and irqtune_common) as TuneD would import them."""
+    tuned_plugins = pytest.importorskip("tuned.plugins")
+    _load_into_tuned(tuned_plugins, "irqtune_common", COMMON_FILE)
+    return _load_into_tuned(tuned_plugins, "plugin_busy_poll_optin", PLUGIN_FILE)
 
 
 class _Cfg(dict):
@@ -617,10 +625,12 @@ def tuned_plugin(tmp_path):
     from tuned.storage import Factory as StorageFactory, PickleProvider
 
     provider = PickleProvider(path=str(tmp_path / "save.pickle"))
+    state_dir = str(tmp_path / "state")
 
     def make(root, fake, options):
         cls = type("TestBusyPollOptinPlugin", (module.BusyPollOptinPlugin,),
-                   {"_optin_root": root, "_optin_systemctl": fake})
+                   {"_optin_root": root, "_optin_systemctl": fake,
+                    "_optin_state_dir": state_dir})
         # Plugin.name derives from the module name: keep TuneD's.
         cls.__module__ = module.__name__
         plugin = cls(None, StorageFactory(provider), None, None, None,
@@ -631,7 +641,14 @@ def tuned_plugin(tmp_path):
 
     make.provider = provider
     make.module = module
-    return make
+    make.state_dir = state_dir
+    # forward_library_log() reroutes the "irqtune" logger into TuneD's log
+    # for good; put it back for the tests that follow.
+    lib_log = logging.getLogger("irqtune")
+    saved = (list(lib_log.handlers), lib_log.propagate, lib_log.level)
+    yield make
+    lib_log.handlers[:], lib_log.propagate = saved[0], saved[1]
+    lib_log.setLevel(saved[2])
 
 
 def test_plugin_options_listed(tuned_plugin):
@@ -648,13 +665,18 @@ def test_plugin_apply_verify_full_rollback(tuned_plugin, tmp_path, caplog):
     fake = FakeSystemctl({"memcached.service": {"ActiveState": "active"}})
     plugin, inst = tuned_plugin(root, fake, {"services": "memcached, nginx",
                                              "busy_poll_usecs": "10"})
-    plugin.instance_apply_tuning(inst)
+    with caplog.at_level(logging.INFO):
+        plugin.instance_apply_tuning(inst)
+    # The library's advice reaches TuneD's log.
+    assert any(r.name.startswith("tuned.") and "restart memcached.service" in r.getMessage()
+               for r in caplog.records), caplog.text
+    caplog.clear()
     with open(dropin(root, "nginx.service")) as f:
         assert "IRQTUNE_BUSY_POLL_USECS=10" in f.read()
     assert "try-restart" not in fake.verbs()
     with caplog.at_level(logging.INFO):
         assert plugin.instance_verify_tuning(inst, False) is True
-    assert "verify: passed: 'busy_poll_optin [optin] nginx.service drop-in'" in caplog.text
+    assert "verify: passed: 'busy_poll_optin optin: nginx.service drop-in'" in caplog.text
     # TuneD 2.20 passes a bool: True = full rollback.
     plugin.instance_unapply_tuning(inst, True)
     assert snapshot(root) == before
@@ -669,7 +691,7 @@ def test_plugin_verify_fails_after_edit(tuned_plugin, tmp_path, caplog):
         f.write("# edited\n")
     with caplog.at_level(logging.INFO):
         assert plugin.instance_verify_tuning(inst, False) is False
-    assert "verify: failed: 'busy_poll_optin [optin] memcached.service drop-in'" in caplog.text
+    assert "verify: failed: 'busy_poll_optin optin: memcached.service drop-in'" in caplog.text
 
 
 @pytest.mark.parametrize("rollback,removed", [(False, False), (True, True),
@@ -682,13 +704,14 @@ def test_plugin_rollback_signatures(tuned_plugin, tmp_path, rollback, removed):
     plugin.instance_apply_tuning(inst)
     plugin._instance_unapply_static(inst, rollback)
     assert os.path.exists(dropin(root, "memcached.service")) is not removed
-    saved = plugin._storage.get(plugin._storage_key(inst.name))
-    assert (saved is None) is removed
+    saved = os.path.join(tuned_plugin.state_dir, "busy_poll_optin-optin.json")
+    assert os.path.exists(saved) is not removed
 
 
 def test_plugin_restarted_daemon_takes_over(tuned_plugin, tmp_path):
-    """Saved state in TuneD's storage: a new daemon with a shorter service
-    list removes the drop-in for the service no longer named."""
+    """Saved state in the /run/irqtune state file: a new daemon with a
+    shorter service list removes the drop-in for the service no longer
+    named."""
     root = make_root(tmp_path)
     before = snapshot(root)
     plugin, inst = tuned_plugin(root, FakeSystemctl(), {"services": "memcached nginx"})
