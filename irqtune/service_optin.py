@@ -543,23 +543,27 @@ class ServiceOptIn:
             _CLAIMED.add(entry.path)
 
     def verify(self):
-        """[(unit, ok, message)]: the drop-in holds what apply wrote."""
+        """[(unit, ok, state)]: whether each drop-in holds what apply wrote.
+
+        state is "present" (as written), "changed", "missing" or
+        "not written" (apply did not write it).
+        """
         results = []
         expected = {e.unit: e for e in self.written}
         for unit in self.services:
-            path = self.dropin_path(unit)
             entry = expected.get(unit)
             try:
-                with open(path) as f:
+                with open(self.dropin_path(unit)) as f:
                     current = f.read()
             except OSError:
                 current = None
             if entry is None:
-                results.append((unit, False, "%s not written" % path))
+                state = "not written"
             elif current is None:
-                results.append((unit, False, "%s missing" % path))
+                state = "missing"
             elif current != entry.content:
-                results.append((unit, False, "%s changed" % path))
+                state = "changed"
             else:
-                results.append((unit, True, path))
+                state = "present"
+            results.append((unit, state == "present", state))
         return results

@@ -170,13 +170,12 @@ class BusyPollOptinPlugin(base.Plugin):
 				return None
 			return common.verify_failed("%s: systemd is not running, no drop-ins" % name)
 		ok = True
-		for unit, passed, detail in optin.verify():
-			what = "%s: %s drop-in" % (name, unit)
+		for unit, passed, state in optin.verify():
+			what = "%s: %s" % (name, optin.dropin_path(unit))
 			if passed:
-				log.info(consts.STR_VERIFY_PROFILE_VALUE_OK % (what, detail))
+				log.info(consts.STR_VERIFY_PROFILE_VALUE_OK % (what, state))
 			else:
-				log.error(consts.STR_VERIFY_PROFILE_VALUE_FAIL
-					% (what, detail, optin.dropin_path(unit)))
+				log.error(consts.STR_VERIFY_PROFILE_VALUE_FAIL % (what, state, "present"))
 				ok = False
 		return ok
 

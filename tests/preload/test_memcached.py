@@ -20,7 +20,7 @@ driver masks its IRQ.  So the test sets deferral on the server's veth - a
 per-device setting of the test's own namespace, what the latency profiles
 set anyway - and keeps the preload's defaults.  Measured while writing the
 test: without deferral the preload gave 0-2 busy-polled packets per 20000
-requests (0 even with busy_poll_usecs=50); with it, 7000-9000.
+requests (0 even with busy_poll_usecs=50); with it, 1900-11600.
 
 /proc/net/netstat is per namespace: it is read through the server's pid.
 """
@@ -48,8 +48,10 @@ TOTAL = 20000
 SECONDS = 30
 GRO_FLUSH_TIMEOUT_NS = 200000
 DEFER_HARD_IRQS = 100
-# At least 5 % of the requests must have been picked up by busy polling.
-MIN_BUSY_POLLED = TOTAL // 20
+# At least 1 % of the requests must have been picked up by busy polling
+# (measured 1900-11600 of 20000 with the preload, 0 without, on 2 shared
+# vCPUs; without deferral on the veth the preload gives 0-2).
+MIN_BUSY_POLLED = TOTAL // 100
 EPIOCGPARAMS = (2 << 30) | (8 << 16) | (0x8A << 8) | 0x02
 SYS_PIDFD_GETFD = 438  # x86_64 and most others (asm-generic)
 

@@ -255,7 +255,7 @@ def test_edited_file_left_in_place(tmp_path, caplog):
     path = dropin(root, "memcached.service")
     with open(path, "a") as f:
         f.write("Environment=ADMIN=1\n")
-    assert opt.verify() == [("memcached.service", False, "%s changed" % path)]
+    assert opt.verify() == [("memcached.service", False, "changed")]
     with caplog.at_level(logging.WARNING, logger="irqtune"):
         opt.unapply()
     assert os.path.exists(path)
@@ -265,11 +265,11 @@ def test_edited_file_left_in_place(tmp_path, caplog):
 def test_verify_detects_missing(tmp_path):
     root = make_root(tmp_path)
     opt = so.ServiceOptIn("memcached", root=root, systemctl=FakeSystemctl())
-    assert opt.verify() == [("memcached.service", False,
-                             "%s not written" % dropin(root, "memcached.service"))]
+    assert opt.verify() == [("memcached.service", False, "not written")]
     opt.apply()
+    assert opt.verify() == [("memcached.service", True, "present")]
     os.unlink(dropin(root, "memcached.service"))
-    assert opt.verify()[0][1] is False
+    assert opt.verify() == [("memcached.service", False, "missing")]
 
 
 def test_daemon_reload_failure_rolls_back(tmp_path):
@@ -676,7 +676,8 @@ def test_plugin_apply_verify_full_rollback(tuned_plugin, tmp_path, caplog):
     assert "try-restart" not in fake.verbs()
     with caplog.at_level(logging.INFO):
         assert plugin.instance_verify_tuning(inst, False) is True
-    assert "verify: passed: 'busy_poll_optin optin: nginx.service drop-in'" in caplog.text
+    assert "verify: passed: 'busy_poll_optin optin: %s' = 'present'" % \
+        dropin(root, "nginx.service") in caplog.text
     # TuneD 2.20 passes a bool: True = full rollback.
     plugin.instance_unapply_tuning(inst, True)
     assert snapshot(root) == before
@@ -691,7 +692,8 @@ def test_plugin_verify_fails_after_edit(tuned_plugin, tmp_path, caplog):
         f.write("# edited\n")
     with caplog.at_level(logging.INFO):
         assert plugin.instance_verify_tuning(inst, False) is False
-    assert "verify: failed: 'busy_poll_optin optin: memcached.service drop-in'" in caplog.text
+    assert "verify: failed: 'busy_poll_optin optin: %s' = 'changed', expected 'present'" % \
+        dropin(root, "memcached.service") in caplog.text
 
 
 @pytest.mark.parametrize("rollback,removed", [(False, False), (True, True),
