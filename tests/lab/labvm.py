@@ -89,6 +89,13 @@ def missing(kernel="lab"):
     return None
 
 
+def _prune(run_root, keep):
+    """Remove all but the newest `keep` run directories (console logs)."""
+    dirs = sorted(d for d in run_root.iterdir() if d.is_dir())
+    for d in dirs[:-keep] if len(dirs) > keep else []:
+        shutil.rmtree(d, ignore_errors=True)
+
+
 def _ip(*args, check=True):
     res = subprocess.run(["ip", *args], capture_output=True, text=True)
     if check and res.returncode != 0:
@@ -182,6 +189,7 @@ class Guest:
             raise LabError(reason)
         run_root = LAB_CACHE / "run"
         run_root.mkdir(parents=True, exist_ok=True)
+        _prune(run_root, keep=40)
         self.workdir = run_root / (time.strftime("%Y%m%d-%H%M%S-") + self.name)
         self.workdir.mkdir(parents=True)
         self.sockpath = self.workdir / "agent.sock"
