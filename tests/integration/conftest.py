@@ -1,0 +1,80 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+import os
+import sys
+import tempfile
+
+import pytest
+
+sys.path.insert(0, os.path.dirname(__file__))
+
+from harness import NetNs, TunedDaemon  # noqa: E402
+
+NS = "irqtune-it"
+
+# The profile under test with the parents' host-wide plugins switched off:
+# sysctls, CPU and VM settings are global (and busy_read/busy_poll do not
+# exist inside a network namespace), and [bootloader] can never verify
+# without a reboot.  Everything [napi] does comes from latency-suspend.
+TEST_PROFILE = """
+[main]
+summary=latency-suspend confined to a network namespace (tests)
+include=latency-suspend
+
+[sysctl]
+enabled=false
+[cpu]
+enabled=false
+[vm]
+enabled=false
+[bootloader]
+enabled=false
+"""
+
+OTHER_PROFILE = """
+[main]
+summary=a profile without the napi plugin (tests)
+[sysfs]
+enabled=false
+"""
+
+
+def pytest_collection_modifyitems(config, items):
+    if os.geteuid() != 0:
+        for item in items:
+            item.add_marker(pytest.mark.skip(reason="integration tests need root"))
+
+
+@pytest.fixture(scope="module")
+def netns():
+    ns = NetNs(NS)
+    yield ns
+    ns.delete()
+
+
+@pytest.fixture(scope="module")
+def tuned(netns):
+    workdir = tempfile.mkdtemp(prefix="irqtune-tuned-")
+    daemon = TunedDaemon(netns, workdir)
+    try:
+        daemon.setup()
+        daemon.write_profile("latency-suspend-test", TEST_PROFILE)
+        daemon.write_profile("irqtune-test-other", OTHER_PROFILE)
+        daemon.write_variables("suspend_nics=va*\n")
+        daemon.start()
+        yield daemon
+        daemon.adm("off", check=False)
+    finally:
+        daemon.teardown()
+
+
+@pytest.fixture(autouse=True)
+def no_traceback(request):
+    """No test may leave a Python traceback in the daemon's log."""
+    if "tuned" not in request.fixturenames:
+        yield
+        return
+    daemon = request.getfixturevalue("tuned")
+    mark = daemon.log_mark()
+    yield
+    text = daemon.log_since(mark)
+    assert "Traceback" not in text, text[text.index("Traceback"):][:3000]

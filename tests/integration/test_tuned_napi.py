@@ -1,0 +1,173 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""latency-suspend on the real TuneD daemon against real veth NAPIs."""
+
+import re
+import time
+
+import pytest
+
+from harness import wait_for
+from rawnapi import RawGenl
+
+PROFILE = "latency-suspend-test"
+TUNED = {"defer-hard-irqs": 100, "gro-flush-timeout": 20000, "irq-suspend-timeout": 20000000}
+ORIGINAL = {"defer-hard-irqs": 3, "gro-flush-timeout": 5000, "irq-suspend-timeout": 7}
+SELECTED = ("va0", "va0p", "va1", "va1p")
+UNSELECTED = ("vx0", "vx0p")
+
+
+@pytest.fixture(scope="module")
+def devices(netns):
+    for name in ("va0", "va1", "vx0"):
+        netns.add_veth(name, queues=2)
+    return netns
+
+
+def read(netns, dev):
+    with netns.entered():
+        nl = RawGenl()
+        try:
+            return nl.napis(dev)
+        finally:
+            nl.close()
+
+
+def set_all(netns, devs, values):
+    with netns.entered():
+        nl = RawGenl()
+        try:
+            for dev in devs:
+                for napi in nl.napis(dev):
+                    nl.set(napi["id"], **values)
+        finally:
+            nl.close()
+
+
+def has(netns, devs, values):
+    """True when every NAPI of every device carries values (and there are NAPIs)."""
+    for dev in devs:
+        napis = read(netns, dev)
+        if not napis:
+            return False
+        for napi in napis:
+            if any(napi.get(k) != v for k, v in values.items()):
+                return False
+    return True
+
+
+@pytest.fixture
+def fresh(tuned, devices):
+    """No profile active, and known non-default originals on every NAPI."""
+    tuned.adm("off", check=False)    # fails when nothing is active
+    tuned.write_variables("suspend_nics=va*\n")
+    set_all(devices, SELECTED + UNSELECTED, ORIGINAL)
+    return tuned
+
+
+def test_profile_sets_every_napi_of_selected_nics_only(fresh, devices):
+    fresh.profile(PROFILE)
+    wait_for(lambda: has(devices, SELECTED, TUNED), what="profile values on va*")
+    assert len(read(devices, "va0")) == 2
+    assert has(devices, UNSELECTED, ORIGINAL)
+
+
+def test_off_restores_originals(fresh, devices):
+    fresh.profile(PROFILE)
+    wait_for(lambda: has(devices, SELECTED, TUNED), what="profile values")
+    fresh.off()
+    wait_for(lambda: has(devices, SELECTED, ORIGINAL), what="originals after off")
+
+
+def test_profile_switch_restores_originals(fresh, devices):
+    fresh.profile(PROFILE)
+    wait_for(lambda: has(devices, SELECTED, TUNED), what="profile values")
+    fresh.profile("irqtune-test-other")
+    wait_for(lambda: has(devices, SELECTED, ORIGINAL), what="originals after switch")
+
+
+def test_verify_fails_and_names_napi_changed_behind_tuneds_back(fresh, devices):
+    fresh.profile(PROFILE)
+    wait_for(lambda: has(devices, SELECTED, TUNED), what="profile values")
+    result, log = fresh.verify()
+    assert result.returncode == 0, log
+    assert "verify: passed: device va0: 'NAPI" in log
+    victim = read(devices, "va1")[0]["id"]
+    with devices.entered():
+        nl = RawGenl()
+        nl.set(victim, defer_hard_irqs=1)
+        nl.close()
+    result, log = fresh.verify()
+    assert result.returncode != 0
+    assert re.search(r"verify: failed: device va1: 'NAPI %d defer_hard_irqs' = '1', "
+                     r"expected '100'" % victim, log), log
+
+
+def test_veth_added_later_is_tuned_and_removal_is_quiet(fresh, devices):
+    fresh.profile(PROFILE)
+    wait_for(lambda: has(devices, SELECTED, TUNED), what="profile values")
+    devices.add_veth("va9", queues=2)
+    try:
+        wait_for(lambda: has(devices, ("va9", "va9p"), TUNED), what="hot-added va9 tuned")
+    finally:
+        mark = fresh.log_mark()
+        devices.exec("ip", "link", "del", "va9")
+    wait_for(lambda: "device 'va9' removed" in fresh.log_since(mark), what="removal seen")
+    assert " ERROR " not in fresh.log_since(mark)
+    fresh.off()
+    wait_for(lambda: has(devices, SELECTED, ORIGINAL), what="originals after off")
+
+
+def test_link_down_up_brings_new_napis_that_get_tuned(fresh, devices):
+    fresh.profile(PROFILE)
+    wait_for(lambda: has(devices, SELECTED, TUNED), what="profile values")
+    before = {n["id"] for n in read(devices, "va0")}
+    devices.exec("ip", "link", "set", "va0", "down")
+    devices.up("va0")
+    after = {n["id"] for n in read(devices, "va0")}
+    assert after and after.isdisjoint(before), "veth kept its NAPIs: no churn to test"
+    wait_for(lambda: has(devices, ("va0",), TUNED), what="recreated NAPIs tuned")
+    result, log = fresh.verify()
+    assert result.returncode == 0, log
+
+
+def test_kill9_restart_then_off_restores_originals(fresh, devices):
+    fresh.profile(PROFILE)
+    wait_for(lambda: has(devices, SELECTED, TUNED), what="profile values")
+    fresh.kill9()
+    mark = fresh.log_mark()
+    fresh.start()
+    wait_for(lambda: "static tuning from profile" in fresh.log_since(mark),
+             what="profile re-applied after restart")
+    assert has(devices, SELECTED, TUNED)
+    fresh.off()
+    wait_for(lambda: has(devices, SELECTED, ORIGINAL), what="originals after restart + off")
+
+
+BAD_VALUES = [
+    ("defer_hard_irqs", "-5", "defer-hard-irqs", "from 0 to 2147483647"),
+    ("defer_hard_irqs", "abc", "defer-hard-irqs", "from 0 to 2147483647"),
+    ("defer_hard_irqs", "3000000000", "defer-hard-irqs", "from 0 to 2147483647"),
+    ("threaded", "fast", None, "one of disabled, enabled, busy-poll"),
+]
+
+
+@pytest.mark.parametrize("option,value,attr,accepted", BAD_VALUES)
+def test_bad_value_is_one_clear_line_and_the_rest_applies(fresh, devices, option, value,
+                                                          attr, accepted):
+    # a child's [napi] resets devices= to "*" unless it repeats it (TuneD merging)
+    fresh.write_profile("irqtune-test-bad", "[main]\ninclude=%s\n[napi]\n"
+                        "devices=${suspend_nics}\n%s=%s\n" % (PROFILE, option, value))
+    mark = fresh.profile("irqtune-test-bad")
+    rest = {k: v for k, v in TUNED.items() if k != attr}
+    wait_for(lambda: has(devices, SELECTED, rest), what="valid options applied")
+    if attr:
+        assert has(devices, SELECTED, {attr: ORIGINAL[attr]})
+    lines = [line for line in fresh.log_since(mark).splitlines()
+             if "invalid value '%s'" % value in line]
+    assert len(lines) == 1, lines
+    assert option in lines[0] and accepted in lines[0], lines[0]
+    result, log = fresh.verify()
+    assert result.returncode != 0
+    assert "invalid value '%s'" % value in log
+    fresh.off()
+    time.sleep(0.5)
