@@ -1,0 +1,195 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The queue IRQs of a network device, and their CPU affinity in procfs.
+
+A NIC's queue interrupts are found three ways, because no single one
+covers every driver:
+
+- napi-get's ``irq`` attribute (drivers that call netif_napi_set_irq());
+- the MSI/MSI-X vectors of the device (``msi_irqs/`` of the PCI function,
+  which for virtio-net is the parent of ``/sys/class/net/<dev>/device``),
+  minus the vectors whose name says they are not queues (config, misc,
+  async event, mailbox...);
+- for devices without MSI, the ``/proc/interrupts`` actions named after
+  the interface with a queue suffix (``eth0-TxRx-3``, ``eth0-rx-0``).
+
+Every function takes ``proc_root`` / ``sys_root`` so tests run on fixture
+trees; nothing here writes anywhere but under ``proc_root``.
+"""
+
+import errno
+import logging
+import os
+import re
+from dataclasses import dataclass
+
+from .values import format_index_list, parse_index_list
+
+log = logging.getLogger(__name__)
+
+# A queue vector: a direction or queue word followed by a queue number.
+_QUEUE_NAME = re.compile(r"(?:^|[^a-z])(?:txrx|tx|rx|input|output|comp|queue|que|q|fp|ch|"
+                         r"combined|napi)[-_.]?\d+", re.IGNORECASE)
+# Vectors every driver has besides its queues.
+_NOT_QUEUE = re.compile(r"config|misc|async|ctrl|cmd|admin|mbx|mailbox|aeq|lsc|err|"
+                        r"other|fw|event", re.IGNORECASE)
+_TRIGGER = re.compile(r"^(?:\d+-)?(?:edge|level|fasteoi)$", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class QueueIrq:
+    irq: int
+    name: str          # action name(s) from /proc/interrupts ("" when unknown)
+    source: str        # "napi", "msi" or "name": how it was found
+
+
+def interrupt_names(proc_root="/proc"):
+    """{irq number: action name(s)} of the numbered lines of /proc/interrupts."""
+    names = {}
+    path = os.path.join(proc_root, "interrupts")
+    try:
+        with open(path) as f:
+            header = f.readline().split()
+            ncpus = len(header)
+            for line in f:
+                number, sep, rest = line.partition(":")
+                if not sep or not number.strip().isdigit():
+                    continue
+                tokens = rest.split()[ncpus:]
+                names[int(number)] = _action_names(tokens)
+    except OSError as err:
+        log.debug("cannot read %s: %s", path, err)
+    return names
+
+
+def _action_names(tokens):
+    """Tokens after the per-CPU counts: chip, hwirq, [trigger], actions."""
+    for i in range(len(tokens) - 1, -1, -1):
+        if _TRIGGER.match(tokens[i]):
+            return " ".join(tokens[i + 1:])
+    # No trigger column: chip and hwirq come first.
+    return " ".join(tokens[2:]) if len(tokens) > 2 else ""
+
+
+def msi_irqs(ifname, sys_root="/sys"):
+    """MSI/MSI-X IRQ numbers of the device behind ifname (empty when none).
+
+    virtio-net's netdev parent is the virtio device; its PCI function, one
+    level up, holds msi_irqs/.  A few levels are searched, never above the
+    first PCI function found.
+    """
+    dev = os.path.join(sys_root, "class/net", ifname, "device")
+    if not os.path.exists(dev):
+        return set()
+    dev = os.path.realpath(dev)
+    devices_root = os.path.realpath(os.path.join(sys_root, "devices"))
+    for _ in range(3):
+        msi = os.path.join(dev, "msi_irqs")
+        if os.path.isdir(msi):
+            return {int(n) for n in os.listdir(msi) if n.isdigit()}
+        parent = os.path.dirname(dev)
+        if not parent.startswith(devices_root + os.sep):
+            break
+        dev = parent
+    return set()
+
+
+def napi_irqs(ifname):
+    """IRQs napi-get reports for ifname's NAPIs (empty when unknown)."""
+    from .errors import IrqtuneError
+    from .netlink.netdev import NapiFamily
+    import socket
+    try:
+        ifindex = socket.if_nametoindex(ifname)
+        with NapiFamily() as nl:
+            return {n["irq"] for n in nl.napis(ifindex) if n.get("irq") is not None}
+    except (OSError, IrqtuneError) as err:
+        log.debug("%s: no NAPI IRQs from netlink: %s", ifname, err)
+        return set()
+
+
+def is_queue_name(name, ifname=None):
+    if not name or _NOT_QUEUE.search(name):
+        return False
+    if _QUEUE_NAME.search(name):
+        return True
+    return False
+
+
+def nic_queue_irqs(ifname, proc_root="/proc", sys_root="/sys", napi=None):
+    """[QueueIrq] of ifname, sorted by IRQ number.
+
+    napi: IRQ numbers from napi-get; None asks the kernel (the caller's
+    network namespace), an empty collection skips netlink (fixtures).
+    """
+    names = interrupt_names(proc_root)
+    found = {}
+    for irq in sorted(napi_irqs(ifname) if napi is None else napi):
+        found[irq] = QueueIrq(irq, names.get(irq, ""), "napi")
+    msi = msi_irqs(ifname, sys_root)
+    for irq in sorted(msi):
+        if irq not in found and is_queue_name(names.get(irq, "")):
+            found[irq] = QueueIrq(irq, names[irq], "msi")
+    if not msi:
+        prefix = ifname + "-"
+        for irq, name in names.items():
+            if irq in found:
+                continue
+            actions = [a.strip() for a in name.split(",")]
+            if any(a.startswith(prefix) and is_queue_name(a[len(ifname):]) for a in actions):
+                found[irq] = QueueIrq(irq, name, "name")
+    return [found[k] for k in sorted(found)]
+
+
+def queue_irqs(ifname, proc_root="/proc", sys_root="/sys", napi=None):
+    """Sorted IRQ numbers of ifname's queue interrupts (see nic_queue_irqs)."""
+    return [q.irq for q in nic_queue_irqs(ifname, proc_root, sys_root, napi)]
+
+
+# -- affinity -------------------------------------------------------------
+
+def _irq_file(proc_root, irq, name):
+    return os.path.join(proc_root, "irq", str(irq), name)
+
+
+def read_affinity(irq, proc_root="/proc"):
+    """CPUs in /proc/irq/N/smp_affinity_list, as a sorted list."""
+    with open(_irq_file(proc_root, irq, "smp_affinity_list")) as f:
+        return parse_index_list("smp_affinity_list", f.read().strip())
+
+
+def read_effective_affinity(irq, proc_root="/proc"):
+    """CPUs in effective_affinity_list, or None when the file is absent."""
+    try:
+        with open(_irq_file(proc_root, irq, "effective_affinity_list")) as f:
+            text = f.read().strip()
+    except FileNotFoundError:
+        return None
+    return parse_index_list("effective_affinity_list", text) if text else []
+
+
+def write_affinity(irq, cpus, proc_root="/proc"):
+    """Write smp_affinity_list; raises OSError (EIO: managed IRQ, EINVAL...)."""
+    path = _irq_file(proc_root, irq, "smp_affinity_list")
+    text = format_index_list(cpus) + "\n"
+    # One write() call: procfs takes the whole list at once.
+    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
+    try:
+        os.write(fd, text.encode())
+    finally:
+        os.close(fd)
+
+
+def affinity_error_reason(err):
+    """Why an affinity write failed, in words for the log and verify."""
+    code = getattr(err, "errno", None)
+    if code == errno.EIO:
+        return "managed IRQ: the kernel owns its affinity (EIO)"
+    if code == errno.EINVAL:
+        return "the CPU list is refused (EINVAL: offline CPUs, or none usable)"
+    if code in (errno.EPERM, errno.EACCES):
+        return "not permitted (%s)" % errno.errorcode[code]
+    if code == errno.ENOSPC:
+        return "no free vectors on the target CPUs (ENOSPC)"
+    if code == errno.ENOENT:
+        return "the IRQ is gone"
+    return str(getattr(err, "strerror", None) or err)
