@@ -1,0 +1,95 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The library's netlink code against real veth NAPIs (run under pyroute2 0.7 and 0.9)."""
+
+import errno
+import logging
+import socket
+
+import pytest
+
+from irqtune.caps import detect_napi_capabilities
+from irqtune.netlink.genl import NetlinkRequestError
+from irqtune.netlink.netdev import NapiFamily, QueueFamily
+from irqtune.napi import NapiConfig, NapiTuner
+from rawnapi import RawGenl
+
+
+def test_dump_lists_one_napi_per_rx_queue(netns):
+    with NapiFamily() as nl:
+        napis = nl.napis(socket.if_nametoindex("vn0"))
+    assert len(napis) == 2
+    assert {"id", "ifindex", "defer-hard-irqs", "gro-flush-timeout",
+            "irq-suspend-timeout"} <= set(napis[0])
+
+
+def test_set_and_get_round_trip_with_wide_uint(netns):
+    with NapiFamily() as nl:
+        napi_id = nl.napis(socket.if_nametoindex("vn0"))[0]["id"]
+        nl.set_napi(napi_id, **{"gro-flush-timeout": 2**40 + 5, "defer-hard-irqs": 9})
+        got = nl.napi(napi_id)
+    assert got["gro-flush-timeout"] == 2**40 + 5 and got["defer-hard-irqs"] == 9
+    raw = RawGenl()
+    assert [n for n in raw.napis("vn0") if n["id"] == napi_id][0]["gro-flush-timeout"] \
+        == 2**40 + 5
+    raw.close()
+
+
+def test_errors_carry_errno_and_the_kernels_extack(netns):
+    with NapiFamily() as nl:
+        napi_id = nl.napis(socket.if_nametoindex("vn0"))[0]["id"]
+        with pytest.raises(NetlinkRequestError) as err:
+            nl.set_napi(napi_id, **{"defer-hard-irqs": 2**31})
+        assert err.value.code == errno.ERANGE
+        assert err.value.extack          # "integer out of range" from the policy
+        with pytest.raises(NetlinkRequestError) as err:
+            nl.set_napi(2**31, **{"defer-hard-irqs": 1})
+        assert err.value.code == errno.ENOENT
+
+
+def test_veth_links_no_queues_to_napis(netns):
+    with QueueFamily() as qf:
+        assert qf.rx_queue_napis(socket.if_nametoindex("vn0")) == {}
+
+
+def test_capabilities_of_this_kernel(netns):
+    caps = detect_napi_capabilities()
+    assert caps.napi_set and {"defer-hard-irqs", "gro-flush-timeout",
+                              "irq-suspend-timeout"} <= caps.settable
+    assert caps.missing("irq-suspend-timeout") is None
+
+
+def test_tuner_applies_verifies_and_restores_exactly(netns):
+    raw = RawGenl()
+    for i, napi in enumerate(raw.napis("vn0")):
+        raw.set(napi["id"], defer_hard_irqs=i + 1, gro_flush_timeout=1000 * (i + 1))
+    before = raw.napis("vn0")
+    tuner = NapiTuner(NapiConfig(defer_hard_irqs=100, gro_flush_timeout=20000,
+                                 irq_suspend_timeout=20000000), detect_napi_capabilities())
+    assert tuner.apply("vn0") == 2
+    assert all(cur == want for _, cur, want in tuner.verify("vn0"))
+    assert all(n["irq-suspend-timeout"] == 20000000 for n in raw.napis("vn0"))
+    assert tuner.apply("vn0") == 0       # nothing left to change: no round trips
+    tuner.restore_all()
+    assert raw.napis("vn0") == before
+    raw.close()
+
+
+def test_new_napis_after_link_flap_are_tuned(netns):
+    tuner = NapiTuner(NapiConfig(defer_hard_irqs=100), detect_napi_capabilities())
+    tuner.apply("vn0")
+    netns.exec("ip", "link", "set", "vn0", "down")
+    netns.up("vn0")
+    assert any(want != cur for _, cur, want in tuner.verify("vn0"))
+    assert tuner.apply_new_napis("vn0") == 2
+    assert all(cur == want for _, cur, want in tuner.verify("vn0"))
+
+
+def test_queue_scope_on_a_driver_without_queue_links(netns, caplog):
+    caplog.set_level(logging.ERROR)
+    raw = RawGenl()
+    before = raw.napis("vn0")
+    tuner = NapiTuner(NapiConfig(defer_hard_irqs=100), detect_napi_capabilities(), queues=[0])
+    assert tuner.apply("vn0") == 0
+    assert "does not link rx queues to NAPIs" in caplog.text
+    assert raw.napis("vn0") == before
+    raw.close()
