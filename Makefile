@@ -30,7 +30,7 @@ RPM_DEPS := tuned python3-pyroute2 python3-pytest dbus-daemon systemd-udev iprou
 
 .PHONY: all deps install uninstall check bench lab rpm srpm clean deploy
 
-all:
+all: preload
 
 deps:
 	@if command -v apt-get >/dev/null; then \
@@ -39,7 +39,7 @@ deps:
 	elif command -v dnf >/dev/null; then dnf install -y $(RPM_DEPS); \
 	else echo "deps: neither apt-get nor dnf found; install: $(RPM_DEPS)" >&2; exit 1; fi
 
-install:
+install: preload
 	@test -n "$(TUNED_PLUGIN_DIR)" || { echo "TuneD not found for $(PYTHON)" >&2; exit 1; }
 	install -d $(DESTDIR)$(PYTHON_SITELIB)/irqtune/netlink
 	for f in $(LIB_FILES); do install -m 0644 $$f $(DESTDIR)$(PYTHON_SITELIB)/$$f; done
@@ -50,23 +50,24 @@ install:
 		test -e $(DESTDIR)$(SYSCONFDIR)/tuned/$$(basename $$f) || \
 		install -D -m 0644 $$f $(DESTDIR)$(SYSCONFDIR)/tuned/$$(basename $$f); done
 
-uninstall:
+uninstall: preload
 	rm -rf $(DESTDIR)$(PYTHON_SITELIB)/irqtune
 	rm -f $(addprefix $(DESTDIR)$(TUNED_PLUGIN_DIR)/,$(notdir $(PLUGIN_FILES)))
 	rm -rf $(addprefix $(DESTDIR)$(TUNED_PROFILE_DIR)/,$(PROFILES))
 	rm -f $(addprefix $(DESTDIR)$(SYSCONFDIR)/tuned/,$(notdir $(VARIABLE_FILES)))
 
-# Unit tests run under TuneD's Python with the distribution's pyroute2 and
-# again under PyPI's pyroute2 0.9 in a virtualenv; integration tests drive
-# the real daemon in network namespaces (root).
+# Every suite in pytest.ini runs under TuneD's Python with the distribution's
+# pyroute2; the library's unit and netlink suites run again under PyPI's
+# pyroute2 0.9 in a virtualenv.  Integration suites drive the real daemon in
+# network namespaces (root).  The kernel lab is `make lab` (tests/lab).
 VENV := build/venv-pyroute2-0.9
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q "pyroute2>=0.9,<0.10" pytest
 
 check: deps install $(VENV)/bin/python
-	$(PYTHON) -m pytest -v -p no:cacheprovider tests/unit tests/integration $(PYTEST_ARGS)
-	$(VENV)/bin/python -m pytest -v -p no:cacheprovider tests/unit $(PYTEST_ARGS)
+	$(PYTHON) -m pytest -v -p no:cacheprovider $(PYTEST_ARGS)
+	$(VENV)/bin/python -m pytest -v -p no:cacheprovider tests/unit tests/netlink $(PYTEST_ARGS)
 
 # Fragments owned by the parts they build.
 -include preload/preload.mk tests/lab/lab.mk
