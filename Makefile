@@ -28,7 +28,7 @@ DEB_DEPS := tuned python3-pyroute2 python3-pytest dbus udev iproute2 ethtool \
 RPM_DEPS := tuned python3-pyroute2 python3-pytest dbus-daemon systemd-udev iproute \
 	ethtool rpm-build rpmlint gcc make memcached
 
-.PHONY: all deps install uninstall check bench lab rpm srpm clean deploy
+.PHONY: all deps install uninstall check bench lab rpm srpm clean deploy start-tuned
 
 all: preload
 
@@ -55,6 +55,20 @@ uninstall: preload
 	rm -f $(addprefix $(DESTDIR)$(TUNED_PLUGIN_DIR)/,$(notdir $(PLUGIN_FILES)))
 	rm -rf $(addprefix $(DESTDIR)$(TUNED_PROFILE_DIR)/,$(PROFILES))
 	rm -f $(addprefix $(DESTDIR)$(SYSCONFDIR)/tuned/,$(notdir $(VARIABLE_FILES)))
+
+# The README's first command: everything from a fresh machine to an active,
+# verified latency-suspend profile, then the per-NAPI values.
+deploy: deps install start-tuned
+	tuned-adm profile latency-suspend
+	tuned-adm verify || echo "verify reported differences: see /var/log/tuned/tuned.log"
+	$(PYTHON) -m irqtune status
+
+start-tuned:
+	@if [ -d /run/systemd/system ]; then systemctl enable --now tuned; \
+	elif ! tuned-adm active >/dev/null 2>&1; then \
+		mkdir -p /run/dbus; \
+		[ -S /run/dbus/system_bus_socket ] || dbus-daemon --system --fork; \
+		tuned --daemon; sleep 2; fi
 
 # Every suite in pytest.ini runs under TuneD's Python with the distribution's
 # pyroute2; the library's unit and netlink suites run again under PyPI's

@@ -1,0 +1,50 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""`python3 -m irqtune status`: what the kernel offers and what each NAPI holds."""
+
+import argparse
+import os
+import sys
+
+from .caps import detect_napi_capabilities
+from .errors import IrqtuneError
+from .netlink.netdev import NapiFamily
+
+COLUMNS = ("defer-hard-irqs", "gro-flush-timeout", "irq-suspend-timeout", "threaded", "irq")
+
+
+def status(devices):
+    caps = detect_napi_capabilities()
+    print("netdev family: %s, napi-set: %s, settable: %s"
+          % (caps.netdev_family, caps.napi_set, ", ".join(sorted(caps.settable)) or "-"))
+    if not caps.napi_get:
+        return 0
+    devices = devices or sorted(os.listdir("/sys/class/net"))
+    print("%-12s %6s " % ("device", "napi") + " ".join("%20s" % c for c in COLUMNS))
+    with NapiFamily() as nl:
+        for dev in devices:
+            try:
+                ifindex = int(open("/sys/class/net/%s/ifindex" % dev).read())
+            except OSError:
+                print("%s: no such device" % dev, file=sys.stderr)
+                continue
+            for napi in nl.napis(ifindex):
+                print("%-12s %6d " % (dev, napi["id"])
+                      + " ".join("%20s" % napi.get(c, "-") for c in COLUMNS))
+    return 0
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python3 -m irqtune")
+    sub = parser.add_subparsers(dest="command", required=True)
+    st = sub.add_parser("status", help="kernel capabilities and per-NAPI values")
+    st.add_argument("devices", nargs="*", help="network devices (default: all)")
+    args = parser.parse_args(argv)
+    try:
+        return status(args.devices)
+    except IrqtuneError as err:
+        print("irqtune: %s" % err, file=sys.stderr)
+        return 1
+
+
+if __name__ == "__main__":
+    sys.exit(main())
