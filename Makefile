@@ -65,7 +65,7 @@ deploy: deps install start-tuned
 
 start-tuned:
 	@if [ -d /run/systemd/system ]; then systemctl enable --now tuned; \
-	elif ! tuned-adm active >/dev/null 2>&1; then \
+	elif ! tuned-adm active 2>&1 | grep -q "active profile"; then \
 		mkdir -p /run/dbus; \
 		[ -S /run/dbus/system_bus_socket ] || dbus-daemon --system --fork; \
 		tuned --daemon; sleep 2; fi
