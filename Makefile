@@ -16,6 +16,7 @@ SYSCONFDIR ?= /etc
 BINDIR     ?= /usr/bin
 LIBDIR     ?= /usr/lib
 MANDIR     ?= /usr/share/man
+DATADIR    ?= /usr/share
 
 LIB_FILES     := $(wildcard irqtune/*.py irqtune/*/*.py)
 PLUGIN_FILES  := $(wildcard tuned-plugins/*.py)
@@ -28,7 +29,7 @@ DEB_DEPS := tuned python3-pyroute2 python3-pytest dbus udev iproute2 ethtool \
 RPM_DEPS := tuned python3-pyroute2 python3-pytest dbus-daemon systemd-udev iproute \
 	ethtool rpm-build rpmlint gcc make memcached
 
-.PHONY: all deps install uninstall check bench lab rpm srpm clean deploy start-tuned
+.PHONY: all deps install install-files install-kernel-patches uninstall check bench lab rpm srpm clean deploy start-tuned
 
 all: preload
 
