@@ -40,7 +40,10 @@ deps:
 	elif command -v dnf >/dev/null; then dnf install -y $(RPM_DEPS); \
 	else echo "deps: neither apt-get nor dnf found; install: $(RPM_DEPS)" >&2; exit 1; fi
 
-install: preload
+install: install-files install-preload
+
+# What TuneD needs: library, plugins, profiles and their variables files.
+install-files:
 	@test -n "$(TUNED_PLUGIN_DIR)" || { echo "TuneD not found for $(PYTHON)" >&2; exit 1; }
 	install -d $(DESTDIR)$(PYTHON_SITELIB)/irqtune/netlink
 	for f in $(LIB_FILES); do install -m 0644 $$f $(DESTDIR)$(PYTHON_SITELIB)/$$f; done
@@ -51,7 +54,29 @@ install: preload
 		test -e $(DESTDIR)$(SYSCONFDIR)/tuned/$$(basename $$f) || \
 		install -D -m 0644 $$f $(DESTDIR)$(SYSCONFDIR)/tuned/$$(basename $$f); done
 
-uninstall: preload
+install-kernel-patches:
+	for d in kernel-patches/*/; do \
+		install -d $(DESTDIR)$(DATADIR)/$(NAME)/$$d; \
+		install -m 0644 $$d*.patch $$d/series $(DESTDIR)$(DATADIR)/$(NAME)/$$d; done
+	install -m 0644 kernel-patches/README.md $(DESTDIR)$(DATADIR)/$(NAME)/kernel-patches/
+
+# Packages are built from what is committed (git archive of HEAD).
+RPMTOP := $(CURDIR)/build/rpm
+RPMBUILD_FLAGS ?= $(if $(shell command -v dpkg 2>/dev/null),--nodeps)
+TARBALL := $(RPMTOP)/SOURCES/$(NAME)-$(VERSION).tar.gz
+$(TARBALL): FORCE
+	mkdir -p $(RPMTOP)/SOURCES
+	git archive --format=tar.gz --prefix=$(NAME)-$(VERSION)/ -o $@ HEAD
+
+srpm: $(TARBALL)
+	rpmbuild -bs $(RPMBUILD_FLAGS) --define "_topdir $(RPMTOP)" spec/$(NAME).spec
+
+rpm: $(TARBALL)
+	rpmbuild -ba $(RPMBUILD_FLAGS) --define "_topdir $(RPMTOP)" $(RPM_DEFINES) spec/$(NAME).spec
+
+FORCE:
+
+uninstall: uninstall-preload
 	rm -rf $(DESTDIR)$(PYTHON_SITELIB)/irqtune
 	rm -f $(addprefix $(DESTDIR)$(TUNED_PLUGIN_DIR)/,$(notdir $(PLUGIN_FILES)))
 	rm -rf $(addprefix $(DESTDIR)$(TUNED_PROFILE_DIR)/,$(PROFILES))
