@@ -47,6 +47,7 @@ install-files:
 	@test -n "$(TUNED_PLUGIN_DIR)" || { echo "TuneD not found for $(PYTHON)" >&2; exit 1; }
 	install -d $(DESTDIR)$(PYTHON_SITELIB)/irqtune/netlink
 	for f in $(LIB_FILES); do install -m 0644 $$f $(DESTDIR)$(PYTHON_SITELIB)/$$f; done
+	install -d $(DESTDIR)$(TUNED_PLUGIN_DIR)
 	install -m 0644 $(PLUGIN_FILES) $(DESTDIR)$(TUNED_PLUGIN_DIR)/
 	for p in $(PROFILES); do \
 		install -D -m 0644 profiles/$$p/tuned.conf $(DESTDIR)$(TUNED_PROFILE_DIR)/$$p/tuned.conf; done
