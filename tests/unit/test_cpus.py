@@ -1,0 +1,117 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""irqtune.cpus against fixture sysfs/procfs trees (the host's CPUs are never read)."""
+
+import pytest
+
+from irqtune import cpus
+from irqtune.errors import OptionError
+
+
+@pytest.fixture
+def tree(tmp_path):
+    """make(online=..., isolated=..., nohz_full=..., cmdline=...) -> (sys_root, proc_root)."""
+
+    def make(online="0-7", isolated=None, nohz_full=None, cmdline="BOOT_IMAGE=/vmlinuz ro"):
+        base = tmp_path / "sys/devices/system/cpu"
+        base.mkdir(parents=True, exist_ok=True)
+        (base / "online").write_text(online + "\n")
+        if isolated is not None:
+            (base / "isolated").write_text(isolated + "\n")
+        if nohz_full is not None:
+            (base / "nohz_full").write_text(nohz_full + "\n")
+        proc = tmp_path / "proc"
+        proc.mkdir(exist_ok=True)
+        (proc / "cmdline").write_text(cmdline + "\n")
+        return str(tmp_path / "sys"), str(proc)
+
+    return make
+
+
+def hk(roots, explicit=None):
+    return cpus.housekeeping_cpus(explicit, *roots)
+
+
+def test_explicit_list_wins_over_isolation(tree):
+    roots = tree(isolated="2-7")
+    result = hk(roots, [0, 1, 2, 3])
+    assert result.cpus == (0, 1, 2, 3)
+    assert result.source == "explicit"
+
+
+def test_explicit_offline_cpus_are_dropped(tree, caplog):
+    roots = tree(online="0-3")
+    result = hk(roots, [2, 3, 4, 5])
+    assert result.cpus == (2, 3)
+    assert "4-5 are not online" in caplog.text
+
+
+def test_explicit_list_with_no_online_cpu_falls_back_to_isolation(tree):
+    roots = tree(online="0-3", isolated="2-3")
+    result = hk(roots, [8, 9])
+    assert (result.cpus, result.source) == ((0, 1), "isolation")
+
+
+def test_isolated_file(tree):
+    result = hk(tree(online="0-7", isolated="2-5"))
+    assert result.cpus == (0, 1, 6, 7)
+    assert result.source == "isolation"
+    assert "isolated 2-5" in result.detail
+
+
+def test_nohz_full_alone(tree):
+    result = hk(tree(online="0-3", isolated="", nohz_full="1-3"))
+    assert result.cpus == (0,)
+    assert "nohz_full 1-3" in result.detail
+
+
+def test_null_nohz_full_and_empty_isolated_mean_no_isolation(tree):
+    result = hk(tree(online="0-3", isolated="", nohz_full="(null)"))
+    assert (result.cpus, result.source) == ((0, 1, 2, 3), "online")
+
+
+@pytest.mark.parametrize("arg,expected", [
+    ("isolcpus=managed_irq,domain,2-3", (0, 1, 4, 5)),
+    ("isolcpus=managed_irq,2-3,5", (0, 1, 4)),
+    ("isolcpus=1,3", (0, 2, 4, 5)),
+    ("isolcpus=nohz,domain,managed_irq,4-5", (0, 1, 2, 3)),
+])
+def test_isolcpus_on_the_command_line(tree, arg, expected):
+    # managed_irq-only isolation leaves /sys/.../isolated empty.
+    result = hk(tree(online="0-5", isolated="", cmdline="ro quiet %s nohz=on" % arg))
+    assert result.cpus == expected
+
+
+def test_sources_are_united(tree):
+    result = hk(tree(online="0-7", isolated="6", nohz_full="5",
+                     cmdline="isolcpus=managed_irq,domain,4"))
+    assert result.cpus == (0, 1, 2, 3, 7)
+    assert "isolated 6" in result.detail and "nohz_full 5" in result.detail \
+        and "isolcpus= 4" in result.detail
+
+
+def test_everything_isolated_falls_back_to_online(tree, caplog):
+    result = hk(tree(online="0-1", isolated="0-1"))
+    assert (result.cpus, result.source) == ((0, 1), "online")
+    assert "every online CPU is isolated" in caplog.text
+
+
+def test_no_isolation_gives_all_online(tree):
+    result = hk(tree(online="0-2,4"))
+    assert (result.cpus, result.source) == ((0, 1, 2, 4), "online")
+    assert result.cpulist() == "0-2,4"
+    assert len(result) == 4
+
+
+def test_unparseable_isolation_is_ignored(tree, caplog):
+    result = hk(tree(online="0-3", isolated="garbage"))
+    assert result.source == "online"
+    assert "cannot parse" in caplog.text
+
+
+def test_parse_cpulist_option():
+    assert cpus.parse_cpulist_option("housekeeping_cpus", " ") is None
+    assert cpus.parse_cpulist_option("housekeeping_cpus", "0-1,4") == [0, 1, 4]
+    with pytest.raises(OptionError) as err:
+        cpus.parse_cpulist_option("housekeeping_cpus", "zero")
+    assert err.value.option == "housekeeping_cpus"
+    assert "0-3,6" in str(err.value)
