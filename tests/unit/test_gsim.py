@@ -1,0 +1,675 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""irqtune.gsim against procfs/sysfs fixtures of the three GSIM shapes.
+
+Plain files stand in for procfs; FakeKernel replaces the library's write
+function with what each shape's kernel code does on a write (ERANGE or
+clamping, "name=value" on the v1-v3 file, EOPNOTSUPP for hardirq_percent
+without IRQ time accounting, interrupts that disappear), so that the
+library's reactions to the kernel are what is tested.
+"""
+
+import errno
+import json
+import logging
+import os
+import re
+
+import pytest
+
+from irqtune import gsim
+from irqtune.errors import OptionError
+from irqtune.state import StateFile
+
+NCPU = 4
+# irq: (chip, kind, name)
+IRQS = {
+    1: ("IO-APIC", "1-edge", "i8042"),
+    9: ("IO-APIC", "9-fasteoi", "acpi"),
+    24: ("PCI-MSIX-0000:00:03.0", "0-edge", "virtio0-config"),
+    25: ("PCI-MSIX-0000:00:03.0", "1-edge", "virtio0-input.0"),
+    26: ("PCI-MSIX-0000:00:03.0", "2-edge", "virtio0-output.0"),
+    27: ("PCI-MSIX-0000:00:03.0", "3-edge", "virtio0-input.1"),
+    28: ("PCI-MSIX-0000:00:03.0", "4-edge", "virtio0-output.1"),
+    30: ("PCI-MSIX-0000:00:04.0", "0-edge", "virtio1-config"),
+    31: ("PCI-MSIX-0000:00:04.0", "1-edge", "virtio1-input.0"),
+    40: ("IR-PCI-MSIX-0000:5e:00.0", "0-edge", "nvme0q0"),
+    41: ("IR-PCI-MSIX-0000:5e:00.0", "1-edge", "nvme0q1"),
+    42: ("IR-PCI-MSIX-0000:5e:00.0", "2-edge", "nvme0q2"),
+    50: ("PCI-MSI-0000:00:1f.2", "512000-edge", "ahci[0000:00:1f.2]"),
+}
+NICS = {  # ifname: (pci function, virtio name, msi irqs)
+    "eth0": ("0000:00:03.0", "virtio0", (24, 25, 26, 27, 28)),
+    "eth1": ("0000:00:04.0", "virtio1", (30, 31)),
+}
+LATEST_KNOBS = ("delay_us", "target_intr_rate", "hardirq_percent", "update_ms")
+ORIGINAL_KNOBS = {"delay_us": 7, "target_intr_rate": 12345, "hardirq_percent": 33,
+                  "update_ms": 9}
+
+
+def interrupts_text(irqs):
+    lines = ["".join("%11s" % ("CPU%d" % c) for c in range(NCPU))]
+    for irq, (chip, kind, name) in sorted(irqs.items()):
+        counts = "".join("%11d" % (irq * 10 + c) for c in range(NCPU))
+        lines.append("%4d:%s  %-22s %-10s %s" % (irq, counts, chip, kind, name))
+    lines.append(" NMI:" + "".join("%11d" % 0 for _ in range(NCPU)) + "   Non-maskable interrupts")
+    lines.append(" LOC:" + "".join("%11d" % 5 for _ in range(NCPU)) + "   Local timer interrupts")
+    lines.append(" ERR:          0")
+    return "\n".join(lines) + "\n"
+
+
+class FakeKernel:
+    """A procfs/sysfs fixture of one GSIM shape and the kernel's write rules."""
+
+    def __init__(self, root, shape, irqs=None, target_name="target_intr_rate",
+                 time_accounting=True, knobs=None, switch_name=None):
+        self.root = str(root)
+        self.proc = os.path.join(self.root, "proc")
+        self.sys = os.path.join(self.root, "sys")
+        self.shape = shape
+        self.irqs = dict(IRQS if irqs is None else irqs)
+        self.target_name = target_name
+        self.time_accounting = time_accounting
+        self.ranges = {"delay_us": (0, 500), target_name: (0, 50000000),
+                       "hardirq_percent": (0, 100), "update_ms": (1, 100)}
+        self.values = dict(knobs or {"delay_us": 0, target_name: 0, "hardirq_percent": 0,
+                                     "update_ms": 5})
+        self.switch_name = switch_name or {gsim.SHAPE_LATEST: "allow_sw_moderation"}.get(
+            shape, "soft_moderation")
+        self.writes = []            # (path relative to proc, text)
+        self.fail = {}              # relative path -> errno, injected
+        self.on_write = []          # callables(rel) run before a write is judged
+        os.makedirs(os.path.join(self.proc, "irq"))
+        for irq in self.irqs:
+            self._make_irq_dir(irq)
+        self._write_interrupts()
+        self._write_knobs()
+        self._make_sysfs()
+
+    # -- fixture files --------------------------------------------------
+
+    def _make_irq_dir(self, irq, allow=False):
+        d = os.path.join(self.proc, "irq", str(irq))
+        os.makedirs(d, exist_ok=True)
+        with open(os.path.join(d, "smp_affinity_list"), "w") as f:
+            f.write("0-%d\n" % (NCPU - 1))
+        if self.shape is not None:
+            self._set_switch(irq, allow)
+
+    def _set_switch(self, irq, on):
+        text = ("1" if on else "0") if self.shape == gsim.SHAPE_LATEST else \
+            ("on" if on else "off")
+        with open(os.path.join(self.proc, "irq", str(irq), self.switch_name), "w") as f:
+            f.write(text + "\n")
+
+    def _write_interrupts(self):
+        with open(os.path.join(self.proc, "interrupts"), "w") as f:
+            f.write(interrupts_text(self.irqs))
+
+    def stats_rows(self):
+        return [(c, 1000 * (c + 1), 10000, 10 * c, 0) for c in range(NCPU)]
+
+    def _write_knobs(self):
+        v = self.values
+        if self.shape == gsim.SHAPE_LATEST:
+            d = os.path.join(self.proc, "irq", "sw_moderation")
+            os.makedirs(d, exist_ok=True)
+            for name in LATEST_KNOBS:
+                with open(os.path.join(d, name), "w") as f:
+                    f.write("%d\n" % v[name])
+            rows = ["# mode %s delay_us %d target_intr_rate %d hardirq_percent %d update_ms %d"
+                    % ("off" if not v["delay_us"] else "adaptive", v["delay_us"],
+                       v["target_intr_rate"], v["hardirq_percent"], v["update_ms"]),
+                    "# hardirq time %s" % ("precise" if self.time_accounting else "unavailable"),
+                    "%-4s %12s %12s %10s %9s %12s %12s %12s %12s" % (
+                        "cpu", "irq_rate", "global_rate", "hardirq_pm", "delay_ns",
+                        "irqs", "holds", "deferred", "releases")]
+            for c, rate, glob, pm, delay in self.stats_rows():
+                rows.append("%-4d %12d %12d %10d %9d %12d %12d %12d %12d"
+                            % (c, rate, glob, pm, delay, 100, 10, 1, 10))
+            with open(os.path.join(d, "stats"), "w") as f:
+                f.write("\n".join(rows) + "\n")
+        elif self.shape == gsim.SHAPE_V4:
+            d = os.path.join(self.proc, "irq", "soft_moderation")
+            os.makedirs(d, exist_ok=True)
+            for name in v:
+                with open(os.path.join(d, name), "w") as f:
+                    f.write("%d\n" % v[name])
+            rows = ["%5s  %8s  %10s  %4s  %8s  %11s" % ("# CPU", "irq/s", "loc_irq/s", "cpus",
+                                                       "delay_ns", "irq_hi")]
+            for c, rate, glob, pm, delay in self.stats_rows():
+                rows.append("%5d  %8d  %10d  %4d  %8d  %11d" % (c, glob, rate, 2, delay, 0))
+            rows += ["", "enabled              %s" % ("yes" if v["delay_us"] else "no")]
+            rows += ["%-20s %d" % (k, v[k]) for k in v]
+            with open(os.path.join(d, "stats"), "w") as f:
+                f.write("\n".join(rows) + "\n")
+        elif self.shape == gsim.SHAPE_V1:
+            rows = ["# CPU     irq/s  my_irq/s  cpus  srcs  delay_ns       irq_hi"]
+            for c, rate, glob, pm, delay in self.stats_rows():
+                rows.append("%5d  %8d  %8d  %4d  %4d  %8d  %11d" % (c, glob, rate, 2, 1, delay, 0))
+            rows += ["", "enabled              %s" % ("yes" if v["delay_us"] else "no")]
+            rows += ["%-20s %d" % (k, v[k]) for k in v]
+            rows += ["timer_rounds         0"]
+            with open(os.path.join(self.proc, "irq", "soft_moderation"), "w") as f:
+                f.write("\n".join(rows) + "\n")
+
+    def _make_sysfs(self):
+        for ifname, (pci, virtio, msi) in NICS.items():
+            pdev = os.path.join(self.sys, "devices/pci0000:00", pci)
+            os.makedirs(os.path.join(pdev, "msi_irqs"), exist_ok=True)
+            os.makedirs(os.path.join(pdev, virtio, "net", ifname), exist_ok=True)
+            for irq in msi:
+                open(os.path.join(pdev, "msi_irqs", str(irq)), "w").close()
+            net = os.path.join(self.sys, "class/net")
+            os.makedirs(net, exist_ok=True)
+            os.symlink(os.path.join(pdev, virtio, "net", ifname), os.path.join(net, ifname))
+            os.symlink(os.path.join(pdev, virtio), os.path.join(pdev, virtio, "net", ifname,
+                                                                 "device"))
+        # a virtual device: no device link
+        os.makedirs(os.path.join(self.sys, "devices/virtual/net/veth0"))
+        os.symlink(os.path.join(self.sys, "devices/virtual/net/veth0"),
+                   os.path.join(self.sys, "class/net/veth0"))
+
+    # -- state changes ---------------------------------------------------
+
+    def add_irq(self, irq, chip, kind, name, msi_of=None):
+        self.irqs[irq] = (chip, kind, name)
+        self._make_irq_dir(irq)
+        self._write_interrupts()
+        if msi_of:
+            pci = NICS[msi_of][0]
+            open(os.path.join(self.sys, "devices/pci0000:00", pci, "msi_irqs", str(irq)),
+                 "w").close()
+
+    def remove_irq(self, irq):
+        import shutil
+        self.irqs.pop(irq, None)
+        shutil.rmtree(os.path.join(self.proc, "irq", str(irq)), ignore_errors=True)
+        self._write_interrupts()
+
+    def switch(self, irq):
+        with open(os.path.join(self.proc, "irq", str(irq), self.switch_name)) as f:
+            return gsim.parse_switch(f.read())
+
+    def switches(self, irqs):
+        return {i: self.switch(i) for i in irqs}
+
+    def knobs(self):
+        return dict(self.values)
+
+    def set_knob(self, name, value):
+        self.values[name] = value
+        self._write_knobs()
+
+    # -- the kernel's write rules -----------------------------------------
+
+    def write(self, path, text):
+        rel = os.path.relpath(path, self.proc)
+        for hook in list(self.on_write):
+            hook(rel)
+        if rel in self.fail:
+            raise OSError(self.fail[rel], os.strerror(self.fail[rel]))
+        if not os.path.exists(path):
+            raise FileNotFoundError(errno.ENOENT, os.strerror(errno.ENOENT), path)
+        self.writes.append((rel, text.strip()))
+        parts = rel.split("/")
+        if parts[0] == "irq" and parts[1].isdigit():
+            return self._write_switch(int(parts[1]), text)
+        if self.shape == gsim.SHAPE_V1:
+            match = re.match(r"^(\w+)=(-?\d+)\s*$", text)
+            if not match or match.group(1) not in self.values:
+                raise OSError(errno.EINVAL, "Invalid argument")
+            return self._set_value(match.group(1), int(match.group(2)), clamp=True)
+        name = parts[-1]
+        if name not in self.values:
+            raise OSError(errno.EACCES, "Permission denied")
+        try:
+            value = int(text.strip())
+        except ValueError:
+            raise OSError(errno.EINVAL, "Invalid argument") from None
+        return self._set_value(name, value, clamp=self.shape == gsim.SHAPE_V4)
+
+    def _set_value(self, name, value, clamp):
+        low, high = self.ranges[name]
+        if not low <= value <= high:
+            if not clamp:
+                raise OSError(errno.ERANGE, "Numerical result out of range")
+            value = min(max(value, low), high)
+        if name == "hardirq_percent" and value and not self.time_accounting:
+            raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+        self.values[name] = value
+        self._write_knobs()
+
+    def _write_switch(self, irq, text):
+        word = text.strip().lower()
+        if self.shape == gsim.SHAPE_LATEST:
+            if word not in ("0", "1", "on", "off", "y", "n"):
+                raise OSError(errno.ERANGE, "Numerical result out of range")
+        elif word not in ("0", "1", "on", "off", "y", "n", "yes", "no"):
+            raise OSError(errno.EINVAL, "Invalid argument")
+        on = word in ("1", "on", "y", "yes")
+        chip, kind, _ = self.irqs[irq]
+        if self.shape == gsim.SHAPE_V4 and on and ("MSI" not in chip or "level" in kind):
+            raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+        self._set_switch(irq, on)
+
+
+@pytest.fixture
+def fake_kernel(tmp_path, monkeypatch):
+    """make(shape, **kw) -> FakeKernel, with the library writing through it."""
+    made = []
+
+    def make(shape=gsim.SHAPE_LATEST, **kwargs):
+        kernel = FakeKernel(tmp_path / ("k%d" % len(made)), shape, **kwargs)
+        monkeypatch.setattr(gsim, "_write_text", kernel.write)
+        made.append(kernel)
+        return kernel
+    return make
+
+
+def tuner(kernel, options, irqs="nic:eth0", state=None):
+    config, errors = gsim.GsimConfig.from_options(options)
+    assert errors == []
+    iface = gsim.detect(kernel.proc)
+    assert iface is not None
+    return gsim.GsimTuner(config, gsim.IrqSelection.parse(irqs), iface, state=state,
+                          sysfs_root=kernel.sys, napi_irqs=None)
+
+
+SEED = {"delay_us": "100", "target_intr_rate": "1000000", "hardirq_percent": "70"}
+ETH0_QUEUES = [25, 26, 27, 28]
+ALL_SHAPES = [gsim.SHAPE_LATEST, gsim.SHAPE_V4, gsim.SHAPE_V1]
+
+
+# -- detection and parsing ----------------------------------------------------
+
+def test_detect_none(tmp_path):
+    os.makedirs(tmp_path / "irq" / "24")
+    assert gsim.detect(str(tmp_path)) is None
+    assert "/proc/irq/sw_moderation" in gsim.MISSING_MESSAGE
+    assert "/proc/irq/soft_moderation" in gsim.MISSING_MESSAGE
+    assert "kernel-patches/gsim" in gsim.MISSING_MESSAGE
+
+
+@pytest.mark.parametrize("shape", ALL_SHAPES)
+def test_detect_shapes(fake_kernel, shape):
+    k = fake_kernel(shape)
+    iface = gsim.detect(k.proc)
+    assert iface.shape == shape
+    assert iface.read_knobs() == {"delay_us": 0, "target_intr_rate": 0,
+                                  "hardirq_percent": 0, "update_ms": 5}
+    assert iface.switch_path(25).endswith(k.switch_name)
+    assert iface.read_switch(25) is False
+    assert iface.switch_path(999) is None and iface.read_switch(999) is None
+
+
+@pytest.mark.parametrize("shape", [gsim.SHAPE_V1, gsim.SHAPE_V4])
+def test_old_target_name_is_mapped(fake_kernel, shape):
+    k = fake_kernel(shape, target_name="target_irq_rate")
+    iface = gsim.detect(k.proc)
+    assert iface.kernel_names["target_intr_rate"] == "target_irq_rate"
+    iface.write_knob("target_intr_rate", 5000)
+    assert k.values["target_irq_rate"] == 5000
+    assert iface.read_knob("target_intr_rate") == 5000
+    if shape == gsim.SHAPE_V1:
+        assert k.writes[-1] == ("irq/soft_moderation", "target_irq_rate=5000")
+
+
+def test_v4_per_irq_switch_named_moderation(fake_kernel):
+    k = fake_kernel(gsim.SHAPE_V4, switch_name="moderation")
+    iface = gsim.detect(k.proc)
+    assert iface.switch_path(25).endswith("/25/moderation")
+    iface.write_switch(25, True)
+    assert k.switch(25) is True
+
+
+def test_parse_interrupts():
+    parsed = gsim.parse_interrupts(interrupts_text(IRQS))
+    assert sorted(parsed) == sorted(IRQS)
+    info = parsed[25]
+    assert (info.chip, info.kind, info.name) == ("PCI-MSIX-0000:00:03.0", "1-edge",
+                                                  "virtio0-input.0")
+    assert info.count == sum(250 + c for c in range(NCPU))
+    assert info.eligible and not parsed[1].eligible and not parsed[9].eligible
+    assert parsed[50].eligible       # PCI-MSI, edge
+
+
+def test_parse_interrupts_two_column_trigger():
+    text = ("           CPU0       CPU1\n"
+            " 11:          0          0     GICv3  27 Level     arch_timer\n"
+            " 70:         12          3  ITS-MSI 524288 Edge      eth0-rx-0\n")
+    parsed = gsim.parse_interrupts(text)
+    assert parsed[70].name == "eth0-rx-0" and parsed[70].eligible
+    assert parsed[11].name == "arch_timer" and not parsed[11].eligible
+
+
+def test_parse_stats_latest():
+    text = ("# mode adaptive delay_us 100 target_intr_rate 1000000 hardirq_percent 70 "
+            "update_ms 5\n# hardirq time precise\n"
+            "cpu      irq_rate  global_rate hardirq_pm  delay_ns         irqs        holds"
+            "     deferred     releases\n"
+            "0            5000        20000         12      1500        10000          100"
+            "            3           99\n"
+            "1           15000        20000        700     50000        30000         2000"
+            "            7         1999\n")
+    stats = gsim.parse_stats(text)
+    assert [c.cpu for c in stats.cpus] == [0, 1]
+    assert stats.cpus[1].irq_rate == 15000 and stats.cpus[1].global_rate == 20000
+    assert stats.cpus[1].hardirq_pm == 700 and stats.cpus[1].delay_ns == 50000
+    assert stats.cpus[1].columns["holds"] == 2000
+    assert stats.total_rate() == 20000 and stats.max_delay_ns() == 50000
+    assert stats.info["mode"] == "adaptive" and stats.info["target_intr_rate"] == "1000000"
+    assert stats.info["hardirq_time"] == "precise"
+
+
+@pytest.mark.parametrize("shape", [gsim.SHAPE_V4, gsim.SHAPE_V1])
+def test_parse_stats_old_shapes(fake_kernel, shape):
+    k = fake_kernel(shape)
+    stats = gsim.detect(k.proc).stats()
+    assert [c.cpu for c in stats.cpus] == list(range(NCPU))
+    # the local rate column is irq_rate on every shape, the "irq/s" one is global
+    assert [c.irq_rate for c in stats.cpus] == [1000, 2000, 3000, 4000]
+    assert all(c.global_rate == 10000 for c in stats.cpus)
+    assert stats.info["enabled"] == "no" and stats.info["update_ms"] == "5"
+
+
+def test_config_ranges():
+    config, errors = gsim.GsimConfig.from_options(
+        {"delay_us": "500", "target_intr_rate": "50_000_000", "hardirq_percent": "0",
+         "update_ms": " 1 "})
+    assert errors == []
+    assert config.items() == {"delay_us": 500, "target_intr_rate": 50000000,
+                              "hardirq_percent": 0, "update_ms": 1}
+    assert gsim.GsimConfig.from_options({"delay_us": ""})[0].items() == {}
+
+
+@pytest.mark.parametrize("option,value,accepted", [
+    ("delay_us", "501", "from 0 to 500"),
+    ("delay_us", "-1", "from 0 to 500"),
+    ("target_intr_rate", "50000001", "from 0 to 50000000"),
+    ("target_intr_rate", "1M", "from 0 to 50000000"),
+    ("hardirq_percent", "101", "from 0 to 100"),
+    ("update_ms", "0", "from 1 to 100"),
+    ("update_ms", "abc", "from 1 to 100"),
+])
+def test_config_rejects(option, value, accepted):
+    options = dict(SEED, **{option: value})
+    config, errors = gsim.GsimConfig.from_options(options)
+    assert len(errors) == 1
+    err = errors[0]
+    assert err.option == option and err.value == value and accepted in str(err)
+    assert option not in config.items()
+    assert len(config.items()) == len(SEED) - (option in SEED)
+
+
+def test_selection_parse():
+    s = gsim.IrqSelection.parse("nic:eth0, eth1 ; name:^nvme\\d+q[1-9]")
+    assert s.nics == ("eth0", "eth1") and s.patterns[0].pattern == "^nvme\\d+q[1-9]"
+    assert gsim.IrqSelection.parse("all").everything
+    assert not gsim.IrqSelection.parse("") and not gsim.IrqSelection.parse(None)
+
+
+@pytest.mark.parametrize("bad", ["eth0", "nic:", "name:", "name:[", "every", "all:x",
+                                 "nic:eth0;bogus:1", "nic:a$b"])
+def test_selection_rejects(bad):
+    with pytest.raises(OptionError) as info:
+        gsim.IrqSelection.parse(bad)
+    assert info.value.option == "irqs" and "nic:" in str(info.value)
+
+
+def test_nic_queue_irqs(fake_kernel):
+    k = fake_kernel()
+    ints = gsim.read_interrupts(k.proc)
+    assert gsim.nic_queue_irqs("eth0", ints, k.sys, napi_irqs=None) == ETH0_QUEUES
+    assert gsim.nic_queue_irqs("eth1", ints, k.sys, napi_irqs=None) == [31]
+    assert gsim.nic_queue_irqs("veth0", ints, k.sys, napi_irqs=None) == []
+    assert gsim.nic_queue_irqs("nope", ints, k.sys, napi_irqs=None) == []
+    # IRQs that the driver links to its NAPIs win over the MSI heuristics
+    assert gsim.nic_queue_irqs("eth0", ints, k.sys, napi_irqs=lambda n: {25, 27}) == [25, 27]
+
+
+def test_nic_queue_irqs_skip_misc_vectors(fake_kernel):
+    """ixgbe-style: a vector named like the NIC itself, mlx5-style async."""
+    k = fake_kernel()
+    k.add_irq(60, "PCI-MSIX-0000:00:03.0", "5-edge", "eth0", msi_of="eth0")
+    k.add_irq(61, "PCI-MSIX-0000:00:03.0", "6-edge", "mlx5_async0@pci:0000:00:03.0",
+              msi_of="eth0")
+    k.add_irq(62, "PCI-MSIX-0000:00:03.0", "7-edge", "eth0-TxRx-4", msi_of="eth0")
+    ints = gsim.read_interrupts(k.proc)
+    assert gsim.nic_queue_irqs("eth0", ints, k.sys, napi_irqs=None) == ETH0_QUEUES + [62]
+
+
+def test_selection_select(fake_kernel):
+    k = fake_kernel()
+    ints = gsim.read_interrupts(k.proc)
+    sel = gsim.IrqSelection.parse("nic:eth*; name:^nvme\\d+q[1-9]")
+    assert sorted(sel.select(ints, k.sys, None)) == ETH0_QUEUES + [31, 41, 42]
+    t = tuner(k, {}, irqs="all")
+    assert sorted(t.selected(ints)) == [24, 25, 26, 27, 28, 30, 31, 40, 41, 42, 50]
+
+
+# -- apply, verify, restore -----------------------------------------------------
+
+def set_originals(k, switches_on=(26,)):
+    for name, value in ORIGINAL_KNOBS.items():
+        k.set_knob(k.target_name if name == "target_intr_rate" else name, value)
+    for irq in switches_on:
+        k._set_switch(irq, True)
+
+
+@pytest.mark.parametrize("shape", ALL_SHAPES)
+def test_apply_verify_restore(fake_kernel, shape):
+    k = fake_kernel(shape)
+    set_originals(k)
+    before = (k.knobs(), k.switches(k.irqs))
+    t = tuner(k, dict(SEED, update_ms="2"))
+    knobs, switched = t.apply()
+    assert (knobs, switched) == (4, 3)      # 26 was on already
+    assert k.knobs() == {"delay_us": 100, "target_intr_rate": 1000000,
+                         "hardirq_percent": 70, "update_ms": 2}
+    assert k.switches(k.irqs) == {**before[1], **{i: True for i in ETH0_QUEUES}}
+    # delay_us (which starts moderation) is written last
+    assert "delay_us" in k.writes[-1][0] + k.writes[-1][1]
+    assert [(o, c, e) for o, _, c, e in t.verify_knobs()] == [
+        ("delay_us", 100, 100), ("target_intr_rate", 1000000, 1000000),
+        ("hardirq_percent", 70, 70), ("update_ms", 2, 2)]
+    assert [(i, c) for i, _, _, c, _ in t.verify_switches()] == [(i, 1) for i in ETH0_QUEUES]
+    t.restore_all()
+    assert (k.knobs(), k.switches(k.irqs)) == before
+    # delay_us (which stops moderation) is restored first
+    first_restore = [w for w in k.writes if "delay_us" in w[0] + w[1]]
+    assert k.writes.index(first_restore[-1]) == len(k.writes) - 4 - 3
+
+
+def test_apply_twice_writes_nothing_new(fake_kernel):
+    k = fake_kernel()
+    t = tuner(k, SEED)
+    t.apply()
+    n = len(k.writes)
+    assert t.apply() == (0, 0) and len(k.writes) == n
+
+
+def test_verify_sees_changes_behind_its_back(fake_kernel):
+    k = fake_kernel()
+    t = tuner(k, SEED)
+    t.apply()
+    k.set_knob("delay_us", 5)
+    k._set_switch(27, False)
+    knobs = {o: (c, e) for o, _, c, e in t.verify_knobs()}
+    assert knobs["delay_us"] == (5, 100)
+    assert (27, 0) in [(i, c) for i, _, _, c, _ in t.verify_switches()]
+
+
+def test_kernel_erange_is_reported_with_option_value_and_range(fake_kernel, caplog):
+    k = fake_kernel()
+    k.ranges["delay_us"] = (0, 300)         # a kernel stricter than the postings
+    t = tuner(k, dict(SEED, delay_us="400"))
+    with caplog.at_level(logging.ERROR, logger="irqtune"):
+        t.apply()
+    assert k.values["delay_us"] == 0
+    assert k.values["target_intr_rate"] == 1000000 and k.switches(ETH0_QUEUES) == \
+        {i: True for i in ETH0_QUEUES}
+    err = t.rejected["delay_us"]
+    assert isinstance(err, OptionError) and err.option == "delay_us" and err.value == 400
+    text = str(err)
+    assert "ERANGE" in text and "from 0 to 500" in text and "'400'" in text
+    assert [r.getMessage() for r in caplog.records] == ["gsim: " + text]
+    assert "delay_us" not in [o for o, *_ in t.verify_knobs()]
+    t.restore_all()
+    assert k.values["target_intr_rate"] == 0
+
+
+def test_v4_clamping_is_detected(fake_kernel):
+    k = fake_kernel(gsim.SHAPE_V4)
+    k.ranges["update_ms"] = (1, 10)
+    t = tuner(k, {"update_ms": "50"})
+    t.apply()
+    assert k.values["update_ms"] == 10
+    assert "kept 10" in str(t.rejected["update_ms"])
+    t.restore_all()
+    assert k.values["update_ms"] == 5
+
+
+def test_hardirq_percent_without_time_accounting(fake_kernel):
+    k = fake_kernel(time_accounting=False)
+    t = tuner(k, SEED)
+    t.apply()
+    assert k.values["hardirq_percent"] == 0 and k.values["delay_us"] == 100
+    assert "CONFIG_IRQ_TIME_ACCOUNTING" in t.unsupported["hardirq_percent"]
+    assert [o for o, *_ in t.verify_knobs()] == ["delay_us", "target_intr_rate"]
+
+
+def test_missing_knob_file(fake_kernel):
+    k = fake_kernel(gsim.SHAPE_V4)
+    os.unlink(os.path.join(k.proc, "irq/soft_moderation/hardirq_percent"))
+    t = tuner(k, SEED)
+    assert "hardirq_percent" in t.unsupported["hardirq_percent"]
+    t.apply()
+    assert k.values["delay_us"] == 100 and k.values["target_intr_rate"] == 1000000
+
+
+def test_missing_switch_file_is_not_selected(fake_kernel):
+    k = fake_kernel()
+    os.unlink(os.path.join(k.proc, "irq/27", k.switch_name))
+    t = tuner(k, SEED)
+    assert t.apply()[1] == 3
+    assert 27 not in [i for i, *_ in t.verify_switches()]
+
+
+def test_missing_interrupts_file(fake_kernel):
+    k = fake_kernel()
+    os.unlink(os.path.join(k.proc, "interrupts"))
+    t = tuner(k, SEED)
+    assert t.apply() == (3, 0)
+    assert t.apply_new_irqs() == 0
+
+
+@pytest.mark.parametrize("shape", ALL_SHAPES)
+@pytest.mark.parametrize("err", [errno.ENOENT, errno.EINVAL])
+def test_irq_vanishing_mid_apply(fake_kernel, caplog, shape, err):
+    """Another CPU frees IRQ 27 between the /proc/interrupts read and the
+    write to its switch: open() fails (ENOENT) or, on a file opened just
+    before, the kernel finds no descriptor (EINVAL)."""
+    k = fake_kernel(shape)
+
+    def vanish(rel):
+        if rel.startswith("irq/27/") and 27 in k.irqs:
+            k.remove_irq(27)
+            if err == errno.EINVAL:
+                k.fail[rel] = errno.EINVAL
+    k.on_write.append(vanish)
+    t = tuner(k, SEED)
+    with caplog.at_level(logging.WARNING, logger="irqtune"):
+        assert t.apply() == (3, 3)
+    assert caplog.records == []
+    assert k.switches([25, 26, 28]) == {25: True, 26: True, 28: True}
+    assert "27" not in t.originals["irqs"] and t.failed_irqs == {}
+    t.restore_all()
+    assert k.switches([25, 26, 28]) == {25: False, 26: False, 28: False}
+
+
+def test_refused_switch_is_an_error(fake_kernel, caplog):
+    k = fake_kernel()
+    k.fail["irq/25/allow_sw_moderation"] = errno.EIO
+    t = tuner(k, SEED)
+    with caplog.at_level(logging.ERROR, logger="irqtune"):
+        t.apply()
+    assert 25 in t.failed_irqs and "EIO" in t.failed_irqs[25]
+    assert "IRQ 25" in caplog.text
+    assert (25, 0) in [(i, c) for i, _, _, c, _ in t.verify_switches()]
+
+
+def test_v4_ineligible_irq_not_written(fake_kernel):
+    k = fake_kernel(gsim.SHAPE_V4)
+    t = tuner(k, {}, irqs="name:^(i8042|virtio0-input)")
+    t.apply()
+    assert [w[0] for w in k.writes] == ["irq/25/soft_moderation", "irq/27/soft_moderation"]
+
+
+def test_new_irqs_are_moderated_and_restored(fake_kernel):
+    k = fake_kernel()
+    t = tuner(k, SEED, irqs="nic:eth*")
+    t.apply()
+    assert k.switches([31]) == {31: True}
+    # eth0 gets more channels, and a NIC eth2 is hot-added
+    k.add_irq(29, "PCI-MSIX-0000:00:03.0", "5-edge", "virtio0-input.2", msi_of="eth0")
+    assert t.apply_new_irqs() == 1
+    assert k.switch(29) is True
+    # eth1 is unplugged: its IRQ goes, and a later IRQ with its number is new
+    k.remove_irq(31)
+    assert t.apply_new_irqs() == 0 and "31" not in t.originals["irqs"]
+    t.restore_all()
+    assert k.switch(29) is False and not any(k.switches(ETH0_QUEUES).values())
+
+
+def test_reused_irq_number_is_not_restored_from_stale_original(fake_kernel):
+    k = fake_kernel()
+    k._set_switch(25, True)
+    t = tuner(k, SEED)
+    t.apply()
+    # IRQ 25 freed and its number given to another device, with the switch on
+    k.remove_irq(25)
+    k.add_irq(25, "PCI-MSIX-0000:00:09.0", "0-edge", "other-dev")
+    k._set_switch(25, True)
+    t.restore_all()
+    assert k.switch(25) is True
+
+
+def test_originals_survive_a_restart(fake_kernel, tmp_path):
+    k = fake_kernel()
+    set_originals(k)
+    before = (k.knobs(), k.switches(k.irqs))
+    state = StateFile("gsim-test", str(tmp_path / "state"))
+    tuner(k, SEED, state=state).apply()
+    saved = json.load(open(state.path))
+    assert saved["knobs"]["delay_us"] == 7 and saved["irqs"]["25"] == \
+        {"name": "virtio0-input.0", "allow": 0}
+    # kill -9; the next daemon applies again, then the profile is switched off
+    t2 = tuner(k, SEED, state=StateFile("gsim-test", str(tmp_path / "state")))
+    assert t2.apply() == (0, 0)
+    t2.restore_all()
+    assert (k.knobs(), k.switches(k.irqs)) == before
+    assert not os.path.exists(state.path)
+
+
+def test_state_of_another_shape_is_ignored(fake_kernel, tmp_path):
+    state = StateFile("gsim-test", str(tmp_path / "state"))
+    state.save({"shape": gsim.SHAPE_V1, "knobs": {"delay_us": 400}, "irqs": {}})
+    k = fake_kernel()
+    t = tuner(k, SEED, state=state)
+    t.apply()
+    t.restore_all()
+    assert k.values["delay_us"] == 0
+
+
+def test_unreadable_knob_is_not_changed(fake_kernel):
+    """v1 postings list some knobs only: what cannot be read cannot be
+    restored, so it is not written."""
+    k = fake_kernel(gsim.SHAPE_V1)
+    path = os.path.join(k.proc, "irq/soft_moderation")
+    text = open(path).read().replace("hardirq_percent", "hardirq_pct")
+    with open(path, "w") as f:
+        f.write(text)
+    t = tuner(k, SEED)
+    assert "hardirq_percent" in t.unsupported
+    t.apply()
+    assert not any("hardirq" in w[1] for w in k.writes)
