@@ -1,0 +1,332 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""HousekeepingTuner with a fake channels backend and fixture procfs/sysfs.
+
+The fake backend behaves like a driver: it keeps counts, checks maxima, can
+refuse with a chosen errno, and - like virtio-net - re-spreads its queue
+IRQs over all CPUs when the channel count changes, which is what makes the
+order "read IRQ originals, then change channels" observable.
+"""
+
+import errno
+import logging
+import os
+
+import pytest
+
+from irqtune import channels as ch
+from irqtune.errors import OptionError, UnsupportedError
+from irqtune.netlink.genl import NetlinkRequestError
+from irqtune.state import StateFile
+
+INTERRUPTS = """\
+           CPU0       CPU1       CPU2       CPU3
+ 24:          0          0          0          0  PCI-MSIX-0000:00:03.0   0-edge      virtio1-config
+ 25:          0          0          0          0  PCI-MSIX-0000:00:03.0   1-edge      virtio1-input.0
+ 26:          0          0          0          0  PCI-MSIX-0000:00:03.0   2-edge      virtio1-output.0
+ 27:          0          0          0          0  PCI-MSIX-0000:00:03.0   3-edge      virtio1-input.1
+ 28:          0          0          0          0  PCI-MSIX-0000:00:03.0   4-edge      virtio1-output.1
+"""
+QUEUE_IRQS = (25, 26, 27, 28)
+ORIGINAL_AFFINITY = {24: "0-3", 25: "0", 26: "1", 27: "2", 28: "3"}
+
+
+class FakeDriver:
+    def __init__(self, proc, combined=(4, 4), rx=(0, 0), tx=(0, 0), refuse=None):
+        self.proc = proc
+        self.max = {"combined": combined[0], "rx": rx[0], "tx": tx[0], "other": 0}
+        self.count = {"combined": combined[1], "rx": rx[1], "tx": tx[1], "other": 0}
+        self.refuse = refuse          # (errno, extack) for set_channels
+        self.sets = []
+
+    def channels(self, ifindex):
+        out = {}
+        for kind in ("rx", "tx", "other", "combined"):
+            if self.max[kind]:
+                out[kind + "-max"] = self.max[kind]
+                out[kind + "-count"] = self.count[kind]
+        return out
+
+    def set_channels(self, ifindex, **counts):
+        self.sets.append(counts)
+        if self.refuse:
+            raise NetlinkRequestError("setting channels", *self.refuse)
+        for kind, n in counts.items():
+            if n > self.max[kind]:
+                raise NetlinkRequestError("setting channels", errno.EINVAL,
+                                          "requested channel count exceeds maximum")
+        self.count.update(counts)
+        for irq in QUEUE_IRQS:      # the driver re-spreads its vectors
+            write(self.proc, irq, "0-3")
+
+
+def write(proc, irq, text):
+    path = os.path.join(proc, "irq", str(irq), "smp_affinity_list")
+    with open(path, "w") as f:
+        f.write(text + "\n")
+
+
+def affinity(proc, irq):
+    with open(os.path.join(proc, "irq", str(irq), "smp_affinity_list")) as f:
+        return f.read().strip()
+
+
+@pytest.fixture
+def roots(tmp_path):
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    (proc / "interrupts").write_text(INTERRUPTS)
+    (proc / "cmdline").write_text("ro isolcpus=domain,2-3 nohz_full=2-3\n")
+    for irq, cpus in ORIGINAL_AFFINITY.items():
+        (proc / "irq" / str(irq)).mkdir(parents=True)
+        write(str(proc), irq, cpus)
+    sys_root = tmp_path / "sys"
+    cpu = sys_root / "devices/system/cpu"
+    cpu.mkdir(parents=True)
+    (cpu / "online").write_text("0-3\n")
+    (cpu / "isolated").write_text("2-3\n")
+    (cpu / "nohz_full").write_text("2-3\n")
+    dev = sys_root / "devices/pci0000:00/0000:00:03.0/virtio1"
+    (dev / "net/eth0").mkdir(parents=True)
+    os.symlink("../../../virtio1", dev / "net/eth0/device")
+    (sys_root / "class/net").mkdir(parents=True)
+    os.symlink("../../devices/pci0000:00/0000:00:03.0/virtio1/net/eth0",
+               sys_root / "class/net/eth0")
+    (dev.parent / "msi_irqs").mkdir()
+    for irq in (24,) + QUEUE_IRQS:
+        (dev.parent / "msi_irqs" / str(irq)).write_text("msix\n")
+    return str(proc), str(sys_root), tmp_path
+
+
+def tuner(roots, driver, state=True, ifindex=7, **options):
+    proc, sys_root, tmp = roots
+    config, errors = ch.HousekeepingConfig.from_options(options)
+    assert not errors
+    return ch.HousekeepingTuner(
+        config, state=StateFile("hk", str(tmp / "run")) if state else None,
+        proc_root=proc, sys_root=sys_root, channels=driver,
+        ifindex=lambda name: ifindex if name == "eth0" else None, napi=())
+
+
+# -- options and planning ---------------------------------------------------
+
+@pytest.mark.parametrize("text,value", [
+    ("housekeeping", "housekeeping"), (" Housekeeping ", "housekeeping"), ("3", 3),
+    ("", None), (None, None)])
+def test_parse_channels(text, value):
+    assert ch.parse_channels("channels", text) == value
+
+
+@pytest.mark.parametrize("text", ["0", "-1", "all", "65536", "2.5"])
+def test_parse_channels_rejects(text):
+    with pytest.raises(OptionError) as err:
+        ch.parse_channels("channels", text)
+    assert "housekeeping, or a channel count from 1 to 65535" in str(err.value)
+    assert err.value.option == "channels" and err.value.value == text
+
+
+def test_parse_irq_affinity():
+    assert ch.parse_irq_affinity("irq_affinity", "housekeeping") == "housekeeping"
+    assert ch.parse_irq_affinity("irq_affinity", "0-1,4") == (0, 1, 4)
+    with pytest.raises(OptionError) as err:
+        ch.parse_irq_affinity("irq_affinity", "cpu0")
+    assert "housekeeping, or a CPU list" in str(err.value)
+
+
+def test_config_keeps_good_options_and_reports_bad_ones():
+    config, errors = ch.HousekeepingConfig.from_options(
+        {"channels": "many", "irq_affinity": "housekeeping", "housekeeping_cpus": "0-1"})
+    assert config.channels is None
+    assert config.irq_affinity == "housekeeping"
+    assert config.housekeeping_cpus == (0, 1)
+    assert [e.option for e in errors] == ["channels"]
+
+
+@pytest.mark.parametrize("current,wanted,hk,target", [
+    ({"combined-max": 8, "combined-count": 8}, "housekeeping", 2, {"combined": 2}),
+    ({"combined-max": 1, "combined-count": 1}, "housekeeping", 2, {"combined": 1}),
+    ({"combined-max": 8, "combined-count": 8}, 16, 2, {"combined": 16}),
+    ({"rx-max": 4, "rx-count": 4, "tx-max": 2, "tx-count": 2}, "housekeeping", 3,
+     {"rx": 3, "tx": 2}),
+    ({"rx-max": 4, "rx-count": 4}, 2, 1, {"rx": 2}),
+    # dedicated rx/tx mode of a driver that also has combined channels
+    ({"combined-max": 8, "combined-count": 0, "rx-max": 8, "rx-count": 4,
+      "tx-max": 8, "tx-count": 4}, "housekeeping", 2, {"rx": 2, "tx": 2}),
+    ({"combined-max": 8, "combined-count": 4, "other-max": 1, "other-count": 1},
+     "housekeeping", 2, {"combined": 2}),
+])
+def test_plan_channels(current, wanted, hk, target):
+    assert ch.plan_channels(current, wanted, hk) == target
+
+
+def test_plan_without_channels_is_unsupported():
+    with pytest.raises(UnsupportedError):
+        ch.plan_channels({"other-max": 1, "other-count": 1}, "housekeeping", 2)
+
+
+# -- apply / verify / restore -------------------------------------------------
+
+def test_apply_sets_housekeeping_channels_and_affinity_and_restore_is_exact(roots):
+    proc = roots[0]
+    driver = FakeDriver(proc)
+    t = tuner(roots, driver, channels="housekeeping", irq_affinity="housekeeping")
+    assert t.housekeeping.cpus == (0, 1) and t.housekeeping.source == "isolation"
+    t.apply("eth0")
+    assert driver.count["combined"] == 2
+    assert [affinity(proc, i) for i in QUEUE_IRQS] == ["0-1"] * 4
+    assert affinity(proc, 24) == "0-3"        # the config vector is left alone
+    checks = t.verify("eth0")
+    assert all(c.ok for c in checks), checks
+    assert [c.what for c in checks][:1] == ["channels combined"]
+    assert len(checks) == 5
+    t.restore_all()
+    assert driver.count["combined"] == 4
+    # originals were read before the driver re-spread its IRQs
+    assert {i: affinity(proc, i) for i in ORIGINAL_AFFINITY} == ORIGINAL_AFFINITY
+    assert not os.path.exists(t.state.path)
+
+
+def test_numeric_channels_and_explicit_cpus(roots):
+    proc = roots[0]
+    driver = FakeDriver(proc)
+    t = tuner(roots, driver, channels="3", irq_affinity="1", housekeeping_cpus="0-2")
+    t.apply("eth0")
+    assert driver.count["combined"] == 3
+    assert affinity(proc, 27) == "1"
+
+
+def test_verify_reports_changes_behind_the_tuners_back(roots):
+    proc = roots[0]
+    driver = FakeDriver(proc)
+    t = tuner(roots, driver, channels="housekeeping", irq_affinity="housekeeping")
+    t.apply("eth0")
+    driver.count["combined"] = 4
+    write(proc, 27, "3")            # irqbalance moved one onto an isolated CPU
+    write(proc, 28, "0")            # and one within the housekeeping CPUs
+    bad = {c.what: c for c in t.verify("eth0") if not c.ok}
+    assert set(bad) == {"channels combined", "IRQ 27 (virtio1-input.1) affinity"}
+    assert (bad["channels combined"].current, bad["channels combined"].expected) == (4, 2)
+    irq = bad["IRQ 27 (virtio1-input.1) affinity"]
+    assert (irq.current, irq.expected) == ("3", "0-1")
+    assert "irqbalance" in irq.note
+
+
+def test_apply_new_tunes_only_new_irqs(roots):
+    proc, _, tmp = roots
+    driver = FakeDriver(proc)
+    t = tuner(roots, driver, irq_affinity="housekeeping")
+    t.apply("eth0")
+    write(proc, 25, "3")            # a known IRQ changed: verify's business
+    (tmp / "proc/irq/29").mkdir()
+    write(proc, 29, "2")
+    with open(os.path.join(proc, "interrupts"), "a") as f:
+        f.write(" 29:  0  0  0  0  PCI-MSIX-0000:00:03.0   5-edge      virtio1-input.2\n")
+    (tmp / "sys/devices/pci0000:00/0000:00:03.0/msi_irqs/29").write_text("msix\n")
+    t.apply_new("eth0")
+    assert affinity(proc, 29) == "0-1"
+    assert affinity(proc, 25) == "3"
+    t.restore_all()
+    assert affinity(proc, 29) == "2"
+    assert affinity(proc, 25) == "0"
+
+
+@pytest.mark.parametrize("code,words", [
+    (errno.EBUSY, "busy (EBUSY"), (errno.EOPNOTSUPP, "EOPNOTSUPP")])
+def test_refused_channel_change_is_reported_once_and_in_verify(roots, caplog, code, words):
+    proc = roots[0]
+    driver = FakeDriver(proc, refuse=(code, None))
+    t = tuner(roots, driver, channels="housekeeping", irq_affinity="housekeeping")
+    with caplog.at_level(logging.WARNING, logger="irqtune"):
+        t.apply("eth0")
+        t.apply("eth0")             # a second apply (hotplug) does not repeat it
+    lines = [r for r in caplog.records if "channels" in r.getMessage() and words in r.getMessage()]
+    assert len(lines) == 1, caplog.text
+    # affinity still applied: a refusal is not fatal
+    assert affinity(proc, 25) == "0-1"
+    bad = [c for c in t.verify("eth0") if not c.ok]
+    assert len(bad) == 1 and bad[0].what == "channels combined" and words in bad[0].note
+    t.restore_all()                 # nothing to put back on the channels
+    assert driver.count["combined"] == 4
+
+
+def test_count_above_maximum_is_the_drivers_to_refuse(roots, caplog):
+    driver = FakeDriver(roots[0])
+    t = tuner(roots, driver, channels="9")
+    t.apply("eth0")
+    assert driver.count["combined"] == 4
+    assert "exceeds maximum" in caplog.text
+    bad = [c for c in t.verify("eth0") if not c.ok]
+    assert bad[0].expected == 9 and "exceeds maximum" in bad[0].note
+
+
+def test_managed_irq_is_reported_once_and_judged_by_effective_affinity(roots, monkeypatch, caplog):
+    proc = roots[0]
+    real_write = ch.write_affinity
+
+    def managed_27(irq, cpus, proc_root):
+        if irq == 27:
+            raise OSError(errno.EIO, os.strerror(errno.EIO))
+        real_write(irq, cpus, proc_root)
+
+    monkeypatch.setattr(ch, "write_affinity", managed_27)
+    t = tuner(roots, FakeDriver(proc), irq_affinity="housekeeping")
+    with caplog.at_level(logging.WARNING, logger="irqtune"):
+        t.apply("eth0")
+        t.apply("eth0")
+    assert caplog.text.count("managed IRQ") == 1
+    eff = os.path.join(proc, "irq/27/effective_affinity_list")
+    with open(eff, "w") as f:
+        f.write("2\n")
+    bad = [c for c in t.verify("eth0") if not c.ok]
+    assert [c.what for c in bad] == ["IRQ 27 (virtio1-input.1) effective affinity"]
+    assert "isolcpus=managed_irq" in bad[0].note
+    with open(eff, "w") as f:
+        f.write("1\n")              # isolcpus=managed_irq placed it on CPU 1
+    assert all(c.ok for c in t.verify("eth0"))
+    t.restore_all()
+    assert affinity(proc, 27) == "2"
+
+
+def test_originals_survive_a_restart_through_the_state_file(roots):
+    proc = roots[0]
+    driver = FakeDriver(proc)
+    t = tuner(roots, driver, channels="housekeeping", irq_affinity="housekeeping")
+    t.apply("eth0")
+    # the daemon dies; a new one starts from the tuned values
+    t2 = tuner(roots, driver, channels="housekeeping", irq_affinity="housekeeping")
+    t2.apply("eth0")
+    t2.restore_all()
+    assert driver.count["combined"] == 4
+    assert {i: affinity(proc, i) for i in ORIGINAL_AFFINITY} == ORIGINAL_AFFINITY
+
+
+def test_recreated_device_drops_stale_originals(roots):
+    proc = roots[0]
+    driver = FakeDriver(proc)
+    t = tuner(roots, driver, channels="housekeeping", irq_affinity="housekeeping")
+    t.apply("eth0")
+    # driver reload: same name, new ifindex, driver defaults
+    driver.count["combined"] = 4
+    t2 = tuner(roots, driver, ifindex=8, channels="housekeeping", irq_affinity="housekeeping")
+    assert t2.originals == {}
+    t2.apply("eth0")
+    assert t2.originals["eth0"]["channels"] == {"combined": 4}
+    assert t2.originals["eth0"]["irqs"]["25"] == "0-1"
+
+
+def test_rx_tx_driver(roots):
+    driver = FakeDriver(roots[0], combined=(0, 0), rx=(4, 4), tx=(4, 3))
+    t = tuner(roots, driver, channels="housekeeping")
+    t.apply("eth0")
+    assert (driver.count["rx"], driver.count["tx"]) == (2, 2)
+    assert driver.sets == [{"rx": 2, "tx": 2}]
+    t.restore_all()
+    assert (driver.count["rx"], driver.count["tx"]) == (4, 3)
+
+
+def test_gone_device_is_forgotten_without_writes(roots):
+    driver = FakeDriver(roots[0])
+    t = tuner(roots, driver, channels="housekeeping")
+    t.apply("eth0")
+    t.forget("eth0")
+    t.restore_all()
+    assert driver.count["combined"] == 2
