@@ -97,6 +97,9 @@ start-tuned:
 		[ -S /run/dbus/system_bus_socket ] || dbus-daemon --system --fork; \
 		tuned --daemon; sleep 2; fi
 
+bench:
+	$(PYTHON) tests/bench/bench_napi.py 256
+
 # Every suite in pytest.ini runs under TuneD's Python with the distribution's
 # pyroute2; the library's unit and netlink suites run again under PyPI's
 # pyroute2 0.9 in a virtualenv.  Integration suites drive the real daemon in

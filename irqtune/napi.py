@@ -160,61 +160,87 @@ class NapiTuner:
 
     # -- selection --------------------------------------------------------
 
-    def _selected_napis(self, ifname, nl):
-        """(NAPIs in scope, ifindex), or (None, ifindex) if the scope cannot be served."""
+    def _napis_in_scope(self, nl, ifnames):
+        """{ifname: [NAPI]} for the devices whose scope can be served.
+
+        Without a queue scope one dump of the namespace serves many devices.
+        """
+        if self.queues is not None:
+            scoped = {}
+            for ifname in ifnames:
+                napis = self._queue_scoped_napis(nl, ifname)
+                if napis is not None:
+                    scoped[ifname] = napis
+            return scoped
+        by_index = {_ifindex(name): name for name in ifnames}
+        by_index.pop(None, None)
+        scoped = {name: [] for name in by_index.values()}
+        if len(by_index) == 1:
+            napis = nl.napis(next(iter(by_index)))
+        else:
+            napis = nl.all_napis() if by_index else []
+        for napi in napis:
+            name = by_index.get(napi.get("ifindex"))
+            if name is not None:
+                scoped[name].append(napi)
+        return scoped
+
+    def _queue_scoped_napis(self, nl, ifname):
         ifindex = _ifindex(ifname)
         if ifindex is None:
-            return None, None
+            return None
         napis = nl.napis(ifindex)
-        if self.queues is None:
-            return napis, ifindex
         with QueueFamily() as qf:
             links = qf.rx_queue_napis(ifindex)
         if napis and not links:
             log.error("%s: queues=%s: the driver does not link rx queues to NAPIs, "
                       "so NAPIs cannot be chosen by queue; nothing set on %s",
                       ifname, ",".join(map(str, self.queues)), ifname)
-            return None, ifindex
+            return None
         absent = [q for q in self.queues if q not in links]
         if absent and links:
             log.warning("%s: rx queues %s do not exist or have no NAPI",
                         ifname, ",".join(map(str, absent)))
         wanted = {links[q] for q in self.queues if q in links}
-        return [n for n in napis if n["id"] in wanted], ifindex
+        return [n for n in napis if n["id"] in wanted]
 
     # -- apply / verify / restore -----------------------------------------
 
-    def apply(self, ifname):
-        """Tune every NAPI of ifname in scope; returns how many NAPIs were set."""
-        count = 0
-        if self.per_napi:
-            count = self._apply_napis(ifname)
-        for attr, value in self.per_device.items():
-            self._apply_sysfs(ifname, attr, value)
+    def apply(self, *ifnames):
+        """Tune every NAPI in scope of the devices; returns how many NAPIs were set."""
+        count = self._apply_napis(ifnames) if self.per_napi else 0
+        for ifname in ifnames:
+            for attr, value in self.per_device.items():
+                self._apply_sysfs(ifname, attr, value)
         self._save_state()
         return count
 
-    def _apply_napis(self, ifname, only_new=False):
-        count = 0
+    def apply_new_napis(self, *ifnames):
+        """Tune NAPIs that appeared since the last apply (driver reset, link up).
+
+        Drivers without persistent NAPI config create NAPIs with new ids and
+        device-default values; known ids are left for verify to judge.
+        """
+        return self._apply_napis(ifnames, only_new=True) if self.per_napi else 0
+
+    def _apply_napis(self, ifnames, only_new=False):
+        changes, owner = {}, {}
         with NapiFamily() as nl:
-            napis, _ = self._selected_napis(ifname, nl)
-            if napis is None:
-                return 0
-            saved = self._saved(ifname)["napi"]
-            for napi in napis:
-                if only_new and napi["id"] in saved:
-                    continue
-                saved.setdefault(napi["id"], {a: napi.get(a) for a in self.per_napi})
-                self._save_state()
-                changes = {a: v for a, v in self.per_napi.items() if napi.get(a) != v}
-                if not changes:
-                    continue
-                try:
-                    nl.set_napi(napi["id"], **changes)
-                    count += 1
-                except NetlinkRequestError as err:
-                    log.error("%s: NAPI %d: %s", ifname, napi["id"], err)
-        return count
+            for ifname, napis in self._napis_in_scope(nl, ifnames).items():
+                saved = self._saved(ifname)["napi"]
+                for napi in napis:
+                    if only_new and napi["id"] in saved:
+                        continue
+                    saved.setdefault(napi["id"], {a: napi.get(a) for a in self.per_napi})
+                    diff = {a: v for a, v in self.per_napi.items() if napi.get(a) != v}
+                    if diff:
+                        changes[napi["id"]] = diff
+                        owner[napi["id"]] = ifname
+            self._save_state()      # originals reach the disk before anything changes
+            errors = nl.set_napis(changes)
+        for napi_id, err in errors.items():
+            log.error("%s: NAPI %d: %s", owner[napi_id], napi_id, err)
+        return len(changes) - len(errors)
 
     def _apply_sysfs(self, ifname, attr, value):
         path = self._sysfs_path(ifname, attr)
@@ -228,29 +254,17 @@ class NapiTuner:
             log.error("%s: cannot set %s through %s: %s", ifname, option_name(attr), path,
                       err.strerror or err)
 
-    def apply_new_napis(self, ifname):
-        """Tune NAPIs that appeared since the last apply (driver reset, link up).
-
-        Drivers without persistent NAPI config create NAPIs with new ids and
-        device-default values; known ids are left for verify to judge.
-        """
-        if not self.per_napi:
-            return 0
-        count = self._apply_napis(ifname, only_new=True)
-        self._save_state()
-        return count
-
     def verify(self, ifname):
         """[(what, current, expected)] for every value in scope."""
         results = []
         if self.per_napi:
             try:
                 with NapiFamily() as nl:
-                    napis, _ = self._selected_napis(ifname, nl)
+                    napis = self._napis_in_scope(nl, [ifname]).get(ifname, [])
             except NetlinkRequestError as err:
                 log.error("%s: %s", ifname, err)
-                napis = None
-            for napi in napis or []:
+                napis = []
+            for napi in napis:
                 for attr, value in self.per_napi.items():
                     results.append(("NAPI %d %s" % (napi["id"], option_name(attr)),
                                     napi.get(attr), value))
@@ -262,49 +276,41 @@ class NapiTuner:
             results.append((option_name(attr), current, value))
         return results
 
-    def restore(self, ifname):
-        """Put back the originals of ifname and forget them."""
-        saved = self.originals.pop(ifname, None)
-        if not saved:
-            return
-        if saved["napi"]:
-            self._restore_napis(ifname, saved["napi"])
-        for attr, value in saved["sysfs"].items():
-            try:
-                _write_int(self._sysfs_path(ifname, attr), value)
-            except OSError as err:
-                log.error("%s: cannot restore %s: %s", ifname, option_name(attr), err)
-        self._save_state()
-
-    def _restore_napis(self, ifname, saved):
-        ifindex = _ifindex(ifname)
-        if ifindex is None:
-            return
-        with NapiFamily() as nl:
-            present = {n["id"]: n for n in nl.napis(ifindex)}
-            for napi_id, values in saved.items():
-                napi = present.get(napi_id)
-                if napi is None:
-                    continue     # gone with a reset or link down: nothing to restore
-                changes = {a: v for a, v in values.items()
-                           if v is not None and napi.get(a) != v}
-                if changes:
-                    try:
-                        nl.set_napi(napi_id, **changes)
-                    except NetlinkRequestError as err:
-                        log.error("%s: NAPI %d: cannot restore: %s", ifname, napi_id, err)
-
     def forget(self, ifname):
         """The device is gone: drop its originals without touching anything."""
         if self.originals.pop(ifname, None) is not None:
             self._save_state()
 
     def restore_all(self):
-        for ifname in list(self.originals):
-            if _ifindex(ifname) is None:
-                self.originals.pop(ifname)
-            else:
-                self.restore(ifname)
+        """Put back every saved original and forget them.
+
+        NAPIs that are gone (reset, link down) have nothing to restore;
+        devices replaced by others of the same name are left alone.
+        """
+        saved = {name: dev for name, dev in self.originals.items()
+                 if _ifindex(name) == dev.get("ifindex")}
+        napi_saved = {napi_id: (dev["ifindex"], values) for dev in saved.values()
+                      for napi_id, values in dev["napi"].items()}
+        if napi_saved:
+            with NapiFamily() as nl:
+                changes = {}
+                for napi in nl.all_napis():
+                    ifindex, values = napi_saved.get(napi["id"], (None, {}))
+                    if napi.get("ifindex") != ifindex:
+                        continue
+                    diff = {a: v for a, v in values.items()
+                            if v is not None and napi.get(a) != v}
+                    if diff:
+                        changes[napi["id"]] = diff
+                for napi_id, err in nl.set_napis(changes).items():
+                    log.error("NAPI %d: cannot restore: %s", napi_id, err)
+        for name, dev in saved.items():
+            for attr, value in dev["sysfs"].items():
+                try:
+                    _write_int(self._sysfs_path(name, attr), value)
+                except OSError as err:
+                    log.error("%s: cannot restore %s: %s", name, option_name(attr), err)
+        self.originals = {}
         if self.state is not None:
             self.state.remove()
 

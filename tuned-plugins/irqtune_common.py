@@ -117,8 +117,7 @@ class NetDevicePlugin(hotplug.Plugin):
 
 	def _instance_apply_static(self, instance):
 		with instance._lock:
-			for device in sorted(instance.assigned_devices):
-				self._device_apply(instance, device)
+			self._devices_apply(instance, sorted(instance.assigned_devices))
 
 	def _instance_verify_static(self, instance, ignore_missing, devices):
 		with instance._lock:
@@ -136,7 +135,12 @@ class NetDevicePlugin(hotplug.Plugin):
 
 	def _added_device_apply_tuning(self, instance, device_name):
 		with instance._lock:
-			self._device_apply(instance, device_name)
+			self._devices_apply(instance, [device_name])
+
+	def _devices_apply(self, instance, devices):
+		"""Override to tune many devices at once; the default goes one by one."""
+		for device in devices:
+			self._device_apply(instance, device)
 
 	def _removed_device_unapply_tuning(self, instance, device_name):
 		with instance._lock:

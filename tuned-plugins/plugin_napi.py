@@ -109,10 +109,11 @@ class NapiPlugin(common.NetDevicePlugin):
 				lambda: self._retune_all(instance))
 			instance._watcher.start()
 
-	def _device_apply(self, instance, device):
-		if instance._tuner is not None:
-			count = instance._tuner.apply(device)
-			log.info("instance %s: %s: set %d NAPIs" % (instance.name, device, count))
+	def _devices_apply(self, instance, devices):
+		if instance._tuner is not None and devices:
+			count = instance._tuner.apply(*devices)
+			log.info("instance %s: %s: set %d NAPIs"
+				% (instance.name, ", ".join(devices), count))
 
 	def _retune(self, instance, device):
 		with instance._lock:

@@ -6,7 +6,7 @@ names attributes by their position in nla_map, so the tables below must
 keep the kernel's order.
 """
 
-from .genl import GenlFamily, netdev_genlmsg_base
+from .genl import GenlFamily, NetlinkRequestError, netdev_genlmsg_base
 
 CMD_NAPI_GET = 11
 CMD_QUEUE_GET = 10
@@ -60,6 +60,17 @@ class NapiFamily(GenlFamily):
     def set_napi(self, napi_id, **values):
         """napi-set; values keyed like the attributes ('defer_hard_irqs'=...)."""
         self.do("setting NAPI %d" % napi_id, CMD_NAPI_SET, id=napi_id, **values)
+
+    def set_napis(self, changes):
+        """napi-set for many NAPIs: {id: {attr: value}} -> {id: NetlinkRequestError}."""
+        ids = list(changes)
+        results = self.do_batch(CMD_NAPI_SET, [dict(changes[i], id=i) for i in ids])
+        return {napi_id: NetlinkRequestError("setting NAPI %d" % napi_id, *result)
+                for napi_id, result in zip(ids, results) if result is not None}
+
+    def all_napis(self):
+        """Every enabled NAPI of the network namespace, in one dump."""
+        return self.dump("dumping NAPIs", CMD_NAPI_GET)
 
 
 class QueueFamily(GenlFamily):

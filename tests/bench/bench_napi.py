@@ -1,0 +1,126 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Per-NAPI tuning through irqtune vs device-wide sysfs writes, in one run.
+
+Builds 256 veth pairs with 2 rx queues each in a network namespace (GRO on
+one end: 512 NAPIs), then times, for the same devices:
+  - irqtune: NapiTuner.apply / restore_all (three values on every NAPI,
+    including reading the originals), counting netlink round trips;
+  - sysfs: writing napi_defer_hard_irqs and gro_flush_timeout of every
+    device (reading the old values first, as a restore needs), which is
+    what administrators use today - two values, device-wide, no suspension.
+Run as root: python3 tests/bench/bench_napi.py [pairs]
+"""
+
+import os
+import subprocess
+import sys
+import tempfile
+import time
+
+NS = "irqtune-bench"
+ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
+
+
+def setup(pairs):
+    subprocess.run(["ip", "netns", "del", NS], capture_output=True)
+    subprocess.run(["ip", "netns", "add", NS], check=True)
+    with tempfile.NamedTemporaryFile("w", suffix=".ip") as batch:
+        for i in range(pairs):
+            batch.write("link add b%d numrxqueues 2 numtxqueues 2 type veth peer bp%d "
+                        "numrxqueues 2 numtxqueues 2\n" % (i, i))
+            batch.write("link set b%d up\nlink set bp%d up\n" % (i, i))
+        batch.flush()
+        subprocess.run(["ip", "-n", NS, "-batch", batch.name], check=True)
+    for i in range(pairs):
+        subprocess.run(["ip", "netns", "exec", NS, "ethtool", "-K", "b%d" % i, "gro", "on"],
+                       check=True, capture_output=True)
+
+
+def timed(fn):
+    start = time.perf_counter()
+    fn()
+    return time.perf_counter() - start
+
+
+def inner(pairs):
+    sys.path.insert(0, ROOT)
+    from irqtune.caps import detect_napi_capabilities
+    from irqtune.napi import NapiConfig, NapiTuner
+    from irqtune.netlink import genl
+
+    devices = ["b%d" % i for i in range(pairs)]
+    calls = {"n": 0, "set": 0}
+    real_request = genl.GenlFamily._request
+    real_batch = genl.GenlFamily.do_batch
+
+    def counting(self, *args, **kwargs):
+        calls["n"] += 1
+        return real_request(self, *args, **kwargs)
+
+    def counting_batch(self, cmd, requests):
+        calls["n"] += len(requests)
+        calls["set"] += len(requests)
+        return real_batch(self, cmd, requests)
+
+    genl.GenlFamily._request = counting
+    genl.GenlFamily.do_batch = counting_batch
+    tuner = NapiTuner(NapiConfig(defer_hard_irqs=100, gro_flush_timeout=20000,
+                                 irq_suspend_timeout=20000000), detect_napi_capabilities())
+    napis = {"n": 0}
+    t_apply = timed(lambda: napis.__setitem__("n", tuner.apply(*devices)))
+    apply_calls, apply_sets = calls["n"], calls["set"]
+    calls["n"] = 0
+    t_restore = timed(tuner.restore_all)
+    restore_calls = calls["n"]
+
+    saved = {}
+
+    def sysfs_apply():
+        for d in devices:
+            for name, value in (("napi_defer_hard_irqs", 100), ("gro_flush_timeout", 20000)):
+                path = "/sys/class/net/%s/%s" % (d, name)
+                with open(path) as f:
+                    saved[path] = f.read()
+                with open(path, "w") as f:
+                    f.write("%d\n" % value)
+
+    def sysfs_restore():
+        for path, value in saved.items():
+            with open(path, "w") as f:
+                f.write(value)
+
+    s_apply = timed(sysfs_apply)
+    s_restore = timed(sysfs_restore)
+    n = napis["n"]
+    print("%d devices, %d NAPIs set" % (pairs, n))
+    print("%-34s %14s %14s" % ("", "irqtune/netlink", "sysfs"))
+    print("%-34s %14s %14s" % ("scope", "per NAPI", "per device"))
+    print("%-34s %14d %14d" % ("values per NAPI", 3, 2))
+    print("%-34s %14.1f %14.1f" % ("apply, total ms", t_apply * 1e3, s_apply * 1e3))
+    print("%-34s %14.1f %14.1f" % ("apply, us per NAPI", t_apply / n * 1e6, s_apply / n * 1e6))
+    print("%-34s %14.1f %14.1f" % ("restore, total ms", t_restore * 1e3, s_restore * 1e3))
+    print("%-34s %14.1f %14.1f" % ("restore, us per NAPI", t_restore / n * 1e6,
+                                   s_restore / n * 1e6))
+    print("%-34s %14.2f %14s" % ("netlink round trips per NAPI, apply",
+                                 apply_calls / n, "-"))
+    print("%-34s %14.2f %14s" % ("  of which napi-set", apply_sets / n, "-"))
+    print("%-34s %14.2f %14s" % ("netlink round trips per NAPI, restore",
+                                 restore_calls / n, "-"))
+    print("apply ratio irqtune/sysfs: %.2fx" % (t_apply / s_apply))
+
+
+def main():
+    pairs = int(sys.argv[1]) if len(sys.argv) > 1 and sys.argv[1] != "--inner" else 256
+    if "--inner" in sys.argv:
+        inner(int(sys.argv[-1]))
+        return
+    setup(pairs)
+    try:
+        subprocess.run(["ip", "netns", "exec", NS, sys.executable, os.path.abspath(__file__),
+                        "--inner", str(pairs)], check=True)
+    finally:
+        subprocess.run(["ip", "netns", "del", NS])
+
+
+if __name__ == "__main__":
+    main()
