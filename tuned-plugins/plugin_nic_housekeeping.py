@@ -1,0 +1,162 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+import socket
+
+import tuned.consts as consts
+import tuned.logs
+from tuned.plugins import irqtune_common as common
+
+from irqtune.channels import HousekeepingConfig, HousekeepingTuner
+from irqtune.netlink.links import LinkWatcher
+from irqtune.state import StateFile
+
+log = tuned.logs.get()
+
+
+class NicHousekeepingPlugin(common.NetDevicePlugin):
+	"""
+	`nic_housekeeping`::
+
+	Keeps the queues of the selected network devices, and the interrupts
+	serving them, on the housekeeping CPUs of a host whose other CPUs are
+	isolated (realtime and NFV hosts). Channel counts are read and set
+	through the ethtool generic netlink family; queue IRQ affinity through
+	`/proc/irq/_N_/smp_affinity_list`.
+	+
+	[option]`channels` is `housekeeping` (as many channels as there are
+	housekeeping CPUs, at most the device maximum) or a count. Combined
+	channels are set where the driver has them, else rx and tx channels.
+	[option]`irq_affinity` is `housekeeping` or a CPU list; it applies to
+	the queue interrupts of the device (found through napi-get, the
+	device's MSI vectors and the interrupt names), not to its
+	configuration or mailbox vectors. An empty value leaves the setting
+	alone.
+	+
+	[option]`housekeeping_cpus` names the housekeeping CPUs explicitly;
+	when it is empty they are the online CPUs minus the isolated ones
+	(`/sys/devices/system/cpu/isolated`, `nohz_full`, `isolcpus=` on the
+	kernel command line), or all online CPUs when nothing is isolated.
+	+
+	Instances of this plugin should run before `napi` instances
+	(`priority=` lower than theirs): a channel change recreates or removes
+	NAPIs. Original channel counts and affinities are saved (also in
+	`/run/irqtune`) and restored when the profile is unapplied. Drivers
+	that refuse a count and managed interrupts whose affinity the kernel
+	owns are reported once and shown by verify. Devices added later or
+	re-created by a driver reload are tuned when they appear, and queue
+	interrupts that appear after a driver reset are made affine; changes
+	someone else makes to known interrupts or to the channel count are
+	shown by verify, not reverted.
+	+
+	.Two combined channels on the two housekeeping CPUs of eth0
+	====
+	----
+	[nic_housekeeping]
+	priority=-10
+	devices=eth0
+	channels=housekeeping
+	irq_affinity=housekeeping
+	housekeeping_cpus=0-1
+	----
+	====
+	"""
+
+	@classmethod
+	def _get_config_options(cls):
+		return {
+			"channels": None,
+			"irq_affinity": None,
+			"housekeeping_cpus": None,
+		}
+
+	@classmethod
+	def get_config_options_hints(cls):
+		return {
+			"channels": "housekeeping, or a channel count",
+			"irq_affinity": "housekeeping, or a CPU list such as 0-1",
+			"housekeeping_cpus": "CPU list (default: online CPUs that are not isolated)",
+		}
+
+	def _instance_init(self, instance):
+		super()._instance_init(instance)
+		options = self._expanded_options(instance)
+		config, errors = HousekeepingConfig.from_options(options)
+		for err in errors:
+			log.error("instance %s: %s; the option is not applied" % (instance.name, err))
+		instance._option_errors = errors
+		instance._tuner = None
+		instance._watcher = None
+		if any(e.option == "housekeeping_cpus" for e in errors):
+			return    # a bad CPU list must not silently become "every CPU"
+		instance._tuner = HousekeepingTuner(config,
+			state=StateFile("nic_housekeeping-" + instance.name))
+
+	def _instance_apply_static(self, instance):
+		super()._instance_apply_static(instance)
+		if instance._tuner is not None and instance._tuner.affinity is not None \
+				and instance._watcher is None:
+			instance._watcher = LinkWatcher(
+				lambda ifindex: self._retune(instance, _ifname(ifindex)),
+				lambda: self._retune_all(instance), interval=10.0)
+			instance._watcher.start()
+
+	def _device_apply(self, instance, device):
+		if instance._tuner is not None:
+			summary = instance._tuner.apply(device)
+			log.info("instance %s: %s: %s" % (instance.name, device, summary or "nothing to do"))
+
+	def _retune(self, instance, device):
+		with instance._lock:
+			if instance._tuner is None or device not in instance.processed_devices:
+				return
+			summary = instance._tuner.apply_new(device)
+			if summary:
+				log.info("instance %s: %s: new queue IRQs: %s" % (instance.name, device, summary))
+
+	def _retune_all(self, instance):
+		for device in sorted(instance.processed_devices):
+			self._retune(instance, device)
+
+	def _instance_verify_common(self, instance):
+		ok = True
+		for err in instance._option_errors:
+			ok = common.verify_failed("%s: %s" % (instance.name, err))
+		return ok
+
+	def _device_verify(self, instance, device, ignore_missing):
+		if instance._tuner is None:
+			return None
+		checks = instance._tuner.verify(device)
+		if not checks:
+			return None
+		ok = True
+		for check in checks:
+			if check.ok:
+				log.info(consts.STR_VERIFY_PROFILE_DEVICE_VALUE_OK
+					% (device, check.what, check.current))
+				continue
+			ok = False
+			log.error(consts.STR_VERIFY_PROFILE_DEVICE_VALUE_FAIL
+				% (device, check.what, check.current, check.expected))
+			if check.note:
+				common.verify_failed("%s: %s: %s" % (device, check.what, check.note))
+		return ok
+
+	def _device_forget(self, instance, device):
+		if instance._tuner is not None:
+			instance._tuner.forget(device)
+
+	def _instance_stop_background(self, instance):
+		if getattr(instance, "_watcher", None) is not None:
+			instance._watcher.stop()
+			instance._watcher = None
+
+	def _instance_restore_all(self, instance, restore):
+		if instance._tuner is not None and restore:
+			instance._tuner.restore_all()
+
+
+def _ifname(ifindex):
+	try:
+		return socket.if_indextoname(ifindex)
+	except OSError:
+		return None
