@@ -26,9 +26,9 @@ import errno
 import logging
 import os
 import re
-import socket
 from dataclasses import dataclass, field, fields
 
+from . import irqs as irqs_mod
 from .errors import IrqtuneError, OptionError
 from .values import parse_int
 
@@ -423,62 +423,6 @@ class GsimConfig:
 
 # -- which IRQs ------------------------------------------------------------------
 
-_NON_QUEUE = re.compile(r"(?i)(^|[-_:@.])(config|misc|async\d*|ctrl|control|admin|mbx|"
-                        r"mailbox|aeq|err|error|link|lsc|fw|other)($|[-_:@.\d])")
-
-
-def _default_napi_irqs(ifname):
-    """IRQs that netdev napi-get reports for ifname (drivers that call
-    netif_napi_set_irq); empty when unknown."""
-    try:
-        from .netlink.netdev import NapiFamily
-        ifindex = socket.if_nametoindex(ifname)
-        with NapiFamily() as nl:
-            return {n["irq"] for n in nl.napis(ifindex) if n.get("irq")}
-    except Exception as err:    # no netdev family, no such device, no pyroute2...
-        log.debug("%s: no NAPI IRQs from netlink: %s", ifname, err)
-        return set()
-
-
-def nic_queue_irqs(ifname, interrupts, sysfs_root="/sys", napi_irqs=_default_napi_irqs):
-    """Queue IRQs of a NIC: the IRQs its NAPIs report where the driver
-    links them, else the MSI vectors of its PCI function (found up the
-    device's sysfs parents, e.g. virtio0 -> its PCI device) whose action
-    names are not those of configuration/misc vectors."""
-    found = set(napi_irqs(ifname)) if napi_irqs is not None else set()
-    if found:
-        return sorted(i for i in found if i in interrupts)
-    dev = os.path.join(sysfs_root, "class/net", ifname, "device")
-    if not os.path.exists(dev):
-        return []           # virtual device: no IRQs of its own
-    path = os.path.realpath(dev)
-    stop = os.path.realpath(os.path.join(sysfs_root, "devices"))
-    msi = None
-    for _ in range(4):
-        candidate = os.path.join(path, "msi_irqs")
-        if os.path.isdir(candidate):
-            msi = candidate
-            break
-        parent = os.path.dirname(path)
-        if parent == path or not parent.startswith(stop):
-            break
-        path = parent
-    if msi is None:
-        return []
-    irqs = []
-    for entry in os.listdir(msi):
-        if not entry.isdigit():
-            continue
-        irq = int(entry)
-        info = interrupts.get(irq)
-        if info is None or not info.name:
-            continue        # allocated but not requested: not in use
-        if info.name == ifname or _NON_QUEUE.search(info.name):
-            continue
-        irqs.append(irq)
-    return sorted(irqs)
-
-
 class IrqSelection:
     """Which IRQs to moderate, from the `irqs` option.
 
@@ -529,8 +473,13 @@ class IrqSelection:
     def __bool__(self):
         return bool(self.nics or self.patterns or self.everything)
 
-    def select(self, interrupts, sysfs_root="/sys", napi_irqs=_default_napi_irqs):
-        """{irq: reason} of the IRQs these selectors match (eligibility aside)."""
+    def select(self, interrupts, proc_root="/proc", sysfs_root="/sys",
+               napi_irqs=irqs_mod.napi_irqs):
+        """{irq: reason} of the IRQs these selectors match (eligibility aside).
+
+        NIC queue IRQs come from irqtune.irqs.queue_irqs(); napi_irqs(ifname)
+        gives the IRQs the driver links to its NAPIs (None: not asked).
+        """
         import fnmatch
         chosen = {}
         if self.everything:
@@ -548,8 +497,10 @@ class IrqSelection:
             for ifname in present:
                 if not any(fnmatch.fnmatchcase(ifname, n) for n in self.nics):
                     continue
-                for irq in nic_queue_irqs(ifname, interrupts, sysfs_root, napi_irqs):
-                    chosen.setdefault(irq, "nic:" + ifname)
+                napi = set(napi_irqs(ifname)) if napi_irqs is not None else ()
+                for irq in irqs_mod.queue_irqs(ifname, proc_root, sysfs_root, napi=napi):
+                    if irq in interrupts:
+                        chosen.setdefault(irq, "nic:" + ifname)
         return chosen
 
 
@@ -567,7 +518,7 @@ class GsimTuner:
     """
 
     def __init__(self, config, selection, iface, state=None, sysfs_root="/sys",
-                 napi_irqs=_default_napi_irqs):
+                 napi_irqs=irqs_mod.napi_irqs):
         self.config = config
         self.selection = selection
         self.iface = iface
@@ -695,7 +646,8 @@ class GsimTuner:
         """{irq: IrqInfo} of selected IRQs that GSIM can moderate."""
         if not self.selection:
             return {}
-        chosen = self.selection.select(interrupts, self.sysfs_root, self.napi_irqs)
+        chosen = self.selection.select(interrupts, self.iface.proc_root, self.sysfs_root,
+                                       self.napi_irqs)
         result = {}
         for irq, reason in sorted(chosen.items()):
             info = interrupts[irq]

@@ -6,7 +6,7 @@ import tuned.consts as consts
 import tuned.logs
 from tuned.plugins import irqtune_common as common
 
-from irqtune import gsim
+from irqtune import gsim, irqs
 from irqtune.errors import OptionError
 from irqtune.netlink.links import LinkWatcher
 from irqtune.state import StateFile
@@ -15,7 +15,7 @@ log = tuned.logs.get()
 
 
 class GsimPlugin(base.Plugin):
-	"""
+	r"""
 	`gsim`::
 
 	Configures Global Software Interrupt Moderation (GSIM), a kernel
@@ -74,7 +74,7 @@ class GsimPlugin(base.Plugin):
 	_gsim_state_dir = None
 	_gsim_rescan_interval = 5.0
 	_gsim_watch = True
-	_gsim_napi_irqs = staticmethod(gsim._default_napi_irqs)
+	_gsim_napi_irqs = staticmethod(irqs.napi_irqs)
 
 	def __init__(self, *args, **kwargs):
 		super(GsimPlugin, self).__init__(*args, **kwargs)

@@ -416,15 +416,23 @@ def test_selection_rejects(bad):
     assert info.value.option == "irqs" and "nic:" in str(info.value)
 
 
+def nic_irqs(k, spec, napi_irqs=None):
+    sel = gsim.IrqSelection.parse(spec)
+    return sorted(sel.select(gsim.read_interrupts(k.proc), k.proc, k.sys, napi_irqs))
+
+
 def test_nic_queue_irqs(fake_kernel):
+    """Queue vectors of the virtio PCI function one level above the netdev's
+    device, without the config vector (irqtune.irqs does the finding)."""
     k = fake_kernel()
-    ints = gsim.read_interrupts(k.proc)
-    assert gsim.nic_queue_irqs("eth0", ints, k.sys, napi_irqs=None) == ETH0_QUEUES
-    assert gsim.nic_queue_irqs("eth1", ints, k.sys, napi_irqs=None) == [31]
-    assert gsim.nic_queue_irqs("veth0", ints, k.sys, napi_irqs=None) == []
-    assert gsim.nic_queue_irqs("nope", ints, k.sys, napi_irqs=None) == []
-    # IRQs that the driver links to its NAPIs win over the MSI heuristics
-    assert gsim.nic_queue_irqs("eth0", ints, k.sys, napi_irqs=lambda n: {25, 27}) == [25, 27]
+    assert nic_irqs(k, "nic:eth0") == ETH0_QUEUES
+    assert nic_irqs(k, "nic:eth1") == [31]
+    assert nic_irqs(k, "nic:veth0") == [] and nic_irqs(k, "nic:nope") == []
+    # IRQs that the driver links to its NAPIs count whatever their name
+    k.add_irq(60, "PCI-MSIX-0000:00:03.0", "5-edge", "eth0", msi_of="eth0")
+    assert nic_irqs(k, "nic:eth0") == ETH0_QUEUES
+    assert nic_irqs(k, "nic:eth0", lambda n: {60} if n == "eth0" else set()) == \
+        ETH0_QUEUES + [60]
 
 
 def test_nic_queue_irqs_skip_misc_vectors(fake_kernel):
@@ -434,15 +442,14 @@ def test_nic_queue_irqs_skip_misc_vectors(fake_kernel):
     k.add_irq(61, "PCI-MSIX-0000:00:03.0", "6-edge", "mlx5_async0@pci:0000:00:03.0",
               msi_of="eth0")
     k.add_irq(62, "PCI-MSIX-0000:00:03.0", "7-edge", "eth0-TxRx-4", msi_of="eth0")
-    ints = gsim.read_interrupts(k.proc)
-    assert gsim.nic_queue_irqs("eth0", ints, k.sys, napi_irqs=None) == ETH0_QUEUES + [62]
+    assert nic_irqs(k, "nic:eth0") == ETH0_QUEUES + [62]
 
 
 def test_selection_select(fake_kernel):
     k = fake_kernel()
     ints = gsim.read_interrupts(k.proc)
     sel = gsim.IrqSelection.parse("nic:eth*; name:^nvme\\d+q[1-9]")
-    assert sorted(sel.select(ints, k.sys, None)) == ETH0_QUEUES + [31, 41, 42]
+    assert sorted(sel.select(ints, k.proc, k.sys, None)) == ETH0_QUEUES + [31, 41, 42]
     t = tuner(k, {}, irqs="all")
     assert sorted(t.selected(ints)) == [24, 25, 26, 27, 28, 30, 31, 40, 41, 42, 50]
 
