@@ -171,3 +171,18 @@ def test_bad_value_is_one_clear_line_and_the_rest_applies(fresh, devices, option
     assert "invalid value '%s'" % value in log
     fresh.off()
     time.sleep(0.5)
+
+
+def test_devices_udev_regex_selects_by_udev_properties(fresh, devices):
+    devices.add_veth("vu0", queues=2)
+    set_all(devices, ("vu0", "vu0p"), ORIGINAL)
+    try:
+        fresh.write_profile("irqtune-test-udev", "[main]\ninclude=%s\n[napi]\n"
+                            "devices_udev_regex=INTERFACE=vu0$\n" % PROFILE)
+        fresh.profile("irqtune-test-udev")
+        wait_for(lambda: has(devices, ("vu0",), TUNED), what="vu0 tuned by udev regex")
+        assert has(devices, ("vu0p",) + SELECTED, ORIGINAL)
+        fresh.off()
+        wait_for(lambda: has(devices, ("vu0",), ORIGINAL), what="vu0 restored")
+    finally:
+        devices.exec("ip", "link", "del", "vu0")
