@@ -39,7 +39,7 @@ REFUSE_TEXT = """
 summary=nic_housekeeping with counts the drivers refuse (tests)
 
 [nic_housekeeping]
-devices=vh0,vhdummy0
+devices=vh0,xbr0
 channels=9
 """
 
@@ -79,7 +79,7 @@ def devices(netns, tuned):
     tuned.write_profile(REFUSE_PROFILE, REFUSE_TEXT)
     for name in DEVICES:
         netns.add_veth(name, queues=4)
-    netns.exec("ip", "link", "add", "vhdummy0", "type", "dummy")
+    netns.exec("ip", "link", "add", "xbr0", "type", "bridge")
     return netns
 
 
@@ -102,7 +102,9 @@ def test_channels_limited_then_restored_exactly(fresh, devices):
                          for d in DEVICES), what="NAPI values on the limited queues")
     log = fresh.log_since(mark)
     # channels first: the napi unit starts after the channel change
-    assert log.index("vh0: channels set to rx 2, tx 2") < log.index("instance napi: vh0: set")
+    napi_line = re.search(r"instance napi: [^\n]*vh0[^\n]*: set \d+ NAPIs", log)
+    assert napi_line, log
+    assert log.index("vh0: channels set to rx 2, tx 2") < napi_line.start()
     result, vlog = fresh.verify()
     assert result.returncode == 0, vlog
     assert "verify: passed: device vh0: 'channels rx' = '2'" in vlog
@@ -155,10 +157,10 @@ def test_kill9_restart_then_off_restores_originals(fresh, devices):
 def test_refusals_are_reported_once_and_shown_by_verify(fresh, devices):
     mark = fresh.profile(REFUSE_PROFILE)
     log = fresh.log_since(mark)
-    # veth: above its maximum (4); dummy: no channel support at all
+    # veth: above its maximum (4); bridge: no channel support at all
     assert log.count("vh0: channels: refused (EINVAL: requested channel count exceeds "
                      "maximum)") == 1, log
-    assert log.count("vhdummy0: channels: the driver cannot report or change channels "
+    assert log.count("xbr0: channels: the driver cannot report or change channels "
                      "(EOPNOTSUPP)") == 1, log
     assert "Traceback" not in log
     assert has_channels(devices, ("vh0",), ORIGINAL)
@@ -166,6 +168,6 @@ def test_refusals_are_reported_once_and_shown_by_verify(fresh, devices):
     assert result.returncode != 0
     assert "verify: failed: device vh0: 'channels rx' = '3', expected '9'" in vlog, vlog
     assert "vh0: channels rx: refused (EINVAL" in vlog
-    assert "vhdummy0: channels: the driver cannot report or change channels" in vlog
+    assert "xbr0: channels: the driver cannot report or change channels" in vlog
     fresh.off()
     assert has_channels(devices, DEVICES, ORIGINAL)
