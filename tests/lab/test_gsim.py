@@ -190,7 +190,7 @@ def kernel_problems(g):
     rc, out = g.run(["dmesg"])
     assert rc == 0, g.last_stderr
     return [ln for ln in out.splitlines()
-            if re.search(r"WARNING:|BUG:|Oops|INFO: |lockdep|irq \d+: nobody cared", ln)]
+            if re.search(r"WARNING:|BUG:|Oops|INFO: |circular locking|lock state|irq \d+: nobody cared", ln)]
 
 
 def flood_rate(g, sample_stats_after=None):
