@@ -85,6 +85,17 @@ def wait_log(g, pattern, since, timeout=300, what=None):
                          % (what or pattern, log_text(g)[since:][-4000:]))
 
 
+def own_tracebacks(log):
+    """Tracebacks in the TuneD log that involve irqtune code.
+
+    The realtime parents load plugins the guest cannot run (scheduler needs
+    the perf module): TuneD logs their tracebacks, which are not ours.
+    """
+    blocks = re.split(r"\n(?=\d{4}-\d\d-\d\d )", log)
+    return [b for b in blocks if "Traceback" in b and
+            re.search(r"irqtune|plugin_nic_housekeeping|plugin_napi", b)]
+
+
 def adm(g, *args, timeout=300):
     return g.run(["tuned-adm", *args], timeout=timeout)
 
@@ -135,7 +146,7 @@ def test_flavour_limits_queues_and_off_restores_them(tuned):
     assert napi_sysfs(g) == (100, 20000)
     # channels were set before the NAPI unit ran
     assert log.index("channels set to combined 2") < log.index("instance napi: %s: set" % g.nic)
-    assert "Traceback" not in log
+    assert not own_tracebacks(log), own_tracebacks(log)
 
     rc, vlog = verify(g)
     assert "verify: passed: device %s: 'channels combined' = '2'" % g.nic in vlog, vlog

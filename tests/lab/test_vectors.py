@@ -134,6 +134,7 @@ def test_isolated_boot_traffic_stays_on_housekeeping(guest):
             grown[cpu] += n - before[name][1][cpu]
             if name.startswith("input."):
                 rx += n - before[name][1][cpu]
+    print("flood %s; queue interrupts per CPU %s" % (report, grown))
     assert rx > 0, "flood raised no receive interrupt: %s" % report
     assert all(grown[cpu] == 0 for cpu in ISOLATED), grown
 
