@@ -336,6 +336,39 @@ def test_flood_is_moderated_and_off_restores(gsim_guest):
     assert off_rate > base_rate / 2, (off_rate, base_rate)
 
 
+def test_adaptive_idle_below_target_and_fixed_mode(gsim_guest):
+    """Adaptive mode leaves interrupts alone while the load is under the
+    target; with both targets 0 every CPU applies delay_us as a fixed delay."""
+    g = gsim_guest
+    irqs = sorted(rx_irqs(g))
+    for irq in irqs:
+        assert write_errno(g, "/proc/irq/%d/allow_sw_moderation" % irq, 1) == "OK"
+    base_rate, _, _ = flood_rate(g)
+
+    assert write_errno(g, DIR + "/target_intr_rate", 50000000) == "OK"
+    assert write_errno(g, DIR + "/delay_us", 500) == "OK"
+    high_rate, _, high_stats = flood_rate(g, sample_stats_after=2)
+
+    assert write_errno(g, DIR + "/target_intr_rate", 0) == "OK"
+    assert write_errno(g, DIR + "/delay_us", 200) == "OK"
+    fixed_rate, _, fixed_stats = flood_rate(g, sample_stats_after=2)
+
+    print("\nunmoderated %.0f irq/s; adaptive with target 50M/s %.0f irq/s; "
+          "fixed 200us %.0f irq/s" % (base_rate, high_rate, fixed_rate))
+    print("  stats, target above the load:\n    " + "\n    ".join((high_stats or "").splitlines()))
+    print("  stats, fixed delay:\n    " + "\n    ".join((fixed_stats or "").splitlines()))
+
+    assert base_rate > 2000, base_rate
+    assert high_stats and fixed_stats
+    assert high_stats.startswith("# mode adaptive ")
+    assert all(r["delay_ns"] == 0 for r in parse_stats(high_stats)), high_stats
+    assert sum(r["holds"] for r in parse_stats(high_stats)) == 0, high_stats
+    assert high_rate > base_rate / 2, (high_rate, base_rate)
+    assert fixed_stats.startswith("# mode fixed delay_us 200 ")
+    assert {r["delay_ns"] for r in parse_stats(fixed_stats)} == {200000}, fixed_stats
+    assert fixed_rate < base_rate / 1.5, (fixed_rate, base_rate)
+
+
 def test_hotplug_and_unbind_while_moderated(gsim_guest, lab):
     """CPU offline/online (managed queue vectors are shut down and started
     again) and driver unbind/bind (free_irq()) while moderated interrupts
