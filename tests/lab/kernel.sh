@@ -16,7 +16,8 @@
 # comma-separated list of series names.
 #
 # Environment: LAB_CACHE (default /var/cache/irqtune-lab), LAB_JOBS (make -j,
-# default 2), LAB_KERNEL_TARBALL, LAB_W (passed as W= to the build).
+# default 2), LAB_KERNEL_TARBALL, LAB_W (passed as W= to the build),
+# LAB_PATCHDIR (default: the repository's kernel-patches/).
 # Every change to the shared tree happens under a lock, so parallel callers
 # (make lab, check-series.sh) wait for each other instead of corrupting it.
 
@@ -28,7 +29,7 @@ LAB_CACHE=${LAB_CACHE:-/var/cache/irqtune-lab}
 TARBALL=${LAB_KERNEL_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
 TREE=$LAB_CACHE/linux
 JOBS=${LAB_JOBS:-2}
-PATCHDIR=$REPO/kernel-patches
+PATCHDIR=${LAB_PATCHDIR:-$REPO/kernel-patches}
 SERIES_ORDER=(housekeeping-vectors gsim)
 IDENT=(-c "user.name=irqtune lab" -c "user.email=irqtune@example.org")
 

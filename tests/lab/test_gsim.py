@@ -369,6 +369,25 @@ def test_adaptive_idle_below_target_and_fixed_mode(gsim_guest):
     assert fixed_rate < base_rate / 1.5, (fixed_rate, base_rate)
 
 
+def test_hardirq_target_moderates(gsim_guest):
+    """hardirq_percent alone (no rate target) drives the delays: with a
+    1 % target the CPU taking the flood's interrupts is over it."""
+    g = gsim_guest
+    for irq in sorted(rx_irqs(g)):
+        assert write_errno(g, "/proc/irq/%d/allow_sw_moderation" % irq, 1) == "OK"
+    base_rate, _, _ = flood_rate(g)
+    assert write_errno(g, DIR + "/hardirq_percent", 1) == "OK"
+    assert write_errno(g, DIR + "/delay_us", 500) == "OK"
+    rate, _, stats = flood_rate(g, sample_stats_after=2)
+    print("\nunmoderated %.0f irq/s; hardirq_percent 1: %.0f irq/s\n    %s"
+          % (base_rate, rate, "\n    ".join((stats or "").splitlines())))
+    assert stats and stats.startswith("# mode adaptive ")
+    assert "# hardirq time precise" in stats
+    rows = parse_stats(stats)
+    assert any(r["hardirq_pm"] > 10 and r["delay_ns"] > 0 for r in rows), stats
+    assert rate < base_rate / 1.5, (rate, base_rate)
+
+
 def test_hotplug_and_unbind_while_moderated(gsim_guest, lab):
     """CPU offline/online (managed queue vectors are shut down and started
     again) and driver unbind/bind (free_irq()) while moderated interrupts
