@@ -193,6 +193,18 @@ def kernel_problems(g):
             if re.search(r"WARNING:|BUG:|Oops|INFO: |circular locking|lock state|irq \d+: nobody cared", ln)]
 
 
+def unmoderated_rate(g, tries=3):
+    """Rate of the flood with moderation off. The host is shared (other
+    guests, kernel builds): a loaded host paces and emulates slower, so
+    retry a few times before calling the flood too weak to judge."""
+    rate = 0
+    for _ in range(tries):
+        rate, report, _ = flood_rate(g)
+        if rate > 2000:
+            break
+    return rate, report
+
+
 def flood_rate(g, sample_stats_after=None):
     """Flood the guest and return (receive interrupts per second, sender
     report, stats text sampled during the flood or None)."""
@@ -307,7 +319,7 @@ def test_flood_is_moderated_and_off_restores(gsim_guest):
         assert write_errno(g, "/proc/irq/%d/allow_sw_moderation" % irq, 1) == "OK"
 
     # Allowed but delay_us 0: moderation is off.
-    base_rate, base_report, _ = flood_rate(g)
+    base_rate, base_report = unmoderated_rate(g)
 
     assert write_errno(g, DIR + "/update_ms", 5) == "OK"
     assert write_errno(g, DIR + "/target_intr_rate", 1000) == "OK"
@@ -343,7 +355,7 @@ def test_adaptive_idle_below_target_and_fixed_mode(gsim_guest):
     irqs = sorted(rx_irqs(g))
     for irq in irqs:
         assert write_errno(g, "/proc/irq/%d/allow_sw_moderation" % irq, 1) == "OK"
-    base_rate, _, _ = flood_rate(g)
+    base_rate, _ = unmoderated_rate(g)
 
     assert write_errno(g, DIR + "/target_intr_rate", 50000000) == "OK"
     assert write_errno(g, DIR + "/delay_us", 500) == "OK"
@@ -375,7 +387,7 @@ def test_hardirq_target_moderates(gsim_guest):
     g = gsim_guest
     for irq in sorted(rx_irqs(g)):
         assert write_errno(g, "/proc/irq/%d/allow_sw_moderation" % irq, 1) == "OK"
-    base_rate, _, _ = flood_rate(g)
+    base_rate, _ = unmoderated_rate(g)
     assert write_errno(g, DIR + "/hardirq_percent", 1) == "OK"
     assert write_errno(g, DIR + "/delay_us", 500) == "OK"
     rate, _, stats = flood_rate(g, sample_stats_after=2)
