@@ -96,7 +96,8 @@ def tuned_messages(caplog, level=logging.DEBUG):
 
 def test_options_and_hints(plugin):
     opts = plugin.module.GsimPlugin._get_config_options()
-    assert set(opts) == {"delay_us", "target_intr_rate", "hardirq_percent", "update_ms", "irqs"}
+    assert set(opts) == {"delay_us", "target_intr_rate", "hardirq_percent", "update_ms", "irqs",
+                         "variables_file"}
     assert set(plugin.module.GsimPlugin.get_config_options_hints()) == set(opts)
     assert "target_intr_rate" in plugin.module.GsimPlugin.__doc__
 
@@ -135,6 +136,29 @@ def test_variables_are_expanded(plugin, kernel):
     p.instance_apply_tuning(inst)
     assert k.values["delay_us"] == 250
     assert k.switches([40, 41, 42]) == {40: False, 41: True, 42: True}
+
+
+def test_variables_file_overrides_the_profile(plugin, kernel, tmp_path, caplog):
+    k = kernel()
+    vfile = tmp_path / "gsim-variables.conf"
+    vfile.write_text("# comment\n#gsim_delay_us=1\ngsim_delay_us = 200\n"
+                     "gsim_irqs=name:${pat}\nbogus=1\ngsim_nope=2\n")
+    with caplog.at_level(logging.ERROR):
+        p, inst = plugin(k, dict(SEED, variables_file=str(vfile)),
+                         variables={"pat": "^nvme0q1$"})
+        p.instance_apply_tuning(inst)
+    assert k.values["delay_us"] == 200 and k.values["target_intr_rate"] == 1000000
+    assert k.switches([25, 41]) == {25: False, 41: True}
+    errors = tuned_messages(caplog, logging.ERROR)
+    assert len(errors) == 2 and ":5: ignored" in errors[0] and ":6: ignored" in errors[1]
+
+
+def test_missing_variables_file_changes_nothing(plugin, kernel, tmp_path, caplog):
+    k = kernel()
+    with caplog.at_level(logging.WARNING):
+        p, inst = plugin(k, dict(SEED, variables_file=str(tmp_path / "none.conf")))
+        p.instance_apply_tuning(inst)
+    assert k.values["delay_us"] == 100 and tuned_messages(caplog, logging.WARNING) == []
 
 
 def test_verify_fails_for_changes_behind_its_back(plugin, kernel, caplog):
