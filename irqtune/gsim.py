@@ -670,7 +670,7 @@ class GsimTuner:
                 log.debug("gsim: IRQ %s (%s) gone", key, saved[key].get("name"))
                 del saved[key]
 
-    def _apply_switches(self, interrupts, only_new=False):
+    def _apply_switches(self, interrupts):
         if not self.selection:
             return 0
         self._forget_changed(interrupts)
@@ -678,8 +678,6 @@ class GsimTuner:
         count = 0
         for irq, info in self.selected(interrupts).items():
             key = str(irq)
-            if only_new and key in saved:
-                continue
             current = self.iface.read_switch(irq)
             if current is None:
                 continue            # vanished since /proc/interrupts was read
@@ -706,14 +704,21 @@ class GsimTuner:
 
     def apply_new_irqs(self):
         """Moderate selected IRQs that appeared since the last apply (NIC
-        hot-added, channel count changed, device re-probed)."""
+        hot-added, channel count changed) or whose switch went back to 0.
+
+        A re-probed device frees its vectors and requests them again,
+        often with the same numbers and names, and the new descriptors
+        start with moderation disallowed: they cannot be told apart from
+        the old ones, so every selected IRQ found off is allowed again
+        (its saved original stays the first one seen).
+        """
         interrupts = self._interrupts()
         if not interrupts:
             return 0
-        count = self._apply_switches(interrupts, only_new=True)
+        count = self._apply_switches(interrupts)
         self._save_state()
         if count:
-            log.info("gsim: allowed moderation on %d new IRQs", count)
+            log.info("gsim: allowed moderation on %d new or reset IRQs", count)
         return count
 
     # -- verify -------------------------------------------------------------

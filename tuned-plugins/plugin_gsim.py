@@ -48,8 +48,9 @@ class GsimPlugin(base.Plugin):
 	in `/proc/interrupts` matches it; `all` selects every interrupt GSIM
 	can moderate (MSI/MSI-X, edge). Empty leaves every per-interrupt switch
 	alone. Interrupts that appear later (a NIC added, a channel count
-	changed) are moderated too: the plugin looks again on every link
-	change and every few seconds.
+	changed) or whose switch the kernel reset (a device probed again) are
+	moderated too: the plugin looks again on every link change and every
+	few seconds.
 	+
 	[option]`variables_file` names a file of `gsim_<option>=value` lines
 	(for example `gsim_delay_us=200`) whose values replace the options

@@ -624,6 +624,10 @@ def test_new_irqs_are_moderated_and_restored(fake_kernel):
     # eth1 is unplugged: its IRQ goes, and a later IRQ with its number is new
     k.remove_irq(31)
     assert t.apply_new_irqs() == 0 and "31" not in t.originals["irqs"]
+    # eth0 re-probed: same numbers and names, switches back to the default
+    for irq in ETH0_QUEUES:
+        k._set_switch(irq, False)
+    assert t.apply_new_irqs() == 4 and all(k.switches(ETH0_QUEUES).values())
     t.restore_all()
     assert k.switch(29) is False and not any(k.switches(ETH0_QUEUES).values())
 
