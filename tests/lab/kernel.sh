@@ -106,6 +106,28 @@ resolve_set() {
 	esac
 }
 
+# Fail (in the calling shell, not a subshell) on unknown series names.
+validate_set() {
+	local s line list=()
+	case $1 in
+	all | none) ;;
+	*)
+		for s in ${1//,/ }; do
+			[ -f "$PATCHDIR/$s/series" ] || die "no series file $PATCHDIR/$s/series"
+		done
+		;;
+	esac
+	mapfile -t list < <(resolve_set "$1")
+	for s in "${list[@]}"; do
+		while read -r line; do
+			line=${line%%#*}
+			line=$(echo "$line" | xargs)
+			[ -z "$line" ] || [ -f "$PATCHDIR/$s/$line" ] ||
+				die "$PATCHDIR/$s/series names missing patch $line"
+		done <"$PATCHDIR/$s/series"
+	done
+}
+
 set_name() {
 	case $1 in
 	all) echo lab ;;
@@ -131,6 +153,7 @@ series_patches() {
 # (keeping incremental builds small).
 checkout_set() {
 	local set=$1 series=() s p patches=() key branch
+	validate_set "$set"
 	mapfile -t series < <(resolve_set "$set")
 	cd "$TREE"
 	git am --abort >/dev/null 2>&1 || true
@@ -236,6 +259,7 @@ configure() {
 
 build_set() {
 	local set=$1 name bdir out t0 t1 cs
+	validate_set "$set"
 	name=$(set_name "$set")
 	bdir=$LAB_CACHE/build/$name
 	out=$LAB_CACHE/out/$name
