@@ -96,6 +96,38 @@ def _prune(run_root, keep):
         shutil.rmtree(d, ignore_errors=True)
 
 
+def _set_pdeathsig():
+    """In the QEMU child: die with the process that started the lab."""
+    import ctypes
+    import signal
+    libc = ctypes.CDLL(None, use_errno=True)
+    libc.prctl(1, int(signal.SIGTERM))  # PR_SET_PDEATHSIG
+
+
+def cleanup_stale():
+    """Remove lab namespaces (and the QEMU processes in them) left behind
+    by a lab process that no longer exists. Names are
+    irqtune-lab-<kernel>-<pid>-<n>."""
+    res = subprocess.run(["ip", "netns", "list"], capture_output=True, text=True)
+    for line in res.stdout.splitlines():
+        name = line.split()[0] if line.split() else ""
+        if not name.startswith("irqtune-lab-"):
+            continue
+        parts = name.rsplit("-", 2)
+        if len(parts) != 3 or not parts[1].isdigit():
+            continue
+        if os.path.exists("/proc/%s" % parts[1]):
+            continue
+        pids = subprocess.run(["ip", "netns", "pids", name], capture_output=True, text=True)
+        for pid in pids.stdout.split():
+            try:
+                os.kill(int(pid), 15)
+            except (OSError, ValueError):
+                pass
+        log.info("removed stale lab namespace %s", name)
+        _ip("netns", "del", name, check=False)
+
+
 def _ip(*args, check=True):
     res = subprocess.run(["ip", *args], capture_output=True, text=True)
     if check and res.returncode != 0:
@@ -194,6 +226,7 @@ class Guest:
         self.workdir.mkdir(parents=True)
         self.sockpath = self.workdir / "agent.sock"
         self.console_path = self.workdir / "console.log"
+        cleanup_stale()
         self.netns = Netns("irqtune-lab-%s" % self.name, self.queues)
         argv = self.qemu_argv()
         (self.workdir / "qemu.argv").write_text(json.dumps(argv, indent=1) + "\n")
@@ -202,7 +235,8 @@ class Guest:
         qemu_log = open(self.workdir / "qemu.log", "wb")
         try:
             self.proc = subprocess.Popen(self.netns.exec_argv(argv), stdin=subprocess.DEVNULL,
-                                         stdout=qemu_log, stderr=subprocess.STDOUT)
+                                         stdout=qemu_log, stderr=subprocess.STDOUT,
+                                         preexec_fn=_set_pdeathsig)
         except Exception:
             self.netns.delete()
             raise
