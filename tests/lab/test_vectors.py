@@ -139,6 +139,26 @@ def test_isolated_boot_traffic_stays_on_housekeeping(guest):
     assert all(grown[cpu] == 0 for cpu in ISOLATED), grown
 
 
+def test_raised_channels_share_housekeeping_cpus(guest):
+    """ethtool -L up to the device maximum: the extra queues share the
+    housekeeping CPUs instead of landing on the isolated ones."""
+    maximum, current = channels(guest)
+    try:
+        rc, _ = guest.run(["ethtool", "-L", guest.nic, "combined", str(maximum)])
+        assert rc == 0, guest.last_stderr
+        assert channels(guest)[1] == maximum
+        irqs = queue_irqs(guest)
+        for name, (irq, _) in sorted(irqs.items()):
+            smp = affinity(guest, irq)[0]
+            assert smp <= HOUSEKEEPING, "%s (irq %d) smp_affinity_list %s" % (name, irq, sorted(smp))
+        used = set()
+        for q in range(maximum):
+            used |= affinity(guest, irqs["input.%d" % q][0])[0]
+        assert used == HOUSEKEEPING
+    finally:
+        guest.run(["ethtool", "-L", guest.nic, "combined", str(current)])
+
+
 def test_unisolated_boot_uses_all_cpus(lab):
     g = lab.get(cmdline="")
     assert cpu_list(g.read_file("/sys/devices/system/cpu/isolated")) == set()
