@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 # irqtune - see README.md.  Targets: deps, install, uninstall, check, bench,
-# lab (kernel build + QEMU guest tests), rpm, srpm.
+# lab (kernel build + QEMU guest tests), rpm, srpm, rpmlint, man.
 
 NAME      := irqtune
 VERSION   := $(shell sed -n 's/^__version__ = "\(.*\)"/\1/p' irqtune/__init__.py)
@@ -24,12 +24,15 @@ PROFILES      := $(notdir $(wildcard profiles/*))
 VARIABLE_FILES := $(wildcard profiles/*/*-variables.conf)
 
 # Debian 12 / Fedora / RHEL package names of what the project runs on.
+# rpm, rpmlint and groff-base are for the packaging tests (rpmbuild,
+# rpmlint, man page checks).
 DEB_DEPS := tuned python3-pyroute2 python3-pytest dbus udev iproute2 ethtool \
-	rpm rpmlint gcc make memcached libmemcached-tools
+	rpm rpmlint groff-base gcc make memcached libmemcached-tools
 RPM_DEPS := tuned python3-pyroute2 python3-pytest dbus-daemon systemd-udev iproute \
-	ethtool rpm-build rpmlint gcc make memcached
+	ethtool rpm-build rpmlint groff-base gcc make memcached
 
-.PHONY: all deps install install-files install-kernel-patches uninstall check bench lab rpm srpm clean deploy start-tuned
+.PHONY: all deps install install-files install-kernel-patches uninstall check bench lab rpm srpm clean deploy start-tuned \
+	man install-man uninstall-man rpmlint
 
 all: preload
 
@@ -40,7 +43,7 @@ deps:
 	elif command -v dnf >/dev/null; then dnf install -y $(RPM_DEPS); \
 	else echo "deps: neither apt-get nor dnf found; install: $(RPM_DEPS)" >&2; exit 1; fi
 
-install: install-files install-preload
+install: install-files install-preload install-man
 
 # What TuneD needs: library, plugins, profiles and their variables files.
 install-files:
@@ -55,29 +58,61 @@ install-files:
 		test -e $(DESTDIR)$(SYSCONFDIR)/tuned/$$(basename $$f) || \
 		install -D -m 0644 $$f $(DESTDIR)$(SYSCONFDIR)/tuned/$$(basename $$f); done
 
+# Each series: its patches (cover letter included), series file and README.
 install-kernel-patches:
 	for d in kernel-patches/*/; do \
 		install -d $(DESTDIR)$(DATADIR)/$(NAME)/$$d; \
-		install -m 0644 $$d*.patch $$d/series $(DESTDIR)$(DATADIR)/$(NAME)/$$d; done
+		install -m 0644 $$d*.patch $$d/series $(DESTDIR)$(DATADIR)/$(NAME)/$$d; \
+		if [ -f $$d/README ]; then install -m 0644 $$d/README $(DESTDIR)$(DATADIR)/$(NAME)/$$d; fi; \
+	done
 	install -m 0644 kernel-patches/README.md $(DESTDIR)$(DATADIR)/$(NAME)/kernel-patches/
 
+# Man pages: tuned-plugins-irqtune(7) is generated from the plugins'
+# docstrings and option hints (what `tuned-adm list plugins -v` shows);
+# tuned-profiles-irqtune(7) is written by hand.  (irqtune-busypoll-run(1)
+# belongs to preload/preload.mk.)
+MAN_PLUGINS := build/man/tuned-plugins-irqtune.7
+MAN7_PAGES  := $(MAN_PLUGINS) docs/man/tuned-profiles-irqtune.7
+
+man: $(MAN_PLUGINS)
+
+$(MAN_PLUGINS): docs/man/plugin-man.py docs/man/tuned-plugins-irqtune.7.in $(PLUGIN_FILES)
+	$(PYTHON) docs/man/plugin-man.py $(VERSION) $@
+
+install-man: man
+	install -d $(DESTDIR)$(MANDIR)/man7
+	install -m 0644 $(MAN7_PAGES) $(DESTDIR)$(MANDIR)/man7/
+
+uninstall-man:
+	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(MAN7_PAGES)))
+
 # Packages are built from what is committed (git archive of HEAD).
+# Debian's rpm database is empty, hence --nodeps there.  Koji sets the
+# Packager of Fedora builds; local builds name the project.
 RPMTOP := $(CURDIR)/build/rpm
 RPMBUILD_FLAGS ?= $(if $(shell command -v dpkg 2>/dev/null),--nodeps)
+RPM_PACKAGER ?= irqtune developers <irqtune@example.org>
+RPMBUILD := rpmbuild $(RPMBUILD_FLAGS) --define "_topdir $(RPMTOP)" \
+	--define "packager $(RPM_PACKAGER)" 
 TARBALL := $(RPMTOP)/SOURCES/$(NAME)-$(VERSION).tar.gz
 $(TARBALL): FORCE
 	mkdir -p $(RPMTOP)/SOURCES
 	git archive --format=tar.gz --prefix=$(NAME)-$(VERSION)/ -o $@ HEAD
 
 srpm: $(TARBALL)
-	rpmbuild -bs $(RPMBUILD_FLAGS) --define "_topdir $(RPMTOP)" spec/$(NAME).spec
+	$(RPMBUILD) -bs $(RPM_DEFINES) spec/$(NAME).spec
 
 rpm: $(TARBALL)
-	rpmbuild -ba $(RPMBUILD_FLAGS) --define "_topdir $(RPMTOP)" $(RPM_DEFINES) spec/$(NAME).spec
+	$(RPMBUILD) -ba $(RPM_DEFINES) spec/$(NAME).spec
+
+# rpmlint on the spec, the source package and the binary packages of the
+# last `make rpm`, with spec/rpmlint.toml (docs/packaging.md explains it).
+rpmlint:
+	rpmlint -c spec/rpmlint.toml spec/$(NAME).spec $(RPMTOP)/SRPMS/*.src.rpm $(RPMTOP)/RPMS/*/*.rpm
 
 FORCE:
 
-uninstall: uninstall-preload
+uninstall: uninstall-preload uninstall-man
 	rm -rf $(DESTDIR)$(PYTHON_SITELIB)/irqtune
 	rm -f $(addprefix $(DESTDIR)$(TUNED_PLUGIN_DIR)/,$(notdir $(PLUGIN_FILES)))
 	rm -rf $(addprefix $(DESTDIR)$(TUNED_PROFILE_DIR)/,$(PROFILES))
