@@ -87,10 +87,13 @@ uninstall-man:
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(MAN7_PAGES)))
 
 # Packages are built from what is committed (git archive of HEAD).
-# Debian's rpm database is empty, hence --nodeps there.  Koji sets the
-# Packager of Fedora builds; local builds name the project.
+# On Debian: --nodeps (its rpm database is empty), and brp-compress under
+# bash (Debian's uses bash's `read -d` but runs under dash, so it compresses
+# no man page; Fedora's /bin/sh is bash).  Koji sets the Packager of Fedora
+# builds; local builds name the project.
 RPMTOP := $(CURDIR)/build/rpm
-RPMBUILD_FLAGS ?= $(if $(shell command -v dpkg 2>/dev/null),--nodeps)
+RPMBUILD_FLAGS ?= $(if $(shell command -v dpkg 2>/dev/null),--nodeps \
+	--define "__brp_compress bash %{_rpmconfigdir}/brp-compress %{?_prefix}")
 RPM_PACKAGER ?= irqtune developers <irqtune@example.org>
 RPMBUILD := rpmbuild $(RPMBUILD_FLAGS) --define "_topdir $(RPMTOP)" \
 	--define "packager $(RPM_PACKAGER)" 
