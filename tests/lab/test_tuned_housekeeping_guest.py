@@ -81,8 +81,9 @@ def wait_log(g, pattern, since, timeout=300, what=None):
         if re.search(pattern, text):
             return text
         time.sleep(2)
-    raise AssertionError("timed out waiting for %s; log ends:\n%s"
-                         % (what or pattern, log_text(g)[since:][-4000:]))
+    lines = [l for l in log_text(g)[since:].splitlines() if " DEBUG " not in l]
+    raise AssertionError("timed out waiting for %s; non-debug log lines since:\n%s"
+                         % (what or pattern, "\n".join(lines[-60:])))
 
 
 def own_tracebacks(log):
@@ -116,6 +117,8 @@ def tuned(g):
           "'housekeeping_nics=" + g.nic + "' 'housekeeping_channels=housekeeping' "
           "'napi_defer_hard_irqs=100' 'napi_gro_flush_timeout=20us' "
           "> /etc/tuned/realtime-virtual-host-irqtune-variables.conf")
+    # No profile at start (the guest would get the recommended one).
+    sh(g, "echo > /etc/tuned/active_profile && echo manual > /etc/tuned/profile_mode")
     sh(g, "/lib/systemd/systemd-udevd --daemon")
     g.spawn(["tuned", "--debug", "--log", LOG])
     deadline = time.monotonic() + 300
@@ -131,7 +134,7 @@ def apply_profile(g):
     rc, out = adm(g, "profile", PROFILE)
     assert rc == 0, out + g.last_stderr
     return wait_log(g, r"static tuning from profile '%s' applied" % PROFILE, mark,
-                    what="profile applied")
+                    timeout=600, what="profile applied")
 
 
 def test_flavour_limits_queues_and_off_restores_them(tuned):
