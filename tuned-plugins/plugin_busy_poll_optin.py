@@ -184,8 +184,9 @@ class BusyPollOptinPlugin(base.Plugin):
 		if optin is None or not instance._optin_applied:
 			return
 		if not _full_rollback(rollback):
-			log.info("instance %s: keeping the drop-ins of %s for the next start"
-				% (instance.name, ", ".join(e.unit for e in optin.written) or "no service"))
+			if optin.written:
+				log.info("instance %s: keeping the drop-ins of %s for the next start"
+					% (instance.name, ", ".join(e.unit for e in optin.written)))
 			return
 		try:
 			optin.unapply()
