@@ -1,70 +1,403 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""rpmbuild on the committed tree, and what each package holds."""
+"""The RPMs built from the committed tree: contents, rpmlint, collisions with
+the stock TuneD packages, and an installation into a scratch root that
+TuneD's own loader and profile locator must find.
+
+Two builds: the default (profiles in /usr/lib/tuned/profiles, TuneD 2.23+,
+RHEL 10 and Fedora) and the RHEL < 10 layout (/usr/lib/tuned).
+"""
 
 import glob
+import gzip
+import json
 import os
+import re
 import shutil
 import subprocess
+import sys
+import textwrap
 
 import pytest
 
-ROOT = os.path.join(os.path.dirname(__file__), "..", "..")
-SITE = "/usr/lib/python3.%d/site-packages"
+ROOT = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+HERE = os.path.dirname(os.path.abspath(__file__))
+PROFILES = sorted(os.listdir(os.path.join(ROOT, "profiles")))
+PLUGINS = sorted(os.path.basename(p)[len("plugin_"):-3]
+                 for p in glob.glob(os.path.join(ROOT, "tuned-plugins", "plugin_*.py")))
+LAYOUTS = {
+    # layout: (profile directory, TuneD's default profile_dirs for it).
+    # old: TuneD 2.20-2.22 consts.LOAD_DIRECTORIES, and RHEL 9 builds of later
+    # versions; new: consts.CFG_DEF_PROFILE_DIRS of TuneD 2.23+.
+    "old": ("/usr/lib/tuned", ["/usr/lib/tuned", "/etc/tuned"]),
+    "new": ("/usr/lib/tuned/profiles", ["/usr/lib/tuned/profiles", "/etc/tuned/profiles"]),
+}
+NAMES = {"tuned-plugins-irqtune", "tuned-profiles-irqtune", "irqtune-kernel-patches",
+         "irqtune-preload"}
 
 
 def rpm_q(path, *query):
     return subprocess.run(["rpm", "-qp", *query, path], check=True, capture_output=True,
-                          text=True).stdout.split("\n")
+                          text=True).stdout.splitlines()
 
 
-@pytest.fixture(scope="module")
-def packages(tmp_path_factory):
-    if not shutil.which("rpmbuild"):
-        pytest.skip("rpmbuild is not installed")
-    top = tmp_path_factory.mktemp("rpm")
-    subprocess.run(["make", "-C", ROOT, "rpm", "RPMTOP=%s" % top],
-                   check=True, capture_output=True, text=True)
+def build(top, layout):
+    defines = []
+    if layout == "old":
+        defines = ['RPM_DEFINES=--define "tuned_profile_dir /usr/lib/tuned"']
+    result = subprocess.run(["make", "-C", ROOT, "rpm", "RPMTOP=%s" % top, *defines],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
     found = {}
     for path in glob.glob(str(top / "RPMS/*/*.rpm")):
         found[rpm_q(path, "--qf", "%{NAME}")[0]] = path
+    found["src"] = glob.glob(str(top / "SRPMS/*.src.rpm"))[0]
     return found
 
 
+@pytest.fixture(scope="module", params=["new", "old"])
+def layout(request):
+    return request.param
+
+
+_BUILDS = {}
+
+
+@pytest.fixture(scope="module")
+def packages(tmp_path_factory, layout):
+    if not shutil.which("rpmbuild"):
+        pytest.skip("rpmbuild is not installed")
+    if layout not in _BUILDS:
+        _BUILDS[layout] = build(tmp_path_factory.mktemp("rpm-" + layout), layout)
+    return _BUILDS[layout]
+
+
+def files_of(packages):
+    """{path: package} of every packaged file and directory."""
+    owned = {}
+    for name in NAMES:
+        for path in rpm_q(packages[name], "-l"):
+            owned[path] = name
+    return owned
+
+
+def sitelib_of(packages):
+    lib = [f for f in rpm_q(packages["tuned-plugins-irqtune"], "-l")
+           if f.endswith("/irqtune/__init__.py")]
+    assert len(lib) == 1, lib
+    return os.path.dirname(os.path.dirname(lib[0]))
+
+
+# -- contents -------------------------------------------------------------
+
 def test_packages_and_architectures(packages):
-    assert set(packages) == {"tuned-plugins-irqtune", "tuned-profiles-irqtune",
-                             "irqtune-kernel-patches", "irqtune-preload"}
-    for name, path in packages.items():
-        arch = rpm_q(path, "--qf", "%{ARCH}")[0]
+    assert set(packages) - {"src"} == NAMES
+    for name in NAMES:
+        arch = rpm_q(packages[name], "--qf", "%{ARCH}")[0]
         assert (arch == "noarch") == (name != "irqtune-preload"), (name, arch)
 
 
 def test_plugin_package_puts_library_and_plugins_where_tuned_looks(packages):
     files = rpm_q(packages["tuned-plugins-irqtune"], "-l")
-    site = [f for f in files if f.endswith("/site-packages/irqtune/napi.py")]
-    assert site, files
-    plugins = os.path.dirname(site[0]).replace("/irqtune", "/tuned/plugins")
-    assert plugins + "/plugin_napi.py" in files
-    assert plugins + "/irqtune_common.py" in files
+    site = sitelib_of(packages)
+    assert re.fullmatch(r"/usr/lib/python3\.\d+/site-packages", site), site
+    for plugin in PLUGINS:
+        assert "%s/tuned/plugins/plugin_%s.py" % (site, plugin) in files
+    assert site + "/tuned/plugins/irqtune_common.py" in files
+    # only irqtune's own modules in TuneD's package, no directory of TuneD's
+    for f in files:
+        if "/tuned/plugins" in f:
+            assert re.search(r"/tuned/plugins/(__pycache__/)?(plugin_[a-z_]+|irqtune_common)"
+                             r"(\.cpython-\d+(\.opt-\d)?)?\.pyc?$", f), f
+    assert "/usr/share/man/man7/tuned-plugins-irqtune.7.gz" in files
     requires = rpm_q(packages["tuned-plugins-irqtune"], "--requires")
-    assert "tuned" in requires and "python3-pyroute2" in requires
+    assert "python3-pyroute2" in requires
 
 
-def test_profile_package(packages):
+def test_profile_package_layout_and_requirements(packages, layout):
     path = packages["tuned-profiles-irqtune"]
     files = rpm_q(path, "-l")
-    assert any(f.endswith("/latency-suspend/tuned.conf") for f in files), files
-    assert "/etc/tuned/latency-suspend-variables.conf" in rpm_q(path, "-c")
-    assert any(r.startswith("tuned-plugins-irqtune = 0.") for r in rpm_q(path, "--requires"))
+    profile_dir = LAYOUTS[layout][0]
+    for profile in PROFILES:
+        assert "%s/%s/tuned.conf" % (profile_dir, profile) in files
+        other = LAYOUTS["new" if layout == "old" else "old"][0]
+        assert "%s/%s/tuned.conf" % (other, profile) not in files
+    configs = rpm_q(path, "-c")
+    for variables in glob.glob(os.path.join(ROOT, "profiles/*/*-variables.conf")):
+        assert "/etc/tuned/" + os.path.basename(variables) in configs
+    # %config(noreplace): flag bit 4 (RPMFILE_NOREPLACE) with bit 0 (CONFIG)
+    flags = rpm_q(path, "--qf", "[%{FILEFLAGS} %{FILENAMES}\n]")
+    for line in flags:
+        flag, name = line.split(" ", 1)
+        if name.startswith("/etc/tuned/"):
+            assert int(flag) & 0x11 == 0x11, line
+    version = rpm_q(path, "--qf", "%{VERSION}-%{RELEASE}")[0]
+    assert "tuned-plugins-irqtune = " + version in rpm_q(path, "--requires")
+    assert "/usr/share/man/man7/tuned-profiles-irqtune.7.gz" in files
+    tuned_req = [r for r in rpm_q(packages["tuned-plugins-irqtune"], "--requires")
+                 if r.startswith("tuned ")]
+    assert tuned_req == ["tuned >= " + ("2.20" if layout == "old" else "2.23")]
 
 
 def test_kernel_patch_package(packages):
     files = rpm_q(packages["irqtune-kernel-patches"], "-l")
-    for series in ("gsim", "housekeeping-vectors"):
-        assert "/usr/share/irqtune/kernel-patches/%s/series" % series in files
-        assert any(f.endswith("0000-cover-letter.patch") and series in f for f in files)
+    base = "/usr/share/irqtune/kernel-patches"
+    assert base + "/README.md" in files
+    for series in glob.glob(os.path.join(ROOT, "kernel-patches/*/series")):
+        name = os.path.basename(os.path.dirname(series))
+        assert "%s/%s/series" % (base, name) in files
+        assert "%s/%s/0000-cover-letter.patch" % (base, name) in files
+        with open(series) as f:
+            for patch in f.read().split():
+                if not patch.startswith("#"):
+                    assert "%s/%s/%s" % (base, name, patch) in files
+    assert all(f.startswith(base) or f.startswith("/usr/share/licenses/") or f == "/usr/share/irqtune"
+               for f in files), files
 
 
 def test_preload_package(packages):
     files = rpm_q(packages["irqtune-preload"], "-l")
-    assert any(f.endswith("/irqtune/libirqtune-busypoll.so") for f in files), files
+    libs = [f for f in files if f.endswith("/irqtune/libirqtune-busypoll.so")]
+    assert libs, files
     assert "/usr/bin/irqtune-busypoll-run" in files
+    assert "/usr/share/man/man1/irqtune-busypoll-run.1.gz" in files
+
+
+def test_no_scriptlets(packages):
+    for name in NAMES:
+        assert rpm_q(packages[name], "--scripts") == [], name
+
+
+# -- rpmlint --------------------------------------------------------------
+
+def test_rpmlint_no_errors_and_only_documented_warnings(packages):
+    if not shutil.which("rpmlint"):
+        pytest.skip("rpmlint is not installed")
+    argv = ["rpmlint", "-c", os.path.join(ROOT, "spec/rpmlint.toml"),
+            os.path.join(ROOT, "spec/irqtune.spec"), packages["src"]] + \
+        [packages[n] for n in sorted(NAMES)]
+    out = subprocess.run(argv, capture_output=True, text=True).stdout
+    summary = re.search(r"(\d+) errors, (\d+) warnings", out)
+    assert summary, out
+    assert summary.group(1) == "0", out
+    with open(os.path.join(ROOT, "docs/packaging.md")) as f:
+        documented = f.read()
+    for kind, warning in re.findall(r": ([EW]): ([a-z0-9-]+)", out):
+        assert "`" + warning in documented, "undocumented rpmlint %s %s:\n%s" % (
+            kind, warning, out)
+
+
+# -- collisions with stock TuneD packages ---------------------------------
+
+def stock_lists(layout, sitelib):
+    with open(os.path.join(HERE, "stock_tuned_files.json")) as f:
+        data = json.load(f)
+    lists = {}
+    for package, paths in data["layouts"][layout].items():
+        lists["upstream " + package] = {p.replace("{sitelib}", sitelib) for p in paths}
+    if shutil.which("dpkg"):
+        out = subprocess.run(["dpkg", "-L", "tuned"], capture_output=True, text=True)
+        if out.returncode == 0:
+            debian = set()
+            for path in out.stdout.split():
+                debian.add(re.sub(r"^/usr/lib/python3/dist-packages", sitelib, path))
+            lists["Debian tuned"] = debian
+    return lists
+
+
+def normalise(path):
+    return re.sub(r"\.(gz|bz2|xz|zst)$", "", path)
+
+
+def test_no_file_of_a_stock_tuned_package(packages, layout):
+    ours = files_of(packages)
+    sitelib = sitelib_of(packages)
+    lists = stock_lists(layout, sitelib)
+    assert any(p.startswith("upstream tuned-profiles-realtime") for p in lists)
+    assert any(p.startswith("upstream tuned-profiles-nfv-host") for p in lists)
+    stock_dirs = set()
+    for paths in lists.values():
+        for p in paths:
+            d = os.path.dirname(p)
+            while d not in ("/", ""):
+                stock_dirs.add(d)
+                d = os.path.dirname(d)
+    for package, paths in lists.items():
+        stock = {normalise(p) for p in paths}
+        clash = sorted(p for p in ours if normalise(p) in stock and p not in stock_dirs)
+        assert not clash, "%s ships %s" % (package, clash)
+    # the profile names: none may shadow a stock profile in either layout
+    stock_profiles = set()
+    for paths in lists.values():
+        for p in paths:
+            m = re.match(r"^/usr/lib/tuned/(?:profiles/)?([^/]+)/tuned\.conf$", p)
+            if m:
+                stock_profiles.add(m.group(1))
+    assert {"realtime", "realtime-virtual-host", "network-latency"} <= stock_profiles
+    assert not set(PROFILES) & stock_profiles
+    # and no file of ours sits inside a stock profile's directory
+    for path in ours:
+        m = re.match(r"^/usr/lib/tuned/(?:profiles/)?([^/]+)/", path)
+        if m:
+            assert m.group(1) not in stock_profiles, path
+
+
+# -- installed into a scratch root ----------------------------------------
+
+@pytest.fixture(scope="module")
+def installed(packages, tmp_path_factory, layout):
+    root = tmp_path_factory.mktemp("root-" + layout)
+    subprocess.run(["rpm", "--root", str(root), "--initdb"], check=True)
+    result = subprocess.run(["rpm", "--root", str(root), "-i", "--nodeps", "--noscripts",
+                             *[packages[n] for n in sorted(NAMES)]],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    return root
+
+
+def test_every_packaged_file_is_installed(packages, installed):
+    for path, name in files_of(packages).items():
+        if "/.build-id" in path:
+            continue
+        assert os.path.lexists(str(installed) + path), (name, path)
+
+
+def tuned_package_dir():
+    """The system's TuneD package (the Python TuneD runs on)."""
+    out = subprocess.run([sys.executable, "-Ic", "import os, tuned; "
+                          "print(os.path.dirname(tuned.__file__))"],
+                         capture_output=True, text=True)
+    if out.returncode != 0:
+        pytest.skip("TuneD is not installed for %s" % sys.executable)
+    return out.stdout.strip()
+
+
+LOADER = textwrap.dedent("""
+    import json, os, sys
+    root, sitelib, layout_dirs = sys.argv[1], sys.argv[2], json.loads(sys.argv[3])
+    sys.path.insert(0, root + sitelib)
+    import tuned, irqtune
+    import tuned.plugins.repository as repository
+    from tuned.profiles.locator import Locator
+    repo = repository.Repository(*[None] * 8)
+    load_one = getattr(repo, "load_class", None) or repo.load_plugin
+    load_all = getattr(repo, "load_all_classes", None) or repo.load_all_plugins
+    plugins = {}
+    for cls in load_all():
+        module = sys.modules[cls.__module__]
+        plugins[module.__name__.split("plugin_", 1)[1]] = {
+            "file": module.__file__, "class": cls.__name__,
+            "options": sorted(cls._get_config_options()),
+            "hints": sorted(cls.get_config_options_hints()),
+            "doc": bool((cls.__doc__ or "").strip())}
+    loaded = {}
+    for name in sys.argv[4].split(","):
+        cls = load_one(name)
+        loaded[name] = [c.__module__ for c in cls.__mro__]
+    locator = Locator([root + d for d in layout_dirs])
+    print(json.dumps({"tuned": tuned.__file__, "irqtune": irqtune.__file__,
+                      "plugins": plugins, "loaded": loaded,
+                      "profiles": sorted(locator.get_known_names()),
+                      "summaries": dict(locator.get_known_names_summary())}))
+""")
+
+
+@pytest.fixture(scope="module")
+def tuned_view(packages, installed, layout):
+    """What TuneD's loader and locator see in the scratch root, with the
+    system's TuneD package copied beside irqtune's files there (as rpm
+    would have it: both in the same site-packages)."""
+    sitelib = sitelib_of(packages)
+    target = str(installed) + sitelib + "/tuned"
+    def copy_missing(src, dst):         # never over a file the packages installed
+        if not os.path.lexists(dst):
+            shutil.copy2(src, dst)
+    def ignore(directory, names):       # irqtune files of another installation
+        skip = {n for n in names if n == "__pycache__"}
+        if directory.rstrip("/").endswith("tuned/plugins"):
+            skip |= {n for n in names if n.startswith("irqtune_")
+                     or n[:-3] in ("plugin_" + p for p in PLUGINS)}
+        return skip
+    shutil.copytree(tuned_package_dir(), target, dirs_exist_ok=True, copy_function=copy_missing,
+                    ignore=ignore)
+    for plugin in PLUGINS:     # the committed plugin, not another installed copy
+        committed = subprocess.run(["git", "-C", ROOT, "show", "HEAD:tuned-plugins/plugin_%s.py"
+                                    % plugin], capture_output=True, text=True).stdout
+        with open(target + "/plugins/plugin_%s.py" % plugin) as f:
+            assert f.read() == committed, plugin
+    out = subprocess.run([sys.executable, "-I", "-c", LOADER, str(installed), sitelib,
+                          json.dumps(LAYOUTS[layout][1]), ",".join(PLUGINS)],
+                         capture_output=True, text=True)
+    assert out.returncode == 0, out.stderr[-3000:]
+    return json.loads(out.stdout.splitlines()[-1])
+
+
+def test_tuned_loader_finds_the_plugins_in_the_installed_tree(tuned_view, installed):
+    assert tuned_view["irqtune"].startswith(str(installed))
+    assert tuned_view["tuned"].startswith(str(installed))
+    for plugin in PLUGINS:
+        info = tuned_view["plugins"][plugin]       # what tuned-adm list plugins shows
+        assert info["file"].startswith(str(installed)), info
+        assert info["options"] and info["options"] == info["hints"], info
+        assert info["doc"], plugin
+        assert "tuned.plugins.base" in tuned_view["loaded"][plugin]
+        assert tuned_view["loaded"][plugin][0] == "tuned.plugins.plugin_" + plugin
+    assert "irqtune_common" not in tuned_view["plugins"]
+
+
+def test_tuned_adm_list_would_show_the_profiles(tuned_view):
+    for profile in PROFILES:
+        assert profile in tuned_view["profiles"]
+        assert tuned_view["summaries"][profile].strip(), profile
+
+
+def test_profiles_read_their_packaged_variables_files(packages, installed, layout):
+    configs = rpm_q(packages["tuned-profiles-irqtune"], "-c")
+    for profile in PROFILES:
+        conf = "%s%s/%s/tuned.conf" % (installed, LAYOUTS[layout][0], profile)
+        with open(conf) as f:
+            text = f.read()
+        variables = "/etc/tuned/%s-variables.conf" % profile
+        assert variables in configs, profile
+        assert os.path.isfile(str(installed) + variables), variables
+        # [variables] include= or a plugin option such as gsim's variables_file=
+        assert re.search(r"^\w+\s*=\s*%s\s*$" % re.escape(variables), text, re.M), profile
+
+
+def test_preload_runner_names_the_packaged_library(packages, installed):
+    lib = [f for f in rpm_q(packages["irqtune-preload"], "-l")
+           if f.endswith("libirqtune-busypoll.so")][0]
+    with open(str(installed) + "/usr/bin/irqtune-busypoll-run") as f:
+        assert lib in f.read()
+
+
+def read_man(path):
+    with gzip.open(path, "rt") as f:
+        return f.read()
+
+
+def test_man_pages_render_without_warnings(installed):
+    if not shutil.which("groff"):
+        pytest.skip("groff is not installed")
+    pages = glob.glob(str(installed) + "/usr/share/man/man*/*.gz")
+    assert len(pages) == 3, pages
+    for page in pages:
+        out = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z"], input=read_man(page),
+                             capture_output=True, text=True)
+        assert out.returncode == 0 and out.stderr == "", (page, out.stderr)
+        if shutil.which("lexgrog"):     # what man-db's mandb reads for whatis
+            assert subprocess.run(["lexgrog", page], capture_output=True).returncode == 0, page
+
+
+def test_plugin_man_page_documents_every_option(tuned_view, installed):
+    text = read_man(str(installed) + "/usr/share/man/man7/tuned-plugins-irqtune.7.gz")
+    for plugin in PLUGINS:
+        assert '.SS "%s"' % plugin in text
+        section = text.split('.SS "%s"' % plugin, 1)[1].split(".SS", 1)[0]
+        for option in tuned_view["plugins"][plugin]["options"]:
+            assert "\\fB%s\\fR" % option in section, (plugin, option)
+
+
+def test_profile_man_page_names_every_profile(installed):
+    text = read_man(str(installed) + "/usr/share/man/man7/tuned-profiles-irqtune.7.gz")
+    for profile in PROFILES:
+        assert ".B " + profile.replace("-", "\\-") in text, profile
