@@ -61,8 +61,9 @@ MISSING_MESSAGE = (
     "GSIM (global software interrupt moderation) is not available: the running "
     "kernel has neither /proc/irq/sw_moderation/ nor /proc/irq/soft_moderation. "
     "It needs a kernel built with the irqtune GSIM patches (kernel-patches/gsim in "
-    "the irqtune sources, CONFIG_IRQ_SW_MODERATION=y); the GSIM options are not "
-    "applied, the rest of the profile is")
+    "the irqtune sources, /usr/share/irqtune/kernel-patches/gsim when packaged; "
+    "CONFIG_IRQ_SW_MODERATION=y); the GSIM options are not applied, the rest of "
+    "the profile is")
 
 _TRUE_WORDS = {"1", "on", "y", "yes", "true", "enabled"}
 _FALSE_WORDS = {"0", "off", "n", "no", "false", "disabled"}
