@@ -287,7 +287,7 @@ LOADER = textwrap.dedent("""
         plugins[module.__name__.split("plugin_", 1)[1]] = {
             "file": module.__file__, "class": cls.__name__,
             "options": sorted(cls._get_config_options()),
-            "hints": sorted(cls.get_config_options_hints()),
+            "hints": cls.get_config_options_hints(),
             "doc": bool((cls.__doc__ or "").strip())}
     loaded = {}
     for name in sys.argv[4].split(","):
@@ -337,7 +337,7 @@ def test_tuned_loader_finds_the_plugins_in_the_installed_tree(tuned_view, instal
     for plugin in PLUGINS:
         info = tuned_view["plugins"][plugin]       # what tuned-adm list plugins shows
         assert info["file"].startswith(str(installed)), info
-        assert info["options"] and info["options"] == info["hints"], info
+        assert info["options"] and info["options"] == sorted(info["hints"]), info
         assert info["doc"], plugin
         assert "tuned.plugins.base" in tuned_view["loaded"][plugin]
         assert tuned_view["loaded"][plugin][0] == "tuned.plugins.plugin_" + plugin
@@ -393,8 +393,10 @@ def test_plugin_man_page_documents_every_option(tuned_view, installed):
     for plugin in PLUGINS:
         assert '.SS "%s"' % plugin in text
         section = text.split('.SS "%s"' % plugin, 1)[1].split(".SS", 1)[0]
+        hints = tuned_view["plugins"][plugin]["hints"]    # tuned-adm list plugins -v
         for option in tuned_view["plugins"][plugin]["options"]:
-            assert "\\fB%s\\fR" % option in section, (plugin, option)
+            assert "\\fB%s\\fR\n%s\n" % (option, hints[option].replace("\\", "\\e")) \
+                in section, (plugin, option)
 
 
 def test_profile_man_page_names_every_profile(installed):
