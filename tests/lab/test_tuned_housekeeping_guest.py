@@ -11,7 +11,8 @@ the guest only, never on the host.  net.ifnames=0 keeps the NIC's name
 stable across a driver rebind (udevd runs for TuneD's hotplug events).
 
 Checked: 2 combined channels, every queue IRQ affine to CPUs 0-1, NAPI
-deferral set (6.12 has no napi-set: the device-wide sysfs files), verify
+deferral set (6.12 has no napi-set: the device-wide sysfs files), GSIM
+allowed on the queue IRQs when the kernel has it, verify
 lines for channels and IRQs, an IRQ moved behind TuneD's back shown by
 verify, a driver rebind re-applied, and `tuned-adm off` restoring 4
 channels, the old affinities and the old NAPI values.
@@ -69,6 +70,16 @@ def napi_sysfs(g):
                  for f in ("napi_defer_hard_irqs", "gro_flush_timeout"))
 
 
+def gsim_state(g):
+    """(delay_us, {irq: allow_sw_moderation}) or None without GSIM."""
+    rc, out = g.run(["cat", "/proc/irq/sw_moderation/delay_us"])
+    if rc != 0:
+        return None
+    allowed = {irq: g.read_file("/proc/irq/%d/allow_sw_moderation" % irq).strip()
+               for irq in queue_irqs(g)}
+    return int(out), allowed
+
+
 def log_text(g):
     rc, out = g.run(["cat", LOG])
     return out if rc == 0 else ""
@@ -116,6 +127,8 @@ def tuned(g):
     sh(g, "printf '%s\\n' 'isolated_cores=2-3' 'isolate_managed_irq=N' "
           "'housekeeping_nics=" + g.nic + "' 'housekeeping_channels=housekeeping' "
           "'napi_defer_hard_irqs=100' 'napi_gro_flush_timeout=20us' "
+          "'gsim_irqs=nic:" + g.nic + "' 'gsim_delay_us=100' "
+          "'gsim_target_intr_rate=1000000' 'gsim_hardirq_percent=70' "
           "> /etc/tuned/realtime-virtual-host-irqtune-variables.conf")
     # No profile at start (the guest would get the recommended one).
     sh(g, "echo > /etc/tuned/active_profile && echo manual > /etc/tuned/profile_mode")
@@ -141,12 +154,20 @@ def test_flavour_limits_queues_and_off_restores_them(tuned):
     g = tuned
     before_aff = affinities(g)
     before_napi = napi_sysfs(g)
+    before_gsim = gsim_state(g)
     assert set(before_aff.values()) != {HOUSEKEEPING}, before_aff
+    print("before: channels 4, queue IRQ affinity %s, napi sysfs %s, gsim %s"
+          % (before_aff, before_napi, before_gsim))
 
     log = apply_profile(g)
     assert channels(g) == 2
     assert affinities(g) == {irq: HOUSEKEEPING for irq in before_aff}
     assert napi_sysfs(g) == (100, 20000)
+    if before_gsim is not None:     # the lab kernel carries the GSIM series
+        delay, allowed = gsim_state(g)
+        assert delay == 100 and set(allowed.values()) == {"1"}, (delay, allowed)
+    print("applied: channels %d, queue IRQ affinity %s, napi sysfs %s, gsim %s"
+          % (channels(g), affinities(g), napi_sysfs(g), gsim_state(g)))
     # channels were set before the NAPI unit ran
     assert log.index("channels set to combined 2") < log.index("instance napi: %s: set" % g.nic)
     assert not own_tracebacks(log), own_tracebacks(log)
@@ -175,6 +196,8 @@ def test_flavour_limits_queues_and_off_restores_them(tuned):
                                              log_text(g)[mark:][-3000:])
         time.sleep(2)
     assert napi_sysfs(g) == before_napi
+    assert gsim_state(g) == before_gsim
+    print("after off: channels %d, queue IRQ affinity %s" % (channels(g), affinities(g)))
 
 
 def test_driver_rebind_is_reapplied(tuned):
