@@ -133,9 +133,11 @@ def test_profile_package_layout_and_requirements(packages, layout):
     version = rpm_q(path, "--qf", "%{VERSION}-%{RELEASE}")[0]
     assert "tuned-plugins-irqtune = " + version in rpm_q(path, "--requires")
     assert "/usr/share/man/man7/tuned-profiles-irqtune.7.gz" in files
+    tuned_req = [r for r in rpm_q(path, "--requires") if r.startswith("tuned ")]
+    assert tuned_req == ["tuned >= " + ("2.20" if layout == "old" else "2.23")]
     tuned_req = [r for r in rpm_q(packages["tuned-plugins-irqtune"], "--requires")
                  if r.startswith("tuned ")]
-    assert tuned_req == ["tuned >= " + ("2.20" if layout == "old" else "2.23")]
+    assert tuned_req == ["tuned >= 2.20"]
 
 
 def test_kernel_patch_package(packages):
