@@ -573,8 +573,8 @@ class GsimTuner:
         interrupts = self._interrupts()
         knobs = 0
         wanted = self.wanted_knobs()
-        # switches first when moderation is being enabled, so that it starts
-        # on every selected IRQ at once; knobs except delay_us before that.
+        # Targets first, then the per-IRQ switches, delay_us last: moderation
+        # starts with its final targets on every selected IRQ at once.
         for option in APPLY_ORDER:
             if option in wanted and option != "delay_us":
                 knobs += self._apply_knob(option, wanted[option])

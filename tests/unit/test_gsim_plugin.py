@@ -6,6 +6,7 @@ against the procfs fixtures and fake kernel of test_gsim."""
 import importlib.util
 import logging
 import os
+import re
 import sys
 import time
 
@@ -306,5 +307,3 @@ def test_no_options_does_nothing(plugin, kernel, caplog):
         assert p._instance_verify_static(inst, False, set()) is None
     assert k.writes == [] and tuned_messages(caplog, logging.WARNING) == []
 
-
-import re  # noqa: E402  (used in assertions above)
