@@ -16,6 +16,8 @@ check what the kernel's files hold, not what the plugin logs:
 - values from /etc/tuned/gsim-variables.conf reach the kernel, and under a
   paced UDP flood the NIC's interrupt rate with the overlay's target stays
   near the target (numbers printed);
+- irqs=name:REGEX selects exactly the virtio-blk queue vectors (the
+  guest's stand-in for NVMe queues), irqs=all every MSI-X vector;
 - after the NIC's driver is unbound and bound again (new descriptors with
   moderation disallowed), the plugin allows the new vectors again.
 """
@@ -283,6 +285,35 @@ def test_flood_rate_stays_near_the_target(tuned_guest):
     assert moderated <= 1.5 * target, (moderated, target)
     assert moderated >= 0.3 * target, (moderated, target)
     assert moderated < base / 1.5 and after > 1.5 * moderated, (base, moderated, after)
+
+
+def test_name_pattern_and_all_selectors(tuned_guest):
+    """irqs=name:REGEX picks the virtio-blk queue vectors (the guest's
+    stand-in for NVMe queues) and nothing else; irqs=all picks every
+    MSI-X vector; off restores each time."""
+    t = tuned_guest
+    g = t.g
+    before = set_originals(g)
+    names = interrupts(g)
+    blk = sorted(i for i, n in names.items() if re.fullmatch(r"virtio\d+-req\.\d+", n))
+    assert blk, names
+    g.write_file(VARIABLES, "gsim_irqs=name:^virtio\\d+-req\\.\\d+$\n")
+    t.profile(*PROFILE)
+    knobs, switches = state(g)
+    assert knobs == dict(before[0], **SEED)
+    assert switches == {**before[1], **{i: 1 for i in blk}}, switches
+    t.off()
+    t.wait(lambda: state(g) == before, "originals after off (name:)", timeout=30)
+    g.write_file(VARIABLES, "gsim_irqs=all\n")
+    t.profile(*PROFILE)
+    lines = g.read_file("/proc/interrupts").splitlines()[1:]
+    msix = sorted(int(ln.split()[0].rstrip(":")) for ln in lines
+                  if ln.split() and ln.split()[0].rstrip(":").isdigit() and "MSI" in ln)
+    assert set(blk) | set(nic_queue_irqs(g)) < set(msix)
+    switches = state(g)[1]
+    assert switches == {**before[1], **{i: 1 for i in msix}}, switches
+    t.off()
+    t.wait(lambda: state(g) == before, "originals after off (all)", timeout=30)
 
 
 def test_reprobed_nic_vectors_are_moderated_again(tuned_guest, lab):
