@@ -226,8 +226,11 @@ class HousekeepingTuner:
 
     # -- apply ------------------------------------------------------------
 
-    def apply(self, ifname):
-        """Channels, then queue IRQ affinity; returns a one-line summary."""
+    def apply(self, *ifnames):
+        """Channels, then queue IRQ affinity, per device; a one-line summary."""
+        return "; ".join("%s: %s" % (name, self._apply_device(name)) for name in ifnames)
+
+    def _apply_device(self, ifname):
         ifindex = self._ifindex(ifname)
         if ifindex is None:
             return "device gone"

@@ -215,7 +215,7 @@ class NapiTuner:
         self._save_state()
         return count
 
-    def apply_new_napis(self, *ifnames):
+    def apply_new(self, *ifnames):
         """Tune NAPIs that appeared since the last apply (driver reset, link up).
 
         Drivers without persistent NAPI config create NAPIs with new ids and

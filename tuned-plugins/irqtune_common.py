@@ -11,9 +11,13 @@ import logging
 import os
 import threading
 
+import socket
+
 import tuned.consts as consts
 import tuned.logs
 from tuned.plugins import hotplug
+
+from irqtune.netlink.links import LinkWatcher
 
 log = tuned.logs.get()
 
@@ -68,14 +72,20 @@ def is_virtual_netdev(name):
 class NetDevicePlugin(hotplug.Plugin):
 	"""Net devices with hotplug; per-instance apply/verify/restore by device.
 
-	Subclasses implement _device_apply, _device_verify, _device_restore,
-	_device_forget and _instance_restore_all; instance._lock serialises the
-	daemon's calls with any watcher thread the subclass runs.
+	Subclasses set instance._tuner (None when the options make tuning
+	impossible) and instance._option_errors in _instance_init, and implement
+	_device_verify.  The tuner offers apply(*devices), apply_new(device) for
+	objects a driver recreated, verify(device), forget(device) and
+	restore_all().  instance._lock serialises the daemon's calls with the
+	link watcher's.
 
 	Device choice follows the stock net plugin (physical NICs) for the
 	default devices=*, but any explicit devices= or devices_udev_regex=
 	also reaches virtual devices (veth, ...), except lo.
 	"""
+
+	# Seconds between re-checks for recreated NAPIs/IRQs between link events.
+	recheck_interval = 5.0
 
 	def __init__(self, *args, **kwargs):
 		super().__init__(*args, **kwargs)
@@ -111,13 +121,56 @@ class NetDevicePlugin(hotplug.Plugin):
 		instance._has_static_tuning = True
 		instance._has_dynamic_tuning = False
 		instance._lock = threading.RLock()
+		instance._tuner = None
+		instance._option_errors = []
+		instance._watcher = None
+
+	def _log_option_errors(self, instance, errors):
+		instance._option_errors = errors
+		for err in errors:
+			log.error("instance %s: %s; the option is not applied" % (instance.name, err))
 
 	def _instance_cleanup(self, instance):
 		self._instance_stop_background(instance)
 
+	# -- apply ------------------------------------------------------------
+
 	def _instance_apply_static(self, instance):
 		with instance._lock:
 			self._devices_apply(instance, sorted(instance.assigned_devices))
+		if instance._tuner is not None and self._wants_watching(instance) \
+				and instance._watcher is None:
+			instance._watcher = LinkWatcher(
+				lambda ifindex: self._retune(instance, _ifname(ifindex)),
+				lambda: self._retune_all(instance), interval=self.recheck_interval)
+			instance._watcher.start()
+
+	def _wants_watching(self, instance):
+		"""Whether drivers may recreate what this instance tunes."""
+		return True
+
+	def _added_device_apply_tuning(self, instance, device_name):
+		with instance._lock:
+			self._devices_apply(instance, [device_name])
+
+	def _devices_apply(self, instance, devices):
+		if instance._tuner is not None and devices:
+			result = instance._tuner.apply(*devices)
+			log.info("instance %s: %s: %s" % (instance.name, ", ".join(devices), result))
+
+	def _retune(self, instance, device):
+		with instance._lock:
+			if instance._tuner is None or device not in instance.processed_devices:
+				return
+			result = instance._tuner.apply_new(device)
+			if result:
+				log.info("instance %s: %s: tuned again: %s" % (instance.name, device, result))
+
+	def _retune_all(self, instance):
+		for device in sorted(instance.processed_devices):
+			self._retune(instance, device)
+
+	# -- verify -----------------------------------------------------------
 
 	def _instance_verify_static(self, instance, ignore_missing, devices):
 		with instance._lock:
@@ -127,27 +180,34 @@ class NetDevicePlugin(hotplug.Plugin):
 					ok = False
 			return ok
 
+	def _instance_verify_common(self, instance):
+		ok = True
+		for err in instance._option_errors:
+			ok = verify_failed("%s: %s" % (instance.name, err))
+		return ok
+
+	# -- unapply ----------------------------------------------------------
+
 	def _instance_unapply_static(self, instance, rollback=None):
-		# Background workers may wait for the lock: stop them before taking it.
+		# The watcher may wait for the lock: stop it before taking it.
 		self._instance_stop_background(instance)
 		with instance._lock:
-			self._instance_restore_all(instance, wants_restore(rollback))
+			if instance._tuner is not None and wants_restore(rollback):
+				instance._tuner.restore_all()
 
-	def _added_device_apply_tuning(self, instance, device_name):
-		with instance._lock:
-			self._devices_apply(instance, [device_name])
-
-	def _devices_apply(self, instance, devices):
-		"""Override to tune many devices at once; the default goes one by one."""
-		for device in devices:
-			self._device_apply(instance, device)
+	def _instance_stop_background(self, instance):
+		if getattr(instance, "_watcher", None) is not None:
+			instance._watcher.stop()
+			instance._watcher = None
 
 	def _removed_device_unapply_tuning(self, instance, device_name):
 		with instance._lock:
-			self._device_forget(instance, device_name)
+			if instance._tuner is not None:
+				instance._tuner.forget(device_name)
 
-	def _instance_verify_common(self, instance):
-		return True
 
-	def _instance_stop_background(self, instance):
-		pass
+def _ifname(ifindex):
+	try:
+		return socket.if_indextoname(ifindex)
+	except OSError:
+		return None

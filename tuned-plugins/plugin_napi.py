@@ -1,13 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-import socket
-
 import tuned.logs
 from tuned.plugins import irqtune_common as common
 
 from irqtune.caps import detect_napi_capabilities
 from irqtune.errors import OptionError
 from irqtune.napi import NapiConfig, NapiTuner, parse_queues
-from irqtune.netlink.links import LinkWatcher
 from irqtune.state import StateFile
 
 log = tuned.logs.get()
@@ -89,48 +86,19 @@ class NapiPlugin(common.NetDevicePlugin):
 			queues = parse_queues(options.get("queues"))
 		except OptionError as err:
 			errors.append(err)
-			queues = None
-		for err in errors:
-			log.error("instance %s: %s; the option is not applied" % (instance.name, err))
-		instance._option_errors = errors
-		instance._tuner = None
-		instance._watcher = None
-		if errors and any(e.option == "queues" for e in errors):
+		self._log_option_errors(instance, errors)
+		if any(e.option == "queues" for e in errors):
 			return    # a bad scope must not widen to every NAPI
-		instance._tuner = NapiTuner(config, detect_napi_capabilities(), queues=queues,
+		instance._tuner = NapiTuner(config, detect_napi_capabilities(),
+			queues=parse_queues(options.get("queues")),
 			state=StateFile("napi-" + instance.name))
 
-	def _instance_apply_static(self, instance):
-		super()._instance_apply_static(instance)
-		if instance._tuner is not None and instance._tuner.per_napi \
-				and instance._watcher is None:
-			instance._watcher = LinkWatcher(
-				lambda ifindex: self._retune(instance, _ifname(ifindex)),
-				lambda: self._retune_all(instance))
-			instance._watcher.start()
-
-	def _devices_apply(self, instance, devices):
-		if instance._tuner is not None and devices:
-			count = instance._tuner.apply(*devices)
-			log.info("instance %s: %s: set %d NAPIs"
-				% (instance.name, ", ".join(devices), count))
-
-	def _retune(self, instance, device):
-		with instance._lock:
-			if instance._tuner is None or device not in instance.processed_devices:
-				return
-			count = instance._tuner.apply_new_napis(device)
-			if count:
-				log.info("instance %s: %s: tuned %d new NAPIs" % (instance.name, device, count))
-
-	def _retune_all(self, instance):
-		for device in sorted(instance.processed_devices):
-			self._retune(instance, device)
+	def _wants_watching(self, instance):
+		# only NAPIs can come back with defaults; sysfs values are per device
+		return bool(instance._tuner.per_napi)
 
 	def _instance_verify_common(self, instance):
-		ok = True
-		for err in instance._option_errors:
-			ok = common.verify_failed("%s: %s" % (instance.name, err))
+		ok = super()._instance_verify_common(instance)
 		if instance._tuner is not None:
 			for attr, why in instance._tuner.unsupported.items():
 				ok = common.verify_failed("%s: %s: unsupported: %s"
@@ -145,23 +113,3 @@ class NapiPlugin(common.NetDevicePlugin):
 			if not common.verify_value(device, name, current, expected):
 				ok = False
 		return ok
-
-	def _device_forget(self, instance, device):
-		if instance._tuner is not None:
-			instance._tuner.forget(device)
-
-	def _instance_stop_background(self, instance):
-		if getattr(instance, "_watcher", None) is not None:
-			instance._watcher.stop()
-			instance._watcher = None
-
-	def _instance_restore_all(self, instance, restore):
-		if instance._tuner is not None and restore:
-			instance._tuner.restore_all()
-
-
-def _ifname(ifindex):
-	try:
-		return socket.if_indextoname(ifindex)
-	except OSError:
-		return None

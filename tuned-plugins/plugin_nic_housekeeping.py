@@ -1,12 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-import socket
-
 import tuned.consts as consts
 import tuned.logs
 from tuned.plugins import irqtune_common as common
 
 from irqtune.channels import HousekeepingConfig, HousekeepingTuner
-from irqtune.netlink.links import LinkWatcher
 from irqtune.state import StateFile
 
 log = tuned.logs.get()
@@ -80,47 +77,18 @@ class NicHousekeepingPlugin(common.NetDevicePlugin):
 		super()._instance_init(instance)
 		options = self._expanded_options(instance)
 		config, errors = HousekeepingConfig.from_options(options)
-		for err in errors:
-			log.error("instance %s: %s; the option is not applied" % (instance.name, err))
-		instance._option_errors = errors
-		instance._tuner = None
-		instance._watcher = None
+		self._log_option_errors(instance, errors)
 		if any(e.option == "housekeeping_cpus" for e in errors):
 			return    # a bad CPU list must not silently become "every CPU"
 		instance._tuner = HousekeepingTuner(config,
 			state=StateFile("nic_housekeeping-" + instance.name))
 
-	def _instance_apply_static(self, instance):
-		super()._instance_apply_static(instance)
-		if instance._tuner is not None and instance._tuner.affinity is not None \
-				and instance._watcher is None:
-			instance._watcher = LinkWatcher(
-				lambda ifindex: self._retune(instance, _ifname(ifindex)),
-				lambda: self._retune_all(instance), interval=10.0)
-			instance._watcher.start()
+	# IRQs come back with a driver reset, not between link events: check less often
+	recheck_interval = 10.0
 
-	def _device_apply(self, instance, device):
-		if instance._tuner is not None:
-			summary = instance._tuner.apply(device)
-			log.info("instance %s: %s: %s" % (instance.name, device, summary or "nothing to do"))
-
-	def _retune(self, instance, device):
-		with instance._lock:
-			if instance._tuner is None or device not in instance.processed_devices:
-				return
-			summary = instance._tuner.apply_new(device)
-			if summary:
-				log.info("instance %s: %s: new queue IRQs: %s" % (instance.name, device, summary))
-
-	def _retune_all(self, instance):
-		for device in sorted(instance.processed_devices):
-			self._retune(instance, device)
-
-	def _instance_verify_common(self, instance):
-		ok = True
-		for err in instance._option_errors:
-			ok = common.verify_failed("%s: %s" % (instance.name, err))
-		return ok
+	def _wants_watching(self, instance):
+		# drivers re-create queue IRQs on resets; channel counts stay
+		return instance._tuner.affinity is not None
 
 	def _device_verify(self, instance, device, ignore_missing):
 		if instance._tuner is None:
@@ -140,23 +108,3 @@ class NicHousekeepingPlugin(common.NetDevicePlugin):
 			if check.note:
 				common.verify_failed("%s: %s: %s" % (device, check.what, check.note))
 		return ok
-
-	def _device_forget(self, instance, device):
-		if instance._tuner is not None:
-			instance._tuner.forget(device)
-
-	def _instance_stop_background(self, instance):
-		if getattr(instance, "_watcher", None) is not None:
-			instance._watcher.stop()
-			instance._watcher = None
-
-	def _instance_restore_all(self, instance, restore):
-		if instance._tuner is not None and restore:
-			instance._tuner.restore_all()
-
-
-def _ifname(ifindex):
-	try:
-		return socket.if_indextoname(ifindex)
-	except OSError:
-		return None

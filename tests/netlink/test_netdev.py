@@ -80,7 +80,7 @@ def test_new_napis_after_link_flap_are_tuned(netns):
     netns.exec("ip", "link", "set", "vn0", "down")
     netns.up("vn0")
     assert any(want != cur for _, cur, want in tuner.verify("vn0"))
-    assert tuner.apply_new_napis("vn0") == 2
+    assert tuner.apply_new("vn0") == 2
     assert all(cur == want for _, cur, want in tuner.verify("vn0"))
 
 

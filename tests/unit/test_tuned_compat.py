@@ -253,7 +253,7 @@ def prepare(name, module, workdir, patch):
             patch(module, "HousekeepingTuner", RecordingTuner)
             options = {"channels": "2", "irq_affinity": "housekeeping",
                        "housekeeping_cpus": "0-1"}
-        patch(module, "LinkWatcher", IdleWatcher)
+        patch(module.common, "LinkWatcher", IdleWatcher)
 
         def observe():
             tuner = RecordingTuner.instances[-1]
