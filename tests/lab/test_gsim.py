@@ -74,6 +74,9 @@ while True:
     if now >= end:
         break
     if now < due:
+        # Sleep rather than spin: the host is shared, and a sleeper gets
+        # the CPU back sooner than a spinner under load.
+        time.sleep(min(due - now, 0.001))
         continue
     try:
         socks[i % flows].sendto(payload, (dst, 9))
@@ -193,23 +196,18 @@ def kernel_problems(g):
             if re.search(r"WARNING:|BUG:|Oops|INFO: |circular locking|lock state|irq \d+: nobody cared", ln)]
 
 
-def unmoderated_rate(g, tries=3):
-    """Rate of the flood with moderation off. The host is shared (other
-    guests, kernel builds): a loaded host paces and emulates slower, so
-    retry a few times before calling the flood too weak to judge."""
-    rate = 0
-    for _ in range(tries):
-        rate, report, _ = flood_rate(g)
-        if rate > 2000:
-            break
-    return rate, report
+def kept_pace(report):
+    return report["sent"] >= 0.8 * FLOOD["pps"] * FLOOD["seconds"]
 
 
 def flood_rate(g, sample_stats_after=None):
-    """Flood the guest and return (receive interrupts per second, sender
-    report, stats text sampled during the flood or None)."""
+    """Flood the guest; returns a dict: rate (receive interrupts per second),
+    report (sender's), stats_before and stats (sampled during the flood)
+    when sample_stats_after is given."""
+    res = {"stats": None, "stats_before": None}
     before = rx_irqs(g)
     if sample_stats_after is not None:
+        res["stats_before"] = g.read_file(DIR + "/stats")
         g.run(["rm", "-f", "/tmp/gsim-stats"])
         g.spawn(["sh", "-c", "sleep %s; cat %s/stats > /tmp/gsim-stats.tmp; "
                  "mv /tmp/gsim-stats.tmp /tmp/gsim-stats" % (sample_stats_after, DIR)])
@@ -222,15 +220,40 @@ def flood_rate(g, sample_stats_after=None):
     after = rx_irqs(g)
     assert report["sent"] > 0, report
     delta = sum(after[i] - before.get(i, 0) for i in after)
-    stats = None
     if sample_stats_after is not None:
         for _ in range(20):
             rc, out = g.run(["cat", "/tmp/gsim-stats"])
             if rc == 0:
-                stats = out
+                res["stats"] = out
                 break
             time.sleep(0.5)
-    return delta / max(elapsed, report["seconds"]), report, stats
+    res["rate"] = delta / max(elapsed, report["seconds"])
+    res["report"] = report
+    return res
+
+
+def measure(g, phases, tries=3):
+    """Run the phases back to back, each a (writes, sample_stats) pair: the
+    parameter writes [(file, value)] done first, then one paced flood.
+    The first phase must be unmoderated. The host is shared with other
+    guests and kernel builds; a loaded host cannot keep the sender's pace
+    and emulates the guest slower, which makes rates incomparable. Returns
+    the first round in which every flood kept the pace and the unmoderated
+    one raised more than 2000 interrupts/s, and whether there was one."""
+    results = []
+    for attempt in range(tries):
+        results = []
+        for writes, sample in phases:
+            for name, value in writes:
+                assert write_errno(g, "%s/%s" % (DIR, name), value) == "OK", (name, value)
+            results.append(flood_rate(g, sample_stats_after=2 if sample else None))
+        if all(kept_pace(r["report"]) for r in results) and results[0]["rate"] > 2000:
+            return results, True
+        print("round %d not usable: rates %s, sent %s" % (
+            attempt + 1, [round(r["rate"]) for r in results],
+            [r["report"]["sent"] for r in results]))
+        time.sleep(5)
+    return results, False
 
 
 # What each guest showed before any test wrote to it, by workdir.
@@ -318,16 +341,13 @@ def test_flood_is_moderated_and_off_restores(gsim_guest):
     for irq in irqs:
         assert write_errno(g, "/proc/irq/%d/allow_sw_moderation" % irq, 1) == "OK"
 
-    # Allowed but delay_us 0: moderation is off.
-    base_rate, base_report = unmoderated_rate(g)
-
-    assert write_errno(g, DIR + "/update_ms", 5) == "OK"
-    assert write_errno(g, DIR + "/target_intr_rate", 1000) == "OK"
-    assert write_errno(g, DIR + "/delay_us", 500) == "OK"
-    mod_rate, mod_report, stats = flood_rate(g, sample_stats_after=2)
-
-    assert write_errno(g, DIR + "/delay_us", 0) == "OK"
-    off_rate, off_report, _ = flood_rate(g)
+    results, usable = measure(g, [
+        ([("delay_us", 0)], False),
+        ([("update_ms", 5), ("target_intr_rate", 1000), ("delay_us", 500)], True),
+        ([("delay_us", 0)], False)])
+    (base_rate, base_report), (mod_rate, mod_report), (off_rate, off_report) = [
+        (r["rate"], r["report"]) for r in results]
+    stats = results[1]["stats"]
 
     print("\nGSIM receive interrupt rates under the same flood "
           "(%d rx vectors, %s):" % (len(irqs), FLOOD))
@@ -338,7 +358,7 @@ def test_flood_is_moderated_and_off_restores(gsim_guest):
     print("  stats during the moderated flood:\n    "
           + "\n    ".join((stats or "<not sampled>").splitlines()))
 
-    assert base_rate > 2000, "flood raised too few interrupts to judge: %.0f/s" % base_rate
+    assert usable, "host too loaded to compare rates (see the rounds above)"
     assert stats is not None, "stats not sampled during the flood"
     rows = parse_stats(stats)
     assert any(r["delay_ns"] > 0 for r in rows), stats
@@ -355,23 +375,20 @@ def test_adaptive_idle_below_target_and_fixed_mode(gsim_guest):
     irqs = sorted(rx_irqs(g))
     for irq in irqs:
         assert write_errno(g, "/proc/irq/%d/allow_sw_moderation" % irq, 1) == "OK"
-    base_rate, _ = unmoderated_rate(g)
-
-    assert write_errno(g, DIR + "/target_intr_rate", 50000000) == "OK"
-    assert write_errno(g, DIR + "/delay_us", 500) == "OK"
-    holds_before = sum(r["holds"] for r in parse_stats(g.read_file(DIR + "/stats")))
-    high_rate, _, high_stats = flood_rate(g, sample_stats_after=2)
-
-    assert write_errno(g, DIR + "/target_intr_rate", 0) == "OK"
-    assert write_errno(g, DIR + "/delay_us", 200) == "OK"
-    fixed_rate, _, fixed_stats = flood_rate(g, sample_stats_after=2)
+    results, usable = measure(g, [
+        ([("delay_us", 0)], False),
+        ([("target_intr_rate", 50000000), ("delay_us", 500)], True),
+        ([("target_intr_rate", 0), ("delay_us", 200)], True)])
+    base_rate, high_rate, fixed_rate = [r["rate"] for r in results]
+    high_stats, fixed_stats = results[1]["stats"], results[2]["stats"]
+    holds_before = sum(r["holds"] for r in parse_stats(results[1]["stats_before"]))
 
     print("\nunmoderated %.0f irq/s; adaptive with target 50M/s %.0f irq/s; "
           "fixed 200us %.0f irq/s" % (base_rate, high_rate, fixed_rate))
     print("  stats, target above the load:\n    " + "\n    ".join((high_stats or "").splitlines()))
     print("  stats, fixed delay:\n    " + "\n    ".join((fixed_stats or "").splitlines()))
 
-    assert base_rate > 2000, base_rate
+    assert usable, "host too loaded to compare rates (see the rounds above)"
     assert high_stats and fixed_stats
     assert high_stats.startswith("# mode adaptive ")
     assert all(r["delay_ns"] == 0 for r in parse_stats(high_stats)), high_stats
@@ -389,12 +406,14 @@ def test_hardirq_target_moderates(gsim_guest):
     g = gsim_guest
     for irq in sorted(rx_irqs(g)):
         assert write_errno(g, "/proc/irq/%d/allow_sw_moderation" % irq, 1) == "OK"
-    base_rate, _ = unmoderated_rate(g)
-    assert write_errno(g, DIR + "/hardirq_percent", 1) == "OK"
-    assert write_errno(g, DIR + "/delay_us", 500) == "OK"
-    rate, _, stats = flood_rate(g, sample_stats_after=2)
+    results, usable = measure(g, [
+        ([("delay_us", 0)], False),
+        ([("hardirq_percent", 1), ("delay_us", 500)], True)])
+    base_rate, rate = [r["rate"] for r in results]
+    stats = results[1]["stats"]
     print("\nunmoderated %.0f irq/s; hardirq_percent 1: %.0f irq/s\n    %s"
           % (base_rate, rate, "\n    ".join((stats or "").splitlines())))
+    assert usable, "host too loaded to compare rates (see the rounds above)"
     assert stats and stats.startswith("# mode adaptive ")
     assert "# hardirq time precise" in stats
     rows = parse_stats(stats)
