@@ -126,17 +126,15 @@ class GsimPlugin(base.Plugin):
 		options = {name: self._option(instance, name) for name in self._get_config_options()}
 		options.update(self._file_options(instance, options.pop("variables_file")))
 		config, errors = gsim.GsimConfig.from_options(options)
-		selection = None
 		try:
 			selection = gsim.IrqSelection.parse(options["irqs"])
 		except OptionError as err:
 			errors.append(err)
+			selection = gsim.IrqSelection()     # the targets still apply, no switch is touched
 		for err in errors:
 			log.error("instance %s: %s; the option is not applied" % (instance.name, err))
 		instance._option_errors = errors
 		instance._config = config
-		if selection is None:
-			return      # a bad scope must not turn into "no IRQ" or "all IRQs" silently
 		if not config.items() and not selection:
 			return
 		iface = gsim.detect(self._gsim_proc_root)

@@ -214,15 +214,21 @@ def test_bad_value_is_one_error_and_the_rest_applies(plugin, kernel, caplog):
     assert "invalid value '600'" in caplog.text
 
 
-def test_bad_irqs_touches_no_switch(plugin, kernel, caplog):
+def test_bad_irqs_touches_no_switch_but_the_targets_apply(plugin, kernel, caplog):
     k = kernel()
     with caplog.at_level(logging.ERROR):
         p, inst = plugin(k, dict(SEED, irqs="eth0"))
         p.instance_apply_tuning(inst)
     errors = tuned_messages(caplog, logging.ERROR)
     assert len(errors) == 1 and "irqs" in errors[0] and "nic:" in errors[0]
-    assert k.writes == []
-    assert p.instance_verify_tuning(inst, False) is False
+    assert [w for w in k.writes if w[0].split("/")[1].isdigit()] == []
+    assert k.values["delay_us"] == 100 and k.values["target_intr_rate"] == 1000000
+    caplog.clear()
+    with caplog.at_level(logging.INFO):
+        assert p.instance_verify_tuning(inst, False) is False
+    assert "verify: failed: 'gsim: irqs: invalid value 'eth0'" in caplog.text
+    p.instance_unapply_tuning(inst, True)
+    assert k.values["delay_us"] == 0
 
 
 def test_kernel_erange_in_log_and_verify(plugin, kernel, caplog):
