@@ -401,7 +401,12 @@ def test_plugin_man_page_documents_every_option(tuned_view, installed):
                 in section, (plugin, option)
 
 
-def test_profile_man_page_names_every_profile(installed):
+def test_profile_man_page_names_every_profile_and_variable(installed):
     text = read_man(str(installed) + "/usr/share/man/man7/tuned-profiles-irqtune.7.gz")
     for profile in PROFILES:
         assert ".B " + profile.replace("-", "\\-") in text, profile
+        with open(str(installed) + "/etc/tuned/%s-variables.conf" % profile) as f:
+            names = re.findall(r"^#?([a-z][a-z0-9_]*)=", f.read(), re.M)
+        assert names, profile
+        for name in names:
+            assert "\\fB%s\\fR" % name in text, (profile, name)
