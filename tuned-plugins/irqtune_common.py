@@ -156,7 +156,8 @@ class NetDevicePlugin(hotplug.Plugin):
 	def _devices_apply(self, instance, devices):
 		if instance._tuner is not None and devices:
 			result = instance._tuner.apply(*devices)
-			log.info("instance %s: %s: %s" % (instance.name, ", ".join(devices), result))
+			log.info("instance %s: %s: %s" % (instance.name, ", ".join(devices),
+				self._describe(result)))
 
 	def _retune(self, instance, device):
 		with instance._lock:
@@ -164,7 +165,12 @@ class NetDevicePlugin(hotplug.Plugin):
 				return
 			result = instance._tuner.apply_new(device)
 			if result:
-				log.info("instance %s: %s: tuned again: %s" % (instance.name, device, result))
+				log.info("instance %s: %s: tuned again: %s" % (instance.name, device,
+					self._describe(result)))
+
+	def _describe(self, result):
+		"""The log text for what a tuner's apply returned."""
+		return str(result)
 
 	def _retune_all(self, instance):
 		for device in sorted(instance.processed_devices):

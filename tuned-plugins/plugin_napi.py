@@ -85,13 +85,14 @@ class NapiPlugin(common.NetDevicePlugin):
 		try:
 			queues = parse_queues(options.get("queues"))
 		except OptionError as err:
-			errors.append(err)
-		self._log_option_errors(instance, errors)
-		if any(e.option == "queues" for e in errors):
+			self._log_option_errors(instance, errors + [err])
 			return    # a bad scope must not widen to every NAPI
-		instance._tuner = NapiTuner(config, detect_napi_capabilities(),
-			queues=parse_queues(options.get("queues")),
+		self._log_option_errors(instance, errors)
+		instance._tuner = NapiTuner(config, detect_napi_capabilities(), queues=queues,
 			state=StateFile("napi-" + instance.name))
+
+	def _describe(self, result):
+		return "set %d NAPIs" % result
 
 	def _wants_watching(self, instance):
 		# only NAPIs can come back with defaults; sysfs values are per device

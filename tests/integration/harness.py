@@ -17,6 +17,8 @@ import socket
 import subprocess
 import time
 
+from rawnapi import RawGenl
+
 CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)
 
@@ -78,6 +80,34 @@ class NetNs:
 
     def delete(self):
         run("ip", "netns", "del", self.name, check=False)
+
+    # NAPI values as the kernel holds them, read without the library
+
+    def napis(self, dev):
+        with self.entered():
+            nl = RawGenl()
+            try:
+                return nl.napis(dev)
+            finally:
+                nl.close()
+
+    def set_napis(self, devs, values):
+        with self.entered():
+            nl = RawGenl()
+            try:
+                for dev in devs:
+                    for napi in nl.napis(dev):
+                        nl.set(napi["id"], **values)
+            finally:
+                nl.close()
+
+    def napis_have(self, devs, values):
+        """True when every NAPI of every device carries values (and there are NAPIs)."""
+        for dev in devs:
+            found = self.napis(dev)
+            if not found or any(n.get(k) != v for n in found for k, v in values.items()):
+                return False
+        return True
 
 
 DBUS_SOCKET = "/run/dbus/system_bus_socket"

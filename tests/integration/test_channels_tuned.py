@@ -13,7 +13,6 @@ import re
 import pytest
 
 from harness import wait_for
-from rawnapi import RawGenl
 
 PROFILE = "nic-housekeeping-test"
 PROFILE_TEXT = """
@@ -64,14 +63,6 @@ def has_channels(netns, devs, wanted):
     return all({k: channels(netns, d).get(k) for k in wanted} == wanted for d in devs)
 
 
-def napis(netns, dev):
-    with netns.entered():
-        nl = RawGenl()
-        try:
-            return nl.napis(dev)
-        finally:
-            nl.close()
-
 
 @pytest.fixture(scope="module")
 def devices(netns, tuned):
@@ -97,8 +88,8 @@ def test_channels_limited_then_restored_exactly(fresh, devices):
     assert has_channels(devices, DEVICES, TUNED)
     assert has_channels(devices, ("vh0p",), TUNED)     # vh* selects the peers too
     # NAPIs of the new queue set carry the napi values (GRO makes veth NAPIs)
-    wait_for(lambda: all(len(napis(devices, d)) == 2 and
-                         all(n.get("defer-hard-irqs") == 77 for n in napis(devices, d))
+    wait_for(lambda: all(len(devices.napis(d)) == 2 and
+                         all(n.get("defer-hard-irqs") == 77 for n in devices.napis(d))
                          for d in DEVICES), what="NAPI values on the limited queues")
     log = fresh.log_since(mark)
     # channels first: the napi unit starts after the channel change

@@ -18,7 +18,6 @@ import re
 import pytest
 
 from harness import run, wait_for
-from rawnapi import RawGenl
 
 BASE = "latency-suspend-test"
 OVERLAY = "gsim"
@@ -50,39 +49,14 @@ def devices(netns):
     return netns
 
 
-def napis(netns, dev):
-    with netns.entered():
-        nl = RawGenl()
-        try:
-            return nl.napis(dev)
-        finally:
-            nl.close()
 
-
-def set_all(netns, devs, values):
-    with netns.entered():
-        nl = RawGenl()
-        try:
-            for dev in devs:
-                for napi in nl.napis(dev):
-                    nl.set(napi["id"], **values)
-        finally:
-            nl.close()
-
-
-def has(netns, devs, values):
-    for dev in devs:
-        found = napis(netns, dev)
-        if not found or any(n.get(k) != v for n in found for k, v in values.items()):
-            return False
-    return True
 
 
 @pytest.fixture
 def fresh(tuned, devices):
     tuned.adm("off", check=False)
     tuned.write_variables("suspend_nics=va*\n")
-    set_all(devices, SELECTED, ORIGINAL)
+    devices.set_napis(SELECTED, ORIGINAL)
     return tuned
 
 
@@ -92,7 +66,7 @@ def gsim_lines(text):
 
 def test_overlay_without_gsim_warns_once_and_the_rest_applies(fresh, devices):
     mark = fresh.profile(BASE, OVERLAY)
-    wait_for(lambda: has(devices, SELECTED, TUNED), what="napi part of the profile applied")
+    wait_for(lambda: devices.napis_have(SELECTED, TUNED), what="napi part of the profile applied")
     log = fresh.log_since(mark)
     warnings = [line for line in log.splitlines() if " WARNING " in line and MISSING in line]
     assert len(warnings) == 1, warnings
@@ -108,7 +82,7 @@ def test_overlay_without_gsim_warns_once_and_the_rest_applies(fresh, devices):
 
 def test_verify_reports_gsim_unsupported_not_passed(fresh, devices):
     fresh.profile(BASE, OVERLAY)
-    wait_for(lambda: has(devices, SELECTED, TUNED), what="napi part applied")
+    wait_for(lambda: devices.napis_have(SELECTED, TUNED), what="napi part applied")
     result, log = fresh.verify()
     assert result.returncode != 0, log
     for option in GSIM_OPTIONS:
@@ -124,7 +98,7 @@ def test_verify_reports_gsim_unsupported_not_passed(fresh, devices):
 
 def test_verify_ignore_missing_skips_gsim(fresh, devices):
     fresh.profile(BASE, OVERLAY)
-    wait_for(lambda: has(devices, SELECTED, TUNED), what="napi part applied")
+    wait_for(lambda: devices.napis_have(SELECTED, TUNED), what="napi part applied")
     mark = fresh.log_mark()
     result = fresh.adm("verify", "--ignore-missing", check=False)
     log = fresh.log_since(mark)
@@ -135,9 +109,9 @@ def test_verify_ignore_missing_skips_gsim(fresh, devices):
 
 def test_off_restores_the_rest(fresh, devices):
     fresh.profile(BASE, OVERLAY)
-    wait_for(lambda: has(devices, SELECTED, TUNED), what="napi part applied")
+    wait_for(lambda: devices.napis_have(SELECTED, TUNED), what="napi part applied")
     mark = fresh.off()
-    wait_for(lambda: has(devices, SELECTED, ORIGINAL), what="napi originals after off")
+    wait_for(lambda: devices.napis_have(SELECTED, ORIGINAL), what="napi originals after off")
     assert not [line for line in fresh.log_since(mark).splitlines()
                 if "plugin_gsim" in line and (" ERROR " in line or " WARNING " in line)]
     assert not os.path.exists("/run/irqtune/gsim-gsim.json")
@@ -149,7 +123,7 @@ def test_bad_overlay_value_still_one_line(fresh, devices):
     fresh.write_profile("irqtune-test-gsim-bad", "[main]\ninclude=%s\n[gsim]\n"
                         "delay_us=900\n" % OVERLAY)
     mark = fresh.profile(BASE, "irqtune-test-gsim-bad")
-    wait_for(lambda: has(devices, SELECTED, TUNED), what="napi part applied")
+    wait_for(lambda: devices.napis_have(SELECTED, TUNED), what="napi part applied")
     log = fresh.log_since(mark)
     bad = [line for line in log.splitlines() if "invalid value '900'" in line]
     assert len(bad) == 1 and "delay_us" in bad[0] and "from 0 to 500" in bad[0], bad

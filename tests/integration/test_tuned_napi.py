@@ -23,36 +23,7 @@ def devices(netns):
     return netns
 
 
-def read(netns, dev):
-    with netns.entered():
-        nl = RawGenl()
-        try:
-            return nl.napis(dev)
-        finally:
-            nl.close()
 
-
-def set_all(netns, devs, values):
-    with netns.entered():
-        nl = RawGenl()
-        try:
-            for dev in devs:
-                for napi in nl.napis(dev):
-                    nl.set(napi["id"], **values)
-        finally:
-            nl.close()
-
-
-def has(netns, devs, values):
-    """True when every NAPI of every device carries values (and there are NAPIs)."""
-    for dev in devs:
-        napis = read(netns, dev)
-        if not napis:
-            return False
-        for napi in napis:
-            if any(napi.get(k) != v for k, v in values.items()):
-                return False
-    return True
 
 
 @pytest.fixture
@@ -60,38 +31,38 @@ def fresh(tuned, devices):
     """No profile active, and known non-default originals on every NAPI."""
     tuned.adm("off", check=False)    # fails when nothing is active
     tuned.write_variables("suspend_nics=va*\n")
-    set_all(devices, SELECTED + UNSELECTED, ORIGINAL)
+    devices.set_napis(SELECTED + UNSELECTED, ORIGINAL)
     return tuned
 
 
 def test_profile_sets_every_napi_of_selected_nics_only(fresh, devices):
     fresh.profile(PROFILE)
-    wait_for(lambda: has(devices, SELECTED, TUNED), what="profile values on va*")
-    assert len(read(devices, "va0")) == 2
-    assert has(devices, UNSELECTED, ORIGINAL)
+    wait_for(lambda: devices.napis_have(SELECTED, TUNED), what="profile values on va*")
+    assert len(devices.napis("va0")) == 2
+    assert devices.napis_have(UNSELECTED, ORIGINAL)
 
 
 def test_off_restores_originals(fresh, devices):
     fresh.profile(PROFILE)
-    wait_for(lambda: has(devices, SELECTED, TUNED), what="profile values")
+    wait_for(lambda: devices.napis_have(SELECTED, TUNED), what="profile values")
     fresh.off()
-    wait_for(lambda: has(devices, SELECTED, ORIGINAL), what="originals after off")
+    wait_for(lambda: devices.napis_have(SELECTED, ORIGINAL), what="originals after off")
 
 
 def test_profile_switch_restores_originals(fresh, devices):
     fresh.profile(PROFILE)
-    wait_for(lambda: has(devices, SELECTED, TUNED), what="profile values")
+    wait_for(lambda: devices.napis_have(SELECTED, TUNED), what="profile values")
     fresh.profile("irqtune-test-other")
-    wait_for(lambda: has(devices, SELECTED, ORIGINAL), what="originals after switch")
+    wait_for(lambda: devices.napis_have(SELECTED, ORIGINAL), what="originals after switch")
 
 
 def test_verify_fails_and_names_napi_changed_behind_tuneds_back(fresh, devices):
     fresh.profile(PROFILE)
-    wait_for(lambda: has(devices, SELECTED, TUNED), what="profile values")
+    wait_for(lambda: devices.napis_have(SELECTED, TUNED), what="profile values")
     result, log = fresh.verify()
     assert result.returncode == 0, log
     assert "verify: passed: device va0: 'NAPI" in log
-    victim = read(devices, "va1")[0]["id"]
+    victim = devices.napis("va1")[0]["id"]
     with devices.entered():
         nl = RawGenl()
         nl.set(victim, defer_hard_irqs=1)
@@ -104,43 +75,43 @@ def test_verify_fails_and_names_napi_changed_behind_tuneds_back(fresh, devices):
 
 def test_veth_added_later_is_tuned_and_removal_is_quiet(fresh, devices):
     fresh.profile(PROFILE)
-    wait_for(lambda: has(devices, SELECTED, TUNED), what="profile values")
+    wait_for(lambda: devices.napis_have(SELECTED, TUNED), what="profile values")
     devices.add_veth("va9", queues=2)
     try:
-        wait_for(lambda: has(devices, ("va9", "va9p"), TUNED), what="hot-added va9 tuned")
+        wait_for(lambda: devices.napis_have(("va9", "va9p"), TUNED), what="hot-added va9 tuned")
     finally:
         mark = fresh.log_mark()
         devices.exec("ip", "link", "del", "va9")
     wait_for(lambda: "device 'va9' removed" in fresh.log_since(mark), what="removal seen")
     assert " ERROR " not in fresh.log_since(mark)
     fresh.off()
-    wait_for(lambda: has(devices, SELECTED, ORIGINAL), what="originals after off")
+    wait_for(lambda: devices.napis_have(SELECTED, ORIGINAL), what="originals after off")
 
 
 def test_link_down_up_brings_new_napis_that_get_tuned(fresh, devices):
     fresh.profile(PROFILE)
-    wait_for(lambda: has(devices, SELECTED, TUNED), what="profile values")
-    before = {n["id"] for n in read(devices, "va0")}
+    wait_for(lambda: devices.napis_have(SELECTED, TUNED), what="profile values")
+    before = {n["id"] for n in devices.napis("va0")}
     devices.exec("ip", "link", "set", "va0", "down")
     devices.up("va0")
-    after = {n["id"] for n in read(devices, "va0")}
+    after = {n["id"] for n in devices.napis("va0")}
     assert after and after.isdisjoint(before), "veth kept its NAPIs: no churn to test"
-    wait_for(lambda: has(devices, ("va0",), TUNED), what="recreated NAPIs tuned")
+    wait_for(lambda: devices.napis_have(("va0",), TUNED), what="recreated NAPIs tuned")
     result, log = fresh.verify()
     assert result.returncode == 0, log
 
 
 def test_kill9_restart_then_off_restores_originals(fresh, devices):
     fresh.profile(PROFILE)
-    wait_for(lambda: has(devices, SELECTED, TUNED), what="profile values")
+    wait_for(lambda: devices.napis_have(SELECTED, TUNED), what="profile values")
     fresh.kill9()
     mark = fresh.log_mark()
     fresh.start()
     wait_for(lambda: "static tuning from profile" in fresh.log_since(mark),
              what="profile re-applied after restart")
-    assert has(devices, SELECTED, TUNED)
+    assert devices.napis_have(SELECTED, TUNED)
     fresh.off()
-    wait_for(lambda: has(devices, SELECTED, ORIGINAL), what="originals after restart + off")
+    wait_for(lambda: devices.napis_have(SELECTED, ORIGINAL), what="originals after restart + off")
 
 
 BAD_VALUES = [
@@ -159,9 +130,9 @@ def test_bad_value_is_one_clear_line_and_the_rest_applies(fresh, devices, option
                         "devices=${suspend_nics}\n%s=%s\n" % (PROFILE, option, value))
     mark = fresh.profile("irqtune-test-bad")
     rest = {k: v for k, v in TUNED.items() if k != attr}
-    wait_for(lambda: has(devices, SELECTED, rest), what="valid options applied")
+    wait_for(lambda: devices.napis_have(SELECTED, rest), what="valid options applied")
     if attr:
-        assert has(devices, SELECTED, {attr: ORIGINAL[attr]})
+        assert devices.napis_have(SELECTED, {attr: ORIGINAL[attr]})
     lines = [line for line in fresh.log_since(mark).splitlines()
              if "invalid value '%s'" % value in line]
     assert len(lines) == 1, lines
@@ -175,14 +146,14 @@ def test_bad_value_is_one_clear_line_and_the_rest_applies(fresh, devices, option
 
 def test_devices_udev_regex_selects_by_udev_properties(fresh, devices):
     devices.add_veth("vu0", queues=2)
-    set_all(devices, ("vu0", "vu0p"), ORIGINAL)
+    devices.set_napis(("vu0", "vu0p"), ORIGINAL)
     try:
         fresh.write_profile("irqtune-test-udev", "[main]\ninclude=%s\n[napi]\n"
                             "devices_udev_regex=INTERFACE=vu0$\n" % PROFILE)
         fresh.profile("irqtune-test-udev")
-        wait_for(lambda: has(devices, ("vu0",), TUNED), what="vu0 tuned by udev regex")
-        assert has(devices, ("vu0p",) + SELECTED, ORIGINAL)
+        wait_for(lambda: devices.napis_have(("vu0",), TUNED), what="vu0 tuned by udev regex")
+        assert devices.napis_have(("vu0p",) + SELECTED, ORIGINAL)
         fresh.off()
-        wait_for(lambda: has(devices, ("vu0",), ORIGINAL), what="vu0 restored")
+        wait_for(lambda: devices.napis_have(("vu0",), ORIGINAL), what="vu0 restored")
     finally:
         devices.exec("ip", "link", "del", "vu0")
