@@ -253,6 +253,10 @@ class TunedDaemon:
         self.adm("off")
         return mark
 
+    def saw_removal(self, device, mark):
+        """TuneD logged the udev remove event (2.20: "removed", 2.25+: ", remove event")."""
+        return re.search(r"device '%s'(,)? remove" % re.escape(device), self.log_since(mark))
+
     def verify(self):
         mark = self.log_mark()
         result = self.adm("verify", check=False)

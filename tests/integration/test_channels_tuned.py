@@ -125,7 +125,7 @@ def test_hot_added_nic_is_limited_and_removal_is_quiet(fresh, devices):
     finally:
         mark = fresh.log_mark()
         devices.exec("ip", "link", "del", "vh9")
-    wait_for(lambda: "device 'vh9' removed" in fresh.log_since(mark), what="removal seen")
+    wait_for(lambda: fresh.saw_removal("vh9", mark), what="removal seen")
     assert " ERROR " not in fresh.log_since(mark)
     fresh.off()
     wait_for(lambda: has_channels(devices, DEVICES, ORIGINAL), what="original channels")

@@ -82,7 +82,7 @@ def test_veth_added_later_is_tuned_and_removal_is_quiet(fresh, devices):
     finally:
         mark = fresh.log_mark()
         devices.exec("ip", "link", "del", "va9")
-    wait_for(lambda: "device 'va9' removed" in fresh.log_since(mark), what="removal seen")
+    wait_for(lambda: fresh.saw_removal("va9", mark), what="removal seen")
     assert " ERROR " not in fresh.log_since(mark)
     fresh.off()
     wait_for(lambda: devices.napis_have(SELECTED, ORIGINAL), what="originals after off")
