@@ -48,8 +48,7 @@ install: install-files install-preload install-man
 # What TuneD needs: library, plugins, profiles and their variables files.
 install-files:
 	@test -n "$(TUNED_PLUGIN_DIR)" || { echo "TuneD not found for $(PYTHON)" >&2; exit 1; }
-	install -d $(DESTDIR)$(PYTHON_SITELIB)/irqtune/netlink
-	for f in $(LIB_FILES); do install -m 0644 $$f $(DESTDIR)$(PYTHON_SITELIB)/$$f; done
+	for f in $(LIB_FILES); do install -D -m 0644 $$f $(DESTDIR)$(PYTHON_SITELIB)/$$f; done
 	install -d $(DESTDIR)$(TUNED_PLUGIN_DIR)
 	install -m 0644 $(PLUGIN_FILES) $(DESTDIR)$(TUNED_PLUGIN_DIR)/
 	for p in $(PROFILES); do \

@@ -22,6 +22,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from .interrupts import read_interrupts
 from .values import format_index_list, parse_index_list
 
 log = logging.getLogger(__name__)
@@ -32,7 +33,6 @@ _QUEUE_NAME = re.compile(r"(?:^|[^a-z])(?:txrx|tx|rx|input|output|comp|queue|que
 # Vectors every driver has besides its queues.
 _NOT_QUEUE = re.compile(r"config|misc|async|ctrl|cmd|admin|mbx|mailbox|aeq|lsc|err|"
                         r"other|fw|event", re.IGNORECASE)
-_TRIGGER = re.compile(r"^(?:\d+-)?(?:edge|level|fasteoi)$", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -44,30 +44,11 @@ class QueueIrq:
 
 def interrupt_names(proc_root="/proc"):
     """{irq number: action name(s)} of the numbered lines of /proc/interrupts."""
-    names = {}
-    path = os.path.join(proc_root, "interrupts")
     try:
-        with open(path) as f:
-            header = f.readline().split()
-            ncpus = len(header)
-            for line in f:
-                number, sep, rest = line.partition(":")
-                if not sep or not number.strip().isdigit():
-                    continue
-                tokens = rest.split()[ncpus:]
-                names[int(number)] = _action_names(tokens)
+        return {irq: info.name for irq, info in read_interrupts(proc_root).items()}
     except OSError as err:
-        log.debug("cannot read %s: %s", path, err)
-    return names
-
-
-def _action_names(tokens):
-    """Tokens after the per-CPU counts: chip, hwirq, [trigger], actions."""
-    for i in range(len(tokens) - 1, -1, -1):
-        if _TRIGGER.match(tokens[i]):
-            return " ".join(tokens[i + 1:])
-    # No trigger column: chip and hwirq come first.
-    return " ".join(tokens[2:]) if len(tokens) > 2 else ""
+        log.debug("cannot read /proc/interrupts: %s", err)
+        return {}
 
 
 def msi_irqs(ifname, sys_root="/sys"):

@@ -260,7 +260,7 @@ def fake_kernel(tmp_path, monkeypatch):
 
     def make(shape=gsim.SHAPE_LATEST, **kwargs):
         kernel = FakeKernel(tmp_path / ("k%d" % len(made)), shape, **kwargs)
-        monkeypatch.setattr(gsim, "_write_text", kernel.write)
+        monkeypatch.setattr(gsim.interface, "_write_text", kernel.write)
         made.append(kernel)
         return kernel
     return make

@@ -85,7 +85,7 @@ def plugin(tmp_path, monkeypatch):
 def kernel(tmp_path, monkeypatch):
     def make(shape=gsim.SHAPE_LATEST, **kwargs):
         k = FakeKernel(tmp_path / "k", shape, **kwargs)
-        monkeypatch.setattr(gsim, "_write_text", k.write)
+        monkeypatch.setattr(gsim.interface, "_write_text", k.write)
         return k
     return make
 

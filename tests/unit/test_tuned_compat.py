@@ -266,7 +266,7 @@ def prepare(name, module, workdir, patch):
         from irqtune import gsim
         kernel = test_gsim.FakeKernel(os.path.join(workdir, "k"), gsim.SHAPE_LATEST)
         test_gsim.set_originals(kernel)
-        patch(gsim, "_write_text", kernel.write)
+        patch(gsim.interface, "_write_text", kernel.write)
         before = kernel.knobs()
         attrs = {"_gsim_proc_root": kernel.proc, "_gsim_sysfs_root": kernel.sys,
                  "_gsim_state_dir": os.path.join(workdir, "state"), "_gsim_watch": False,

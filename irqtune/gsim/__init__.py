@@ -1,0 +1,13 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Global Software Interrupt Moderation (GSIM): detect, configure, restore.
+
+interface: the three procfs shapes a kernel may carry, their knobs, per-IRQ
+switches and stats; tuner: configuration, IRQ selection and the tuner.
+"""
+
+from ..interrupts import IrqInfo, parse_interrupts, read_interrupts  # noqa: F401
+from .interface import (MISSING_MESSAGE, OPTIONS, RANGES, SHAPE_LATEST,  # noqa: F401
+                        SHAPE_NAMES, SHAPE_V1, SHAPE_V4, CpuStats, GsimInterface,
+                        GsimStats, GsimWriteError, accepted_range, detect, parse_stats,
+                        parse_switch)
+from .tuner import GsimConfig, GsimTuner, IrqSelection  # noqa: F401

@@ -1,0 +1,332 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The GSIM procfs interface: which shape the kernel has, knobs, switches, stats.
+
+GSIM (seed 001) is not in mainline; three procfs shapes were posted and a
+kernel may carry any of them (see kernel-patches/gsim for the one this
+project builds):
+
+  v1-v3   /proc/irq/soft_moderation, one file: write "name=value"; reading
+          gives a per-CPU table and "name value" lines.  Per IRQ:
+          /proc/irq/N/soft_moderation (reads on/off).  Knob target_irq_rate
+          (later postings: target_intr_rate).
+  v4      /proc/irq/soft_moderation/ directory, one file per knob plus
+          stats.  Per IRQ: /proc/irq/N/soft_moderation (the cover letter
+          says "moderation").  Out-of-range values are clamped.
+  latest  /proc/irq/sw_moderation/ with delay_us, target_intr_rate,
+          hardirq_percent, update_ms, stats; per IRQ
+          /proc/irq/N/allow_sw_moderation; out-of-range writes give ERANGE.
+
+Users name the rate target target_intr_rate on every shape; the interface
+maps it to the file or key the kernel has.  Values are range-checked here
+before anything is written; what the kernel still rejects is reported with
+the option, value and range.
+"""
+
+import errno
+import logging
+import os
+import re
+from dataclasses import dataclass, field
+
+from ..errors import IrqtuneError
+
+log = logging.getLogger(__name__)
+
+SHAPE_V1 = "v1-v3"
+SHAPE_V4 = "v4"
+SHAPE_LATEST = "latest"
+
+SHAPE_NAMES = {
+    SHAPE_V1: "/proc/irq/soft_moderation (file, GSIM v1-v3)",
+    SHAPE_V4: "/proc/irq/soft_moderation/ (directory, GSIM v4)",
+    SHAPE_LATEST: "/proc/irq/sw_moderation/ (directory, GSIM latest)",
+}
+
+# User-facing option: (minimum, maximum), from the postings.
+RANGES = {
+    "delay_us": (0, 500),
+    "target_intr_rate": (0, 50000000),
+    "hardirq_percent": (0, 100),
+    "update_ms": (1, 100),
+}
+OPTIONS = tuple(RANGES)
+# Apply: enabling delay_us last, so that moderation starts with the final
+# targets; restore: delay_us first, so that moderation stops first.
+APPLY_ORDER = ("update_ms", "target_intr_rate", "hardirq_percent", "delay_us")
+RESTORE_ORDER = ("delay_us", "target_intr_rate", "hardirq_percent", "update_ms")
+
+MISSING_MESSAGE = (
+    "GSIM (global software interrupt moderation) is not available: the running "
+    "kernel has neither /proc/irq/sw_moderation/ nor /proc/irq/soft_moderation. "
+    "It needs a kernel built with the irqtune GSIM patches (kernel-patches/gsim in "
+    "the irqtune sources, /usr/share/irqtune/kernel-patches/gsim when packaged; "
+    "CONFIG_IRQ_SW_MODERATION=y); the GSIM options are not applied, the rest of "
+    "the profile is")
+
+_TRUE_WORDS = {"1", "on", "y", "yes", "true", "enabled"}
+_FALSE_WORDS = {"0", "off", "n", "no", "false", "disabled"}
+
+
+def accepted_range(option):
+    low, high = RANGES[option]
+    return "an integer from %d to %d" % (low, high)
+
+
+class GsimWriteError(IrqtuneError):
+    """The kernel refused a write; errno kept for the caller's judgement."""
+
+    def __init__(self, path, value, err):
+        self.path = path
+        self.value = value
+        self.errno = err.errno
+        self.errname = errno.errorcode.get(err.errno, str(err.errno))
+        super().__init__("%s: writing '%s' failed: %s (%s)"
+                         % (path, value, err.strerror or err, self.errname))
+
+
+# File access goes through these two, so that tests can stand in for the
+# kernel's write semantics (ERANGE, clamping, name=value) on plain files.
+
+def _read_text(path):
+    with open(path) as f:
+        return f.read()
+
+
+def _write_text(path, text):
+    with open(path, "w") as f:
+        f.write(text)
+
+
+
+# -- stats -------------------------------------------------------------------
+
+# Column names of the shapes' per-CPU tables -> record fields.
+_COLUMN_FIELDS = {
+    "cpu": "cpu",
+    "irq_rate": "irq_rate",         # latest: this CPU's rate
+    "my_irq/s": "irq_rate",         # v1-v3
+    "loc_irq/s": "irq_rate",        # v4
+    "global_rate": "global_rate",   # latest
+    "irq/s": "global_rate",         # v1-v4: smoothed global rate
+    "hardirq_pm": "hardirq_pm",
+    "delay_ns": "delay_ns",
+}
+
+
+@dataclass(frozen=True)
+class CpuStats:
+    cpu: int
+    irq_rate: int = None        # interrupts/s on this CPU
+    global_rate: int = None     # this CPU's estimate of the global rate
+    hardirq_pm: int = None      # hard interrupt time share, per mille
+    delay_ns: int = None        # current moderation delay
+    columns: dict = field(default_factory=dict, compare=False)  # every column, raw names
+
+
+@dataclass(frozen=True)
+class GsimStats:
+    cpus: list
+    info: dict      # "name value" / "# mode ..." settings lines, values as text
+
+    def total_rate(self):
+        return sum(c.irq_rate or 0 for c in self.cpus)
+
+    def max_delay_ns(self):
+        return max((c.delay_ns or 0 for c in self.cpus), default=0)
+
+
+def parse_stats(text):
+    """GsimStats of any shape's statistics text."""
+    cpus, info, header = [], {}, None
+    for line in text.splitlines():
+        stripped = line.strip()
+        if not stripped:
+            continue
+        bare = stripped.lstrip("#").strip()
+        tokens = bare.split()
+        if tokens and tokens[0].lower() == "cpu" and len(tokens) > 1:
+            header = [t.lower() for t in tokens]
+            continue
+        if header is not None and not stripped.startswith("#") and tokens \
+                and tokens[0].isdigit() and len(tokens) == len(header):
+            raw = {}
+            for name, value in zip(header, tokens):
+                try:
+                    raw[name] = int(value)
+                except ValueError:
+                    raw[name] = value
+            known = {}
+            for name, value in raw.items():
+                target = _COLUMN_FIELDS.get(name)
+                if target and isinstance(value, int):
+                    known.setdefault(target, value)
+            known.setdefault("cpu", int(tokens[0]))
+            cpus.append(CpuStats(columns=raw, **known))
+            continue
+        _parse_info(stripped, info)
+    return GsimStats(cpus, info)
+
+
+def _parse_info(line, info):
+    if line.startswith("#"):
+        words = line.lstrip("#").split()
+        if words[:2] == ["hardirq", "time"] and len(words) > 2:
+            info["hardirq_time"] = words[2]
+        elif words and words[0] == "mode":
+            # "# mode adaptive delay_us 100 target_intr_rate 1000000 ..."
+            for key, value in zip(words[::2], words[1::2]):
+                info[key] = value
+        return
+    match = re.match(r"^([A-Za-z_][\w]*)\s*(?:[:=]\s*|\s+)(\S+)$", line)
+    if match:
+        info[match.group(1)] = match.group(2)
+
+
+
+# -- the kernel interface ------------------------------------------------
+
+class GsimInterface:
+    """One detected GSIM shape under proc_root."""
+
+    def __init__(self, shape, proc_root="/proc"):
+        self.shape = shape
+        self.proc_root = proc_root
+        self.irq_dir = os.path.join(proc_root, "irq")
+        if shape == SHAPE_LATEST:
+            self.base = os.path.join(self.irq_dir, "sw_moderation")
+        else:
+            self.base = os.path.join(self.irq_dir, "soft_moderation")
+        self.kernel_names = self._kernel_names()
+
+    def __str__(self):
+        return SHAPE_NAMES[self.shape]
+
+    def _kernel_names(self):
+        names = {o: o for o in OPTIONS}
+        if self.shape == SHAPE_V4:
+            if not os.path.exists(os.path.join(self.base, "target_intr_rate")) and \
+                    os.path.exists(os.path.join(self.base, "target_irq_rate")):
+                names["target_intr_rate"] = "target_irq_rate"
+        elif self.shape == SHAPE_V1:
+            info = self._v1_info()
+            if "target_intr_rate" not in info:
+                names["target_intr_rate"] = "target_irq_rate"
+        return names
+
+    def _v1_info(self):
+        try:
+            return parse_stats(_read_text(self.base)).info
+        except OSError:
+            return {}
+
+    # knobs
+
+    def knob_path(self, option):
+        """Where option lives, for messages: a file, or "file key"."""
+        if self.shape == SHAPE_V1:
+            return "%s %s" % (self.base, self.kernel_names[option])
+        return os.path.join(self.base, self.kernel_names[option])
+
+    def missing_knob(self, option):
+        """Why option cannot be used on this kernel, or None."""
+        if self.shape == SHAPE_V1:
+            if self.kernel_names[option] not in self._v1_info():
+                return "%s does not list %s" % (self.base, self.kernel_names[option])
+            return None
+        if not os.path.exists(self.knob_path(option)):
+            return "the kernel has no %s" % self.knob_path(option)
+        return None
+
+    def read_knob(self, option):
+        """The current value (int); OSError/ValueError when unreadable."""
+        name = self.kernel_names[option]
+        if self.shape == SHAPE_V1:
+            info = self._v1_info()
+            if name not in info:
+                raise FileNotFoundError(errno.ENOENT, "%s does not list %s" % (self.base, name))
+            return int(info[name])
+        return int(_read_text(self.knob_path(option)).strip())
+
+    def write_knob(self, option, value):
+        """Write value; GsimWriteError when the kernel refuses it."""
+        name = self.kernel_names[option]
+        if self.shape == SHAPE_V1:
+            path, text = self.base, "%s=%d\n" % (name, value)
+        else:
+            path, text = self.knob_path(option), "%d\n" % value
+        try:
+            _write_text(path, text)
+        except OSError as err:
+            raise GsimWriteError(path, text.strip(), err) from None
+
+    def read_knobs(self):
+        values = {}
+        for option in OPTIONS:
+            try:
+                values[option] = self.read_knob(option)
+            except (OSError, ValueError):
+                values[option] = None
+        return values
+
+    # per-IRQ switches
+
+    def switch_path(self, irq):
+        """The per-IRQ switch file of irq, or None when it has none."""
+        d = os.path.join(self.irq_dir, str(irq))
+        names = ("allow_sw_moderation",) if self.shape == SHAPE_LATEST else \
+            ("soft_moderation", "moderation")
+        for name in names:
+            path = os.path.join(d, name)
+            if os.path.exists(path):
+                return path
+        return None
+
+    def read_switch(self, irq):
+        """True/False, or None when irq (or its switch) is gone."""
+        path = self.switch_path(irq)
+        if path is None:
+            return None
+        try:
+            return parse_switch(_read_text(path))
+        except (OSError, ValueError):
+            return None
+
+    def write_switch(self, irq, on):
+        path = self.switch_path(irq)
+        if path is None:
+            raise GsimWriteError(os.path.join(self.irq_dir, str(irq)), int(on),
+                                 FileNotFoundError(errno.ENOENT, "no such IRQ"))
+        try:
+            _write_text(path, "%d\n" % int(on))
+        except OSError as err:
+            raise GsimWriteError(path, int(on), err) from None
+
+    # statistics
+
+    def stats_path(self):
+        return self.base if self.shape == SHAPE_V1 else os.path.join(self.base, "stats")
+
+    def stats(self):
+        return parse_stats(_read_text(self.stats_path()))
+
+
+def parse_switch(text):
+    word = text.strip().lower()
+    if word in _TRUE_WORDS:
+        return True
+    if word in _FALSE_WORDS:
+        return False
+    raise ValueError("not a switch state: %r" % text)
+
+
+def detect(proc_root="/proc"):
+    """The GSIM interface the kernel offers, or None."""
+    irq_dir = os.path.join(proc_root, "irq")
+    if os.path.isdir(os.path.join(irq_dir, "sw_moderation")):
+        return GsimInterface(SHAPE_LATEST, proc_root)
+    soft = os.path.join(irq_dir, "soft_moderation")
+    if os.path.isdir(soft):
+        return GsimInterface(SHAPE_V4, proc_root)
+    if os.path.isfile(soft):
+        return GsimInterface(SHAPE_V1, proc_root)
+    return None
