@@ -184,17 +184,10 @@ class HousekeepingTuner:
     def _load_state(self):
         if self.state is None:
             return {}
-        originals = {}
-        for ifname, saved in self.state.load().items():
-            if self._ifindex(ifname) == saved.get("ifindex"):
-                saved.setdefault("channels", {})
-                saved.setdefault("irqs", {})
-                originals[ifname] = saved
-            else:
-                log.info("%s: saved originals belong to a device that is gone", ifname)
-        if originals:
-            log.info("restoring saved originals of %s from %s",
-                     ", ".join(sorted(originals)), self.state.path)
+        originals = self.state.load_devices(self._ifindex)
+        for saved in originals.values():
+            saved.setdefault("channels", {})
+            saved.setdefault("irqs", {})
         return originals
 
     def _save_state(self):

@@ -137,17 +137,9 @@ class NapiTuner:
     def _load_state(self):
         if self.state is None:
             return {}
-        data = self.state.load()
-        originals = {}
-        for ifname, saved in data.items():
+        originals = self.state.load_devices(_ifindex)
+        for saved in originals.values():
             saved["napi"] = {int(k): v for k, v in saved.get("napi", {}).items()}
-            if _ifindex(ifname) == saved.get("ifindex"):
-                originals[ifname] = saved
-            else:
-                log.info("%s: saved originals belong to a device that is gone", ifname)
-        if originals:
-            log.info("restoring saved originals of %s from %s",
-                     ", ".join(sorted(originals)), self.state.path)
         return originals
 
     def _save_state(self):

@@ -45,3 +45,18 @@ class StateFile:
             os.unlink(self.path)
         except FileNotFoundError:
             pass
+
+    def load_devices(self, ifindex):
+        """Saved per-device originals {ifname: {"ifindex": n, ...}} whose device
+        still exists under the same ifindex (ifindex: name -> index or None);
+        a device removed and created again is not the one they belong to."""
+        originals = {}
+        for ifname, saved in self.load().items():
+            if ifindex(ifname) == saved.get("ifindex"):
+                originals[ifname] = saved
+            else:
+                log.info("%s: saved originals belong to a device that is gone", ifname)
+        if originals:
+            log.info("restoring saved originals of %s from %s",
+                     ", ".join(sorted(originals)), self.path)
+        return originals

@@ -65,6 +65,16 @@ def verify_failed(text):
 	return False
 
 
+def expanded_option(variables, instance, name):
+	"""An option's text with profile variables expanded, "" when unset."""
+	value = instance.options.get(name)
+	if value is None:
+		return ""
+	if isinstance(value, str):
+		value = variables.expand(value)
+	return str(value).strip()
+
+
 def is_virtual_netdev(name):
 	return "/virtual/" in os.path.realpath(os.path.join("/sys/class/net", name))
 

@@ -96,12 +96,7 @@ class BusyPollOptinPlugin(base.Plugin):
 		}
 
 	def _option(self, instance, name):
-		value = instance.options.get(name)
-		if value is None:
-			return ""
-		if isinstance(value, str):
-			value = self._variables.expand(value)
-		return str(value).strip()
+		return common.expanded_option(self._variables, instance, name)
 
 	def _instance_init(self, instance):
 		instance._has_static_tuning = True

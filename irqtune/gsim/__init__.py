@@ -5,9 +5,14 @@ interface: the three procfs shapes a kernel may carry, their knobs, per-IRQ
 switches and stats; tuner: configuration, IRQ selection and the tuner.
 """
 
-from ..interrupts import IrqInfo, parse_interrupts, read_interrupts  # noqa: F401
-from .interface import (MISSING_MESSAGE, OPTIONS, RANGES, SHAPE_LATEST,  # noqa: F401
+from ..interrupts import IrqInfo, parse_interrupts, read_interrupts
+from .interface import (MISSING_MESSAGE, OPTIONS, RANGES, SHAPE_LATEST,
                         SHAPE_NAMES, SHAPE_V1, SHAPE_V4, CpuStats, GsimInterface,
                         GsimStats, GsimWriteError, accepted_range, detect, parse_stats,
                         parse_switch)
-from .tuner import GsimConfig, GsimTuner, IrqSelection  # noqa: F401
+from .tuner import GsimConfig, GsimTuner, IrqSelection
+
+__all__ = ["IrqInfo", "parse_interrupts", "read_interrupts", "MISSING_MESSAGE", "OPTIONS",
+           "RANGES", "SHAPE_LATEST", "SHAPE_NAMES", "SHAPE_V1", "SHAPE_V4", "CpuStats",
+           "GsimInterface", "GsimStats", "GsimWriteError", "accepted_range", "detect",
+           "parse_stats", "parse_switch", "GsimConfig", "GsimTuner", "IrqSelection"]
