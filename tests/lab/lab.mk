@@ -26,14 +26,21 @@ LAB_ENV      = LAB_CACHE=$(LAB_CACHE) LAB_JOBS=$(LAB_JOBS)
 LAB_KERNEL_NAME = $(if $(filter all,$(LAB_PATCHES)),lab,$(if $(filter none,$(LAB_PATCHES)),base,$(subst $(comma),+,$(LAB_PATCHES))))
 comma := ,
 
-.PHONY: lab lab-kernel lab-kernel-base lab-rootfs lab-boot lab-check-patches lab-clean
+.PHONY: lab lab-deps lab-kernel lab-kernel-base lab-rootfs lab-boot lab-check-patches lab-clean
 
-lab: lab-kernel lab-kernel-base lab-rootfs
+# What the lab needs on a Debian 12 host, installed when missing.
+LAB_DEB_DEPS := qemu-system-x86 debootstrap linux-source-6.12 git xz-utils bc flex bison \
+	libelf-dev libssl-dev ccache cpio dwarves e2fsprogs iproute2 python3-pytest gcc make
+lab-deps:
+	@dpkg -s $(LAB_DEB_DEPS) >/dev/null 2>&1 || { apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(LAB_DEB_DEPS); }
+
+lab: lab-deps lab-kernel lab-kernel-base lab-rootfs
 	@echo "== irqtune lab: pytest $(LAB_TESTS) with kernel $(LAB_KERNEL_NAME)"
 	$(LAB_ENV) IRQTUNE_LAB_KERNEL=$(LAB_KERNEL_NAME) \
 		$(PYTHON) -m pytest -p no:cacheprovider $(LAB_PYTEST) $(LAB_TESTS)
 
-lab-kernel:
+lab-kernel: lab-deps
 	$(LAB_ENV) $(LAB_DIR)/kernel.sh build $(LAB_PATCHES)
 
 # The unpatched kernel the lab compares against (built after lab-kernel:
@@ -41,7 +48,7 @@ lab-kernel:
 lab-kernel-base: lab-kernel
 	$(LAB_ENV) $(LAB_DIR)/kernel.sh build none
 
-lab-rootfs:
+lab-rootfs: lab-deps
 	$(LAB_ENV) $(LAB_DIR)/rootfs.sh
 
 LAB_KERNEL  ?= lab
