@@ -18,6 +18,7 @@ import itertools
 import json
 import logging
 import os
+import re
 import shutil
 import socket
 import subprocess
@@ -401,6 +402,29 @@ class Guest:
         if rc != 0:
             raise LabError("cannot read %s in the guest: %s" % (path, self.last_stderr.strip()))
         return out
+
+    def nic_device(self):
+        """The NIC's virtio device name (virtioN), as /proc/interrupts uses it."""
+        rc, out = self.run(["readlink", "-f", "/sys/class/net/%s/device" % self.nic])
+        if rc != 0 or not out.strip():
+            raise LabError("no device behind %s: %s" % (self.nic, self.last_stderr.strip()))
+        return out.strip().rsplit("/", 1)[-1]
+
+    def nic_queue_interrupts(self):
+        """{"input.0": (irq, [count per CPU]), ...} of the NIC's queue vectors."""
+        dev = self.nic_device()
+        lines = self.read_file("/proc/interrupts").splitlines()
+        ncpu = len(lines[0].split())
+        irqs = {}
+        for line in lines[1:]:
+            fields = line.split()
+            if not fields or not fields[0].rstrip(":").isdigit():
+                continue
+            m = re.fullmatch(re.escape(dev) + r"-((?:input|output)\.\d+)", fields[-1])
+            if m:
+                irqs[m.group(1)] = (int(fields[0].rstrip(":")),
+                                    [int(x) for x in fields[1:1 + ncpu]])
+        return irqs
 
     def write_file(self, path, data, timeout=30):
         """Write data to a guest file (sysfs/procfs included); returns the

@@ -104,25 +104,10 @@ def read_int(g, path):
     return int(g.read_file(path).strip())
 
 
-def virtio_name(g):
-    rc, out = g.run(["readlink", "-f", "/sys/class/net/%s/device" % g.nic])
-    assert rc == 0 and out.strip(), g.last_stderr
-    return out.strip().rsplit("/", 1)[-1]
-
-
 def rx_irqs(g):
     """{irq: total count} of the NIC's receive queue vectors."""
-    dev = virtio_name(g)
-    lines = g.read_file("/proc/interrupts").splitlines()
-    ncpu = len(lines[0].split())
-    irqs = {}
-    for line in lines[1:]:
-        fields = line.split()
-        if not fields or not fields[0].rstrip(":").isdigit():
-            continue
-        if re.fullmatch(re.escape(dev) + r"-input\.\d+", fields[-1]):
-            irqs[int(fields[0].rstrip(":"))] = sum(int(x) for x in fields[1:1 + ncpu])
-    return irqs
+    return {irq: sum(counts) for name, (irq, counts) in g.nic_queue_interrupts().items()
+            if name.startswith("input.")}
 
 
 def parse_stats(text):
@@ -447,7 +432,7 @@ def test_hotplug_and_unbind_while_moderated(gsim_guest, lab):
                 time.sleep(0.5)
                 assert write_errno(g, path, 1) == "OK", cpu
                 time.sleep(0.5)
-            dev = virtio_name(g)
+            dev = g.nic_device()
             assert write_errno(g, "/sys/bus/virtio/drivers/virtio_net/unbind", dev) == "OK"
             time.sleep(0.5)
             assert write_errno(g, "/sys/bus/virtio/drivers/virtio_net/bind", dev) == "OK"

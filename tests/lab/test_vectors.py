@@ -41,29 +41,8 @@ def channels(g):
     return int(m[0]), int(m[1])
 
 
-def virtio_name(g):
-    rc, out = g.run(["readlink", "-f", "/sys/class/net/%s/device" % g.nic])
-    assert rc == 0 and out.strip(), g.last_stderr
-    return out.strip().rsplit("/", 1)[-1]
-
-
 def queue_irqs(g):
-    """{"input.0": (irq, [count per CPU]), ...} of the NIC's queue vectors."""
-    dev = virtio_name(g)
-    text = g.read_file("/proc/interrupts")
-    lines = text.splitlines()
-    ncpu = len(lines[0].split())
-    irqs = {}
-    for line in lines[1:]:
-        fields = line.split()
-        if not fields or not fields[0].rstrip(":").isdigit():
-            continue
-        name = fields[-1]
-        m = re.fullmatch(re.escape(dev) + r"-((?:input|output)\.\d+)", name)
-        if m:
-            counts = [int(x) for x in fields[1:1 + ncpu]]
-            irqs[m.group(1)] = (int(fields[0].rstrip(":")), counts)
-    return irqs
+    return g.nic_queue_interrupts()
 
 
 def affinity(g, irq):

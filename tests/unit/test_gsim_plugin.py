@@ -3,47 +3,29 @@
 and driven through TuneD's own Plugin/Instance/Storage/Variables classes,
 against the procfs fixtures and fake kernel of test_gsim."""
 
-import importlib.util
 import logging
 import os
 import re
-import sys
 import time
 
 import pytest
+
+from tuned_loader import Cfg, load_plugin_module
 
 from irqtune import gsim
 
 from test_gsim import ETH0_QUEUES, FakeKernel, ORIGINAL_KNOBS, set_originals
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-PLUGIN_FILE = os.path.join(REPO, "tuned-plugins", "plugin_gsim.py")
-COMMON_FILE = os.path.join(REPO, "tuned-plugins", "irqtune_common.py")
 SEED = {"delay_us": "100", "target_intr_rate": "1000000", "hardirq_percent": "70",
         "irqs": "nic:eth0"}
-
-
-def _load_into_tuned(tuned_plugins, short, path):
-    name = "tuned.plugins." + short
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    setattr(tuned_plugins, short, module)
-    return module
-
-
-class _Cfg(dict):
-    def get(self, key, default=None):
-        return dict.get(self, key, default)
 
 
 @pytest.fixture
 def plugin(tmp_path, monkeypatch):
     """make(kernel or None, options, watch=False) -> (plugin, instance)."""
-    tuned_plugins = pytest.importorskip("tuned.plugins")
-    _load_into_tuned(tuned_plugins, "irqtune_common", COMMON_FILE)
-    module = _load_into_tuned(tuned_plugins, "plugin_gsim", PLUGIN_FILE)
+    pytest.importorskip("tuned.plugins")
+    module = load_plugin_module("gsim")
     from tuned.plugins.instance import Factory as InstanceFactory
     from tuned.profiles.variables import Variables
     from tuned.storage import Factory as StorageFactory, PickleProvider
@@ -64,7 +46,7 @@ def plugin(tmp_path, monkeypatch):
         v = Variables()
         for key, value in (variables or {}).items():
             v.add_variable(key, value)
-        p = cls(None, StorageFactory(provider), None, None, None, InstanceFactory(), _Cfg(), v)
+        p = cls(None, StorageFactory(provider), None, None, None, InstanceFactory(), Cfg(), v)
         inst = p.create_instance("gsim", None, None, None, None, options)
         p.initialize_instance(inst)
         made.append((p, inst))

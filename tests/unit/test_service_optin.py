@@ -15,6 +15,8 @@ import subprocess
 
 import pytest
 
+import tuned_loader
+
 from irqtune import service_optin as so
 from irqtune.errors import IrqtuneError, OptionError, UnsupportedError
 
@@ -586,34 +588,13 @@ def test_default_systemctl_missing(monkeypatch, tmp_path):
 # driven through TuneD's own Plugin/Instance/Storage classes.
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-PLUGIN_FILE = os.path.join(REPO, "tuned-plugins", "plugin_busy_poll_optin.py")
 
-
-COMMON_FILE = os.path.join(REPO, "tuned-plugins", "irqtune_common.py")
-
-
-def _load_into_tuned(tuned_plugins, short, path):
-    import importlib.util
-    import sys
-    name = "tuned.plugins." + short
-    spec = importlib.util.spec_from_file_location(name, path)
-    module = importlib.util.module_from_spec(spec)
-    sys.modules[name] = module
-    spec.loader.exec_module(module)
-    setattr(tuned_plugins, short, module)
-    return module
 
 
 def load_plugin_module():
     """The repository's plugin (and irqtune_common) as TuneD would import them."""
-    tuned_plugins = pytest.importorskip("tuned.plugins")
-    _load_into_tuned(tuned_plugins, "irqtune_common", COMMON_FILE)
-    return _load_into_tuned(tuned_plugins, "plugin_busy_poll_optin", PLUGIN_FILE)
-
-
-class _Cfg(dict):
-    def get(self, key, default=None):
-        return dict.get(self, key, default)
+    pytest.importorskip("tuned.plugins")
+    return tuned_loader.load_plugin_module("busy_poll_optin")
 
 
 @pytest.fixture
@@ -634,7 +615,7 @@ def tuned_plugin(tmp_path):
         # Plugin.name derives from the module name: keep TuneD's.
         cls.__module__ = module.__name__
         plugin = cls(None, StorageFactory(provider), None, None, None,
-                     InstanceFactory(), _Cfg(), Variables())
+                     InstanceFactory(), tuned_loader.Cfg(), Variables())
         instance = plugin.create_instance("optin", None, None, None, None, options)
         plugin.initialize_instance(instance)
         return plugin, instance

@@ -31,7 +31,6 @@ trees' real base classes, in a subprocess each.
 """
 
 import collections
-import importlib.util
 import inspect
 import json
 import logging
@@ -39,9 +38,10 @@ import os
 import pathlib
 import subprocess
 import sys
-import tempfile
 
 import pytest
+
+from tuned_loader import load_plugin_module
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -79,22 +79,6 @@ def unapply_argument(version, event):
 
 
 # -- loading the plugins into a TuneD package -------------------------------
-
-def load_plugin_module(name):
-    import tuned.plugins as tuned_plugins
-
-    def load(short):
-        full = "tuned.plugins." + short
-        spec = importlib.util.spec_from_file_location(
-            full, os.path.join(PLUGIN_DIR, short + ".py"))
-        module = importlib.util.module_from_spec(spec)
-        sys.modules[full] = module
-        spec.loader.exec_module(module)
-        setattr(tuned_plugins, short, module)
-        return module
-    load("irqtune_common")
-    return load("plugin_" + name)
-
 
 def plugin_class(module):
     import tuned.plugins.base as base

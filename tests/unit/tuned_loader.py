@@ -1,0 +1,33 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The repository's plugins loaded into the installed TuneD package, as
+TuneD imports them (tuned.plugins.plugin_<name>, irqtune_common beside)."""
+
+import importlib.util
+import os
+import sys
+
+PLUGIN_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "tuned-plugins")
+
+
+def _load(short):
+    import tuned.plugins as tuned_plugins
+    full = "tuned.plugins." + short
+    spec = importlib.util.spec_from_file_location(full, os.path.join(PLUGIN_DIR, short + ".py"))
+    module = importlib.util.module_from_spec(spec)
+    sys.modules[full] = module
+    spec.loader.exec_module(module)
+    setattr(tuned_plugins, short, module)
+    return module
+
+
+def load_plugin_module(name):
+    """tuned.plugins.plugin_<name> from this tree (with irqtune_common)."""
+    _load("irqtune_common")
+    return _load("plugin_" + name)
+
+
+class Cfg(dict):
+    """TuneD's global configuration as plugins query it."""
+
+    def get(self, key, default=None):
+        return dict.get(self, key, default)
