@@ -45,7 +45,6 @@ from tuned_loader import load_plugin_module
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
-PLUGIN_DIR = os.path.join(REPO, "tuned-plugins")
 PLUGINS = ("napi", "nic_housekeeping", "gsim", "busy_poll_optin")
 VERSIONS = ("2.20", "2.21", "2.22", "2.25")
 
