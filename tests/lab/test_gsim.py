@@ -110,6 +110,12 @@ def rx_irqs(g):
             if name.startswith("input.")}
 
 
+def allow(g, irqs):
+    """Let GSIM moderate these IRQs."""
+    for irq in irqs:
+        assert write_errno(g, "/proc/irq/%d/allow_sw_moderation" % irq, 1) == "OK"
+
+
 def parse_stats(text):
     """Per-CPU rows of the stats file as dicts (ints), header checked."""
     rows = []
@@ -323,8 +329,7 @@ def test_out_of_range_fails_with_erange(gsim_guest):
 def test_flood_is_moderated_and_off_restores(gsim_guest):
     g = gsim_guest
     irqs = sorted(rx_irqs(g))
-    for irq in irqs:
-        assert write_errno(g, "/proc/irq/%d/allow_sw_moderation" % irq, 1) == "OK"
+    allow(g, irqs)
 
     results, usable = measure(g, [
         ([("delay_us", 0)], False),
@@ -358,8 +363,7 @@ def test_adaptive_idle_below_target_and_fixed_mode(gsim_guest):
     target; with both targets 0 every CPU applies delay_us as a fixed delay."""
     g = gsim_guest
     irqs = sorted(rx_irqs(g))
-    for irq in irqs:
-        assert write_errno(g, "/proc/irq/%d/allow_sw_moderation" % irq, 1) == "OK"
+    allow(g, irqs)
     results, usable = measure(g, [
         ([("delay_us", 0)], False),
         ([("target_intr_rate", 50000000), ("delay_us", 500)], True),
@@ -414,8 +418,7 @@ def test_hotplug_and_unbind_while_moderated(gsim_guest, lab):
     g = gsim_guest
     irqs = sorted(rx_irqs(g))
     try:
-        for irq in irqs:
-            assert write_errno(g, "/proc/irq/%d/allow_sw_moderation" % irq, 1) == "OK"
+        allow(g, irqs)
         assert write_errno(g, DIR + "/target_intr_rate", 1000) == "OK"
         assert write_errno(g, DIR + "/delay_us", 500) == "OK"
         ok, sent = delivered(g)
