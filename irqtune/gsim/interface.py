@@ -7,7 +7,9 @@ project builds):
 
   v1-v3   /proc/irq/soft_moderation, one file: write "name=value"; reading
           gives a per-CPU table and "name value" lines.  Per IRQ:
-          /proc/irq/N/soft_moderation (reads on/off).  Knob target_irq_rate
+          /proc/irq/N/soft_moderation; reading it gives one line that
+          starts with the state, e.g. "on irq 25 trigger 0x0 Edge
+          unmanaged lazy handle_irq handle_edge_irq+0x0/0x170".  Knob target_irq_rate
           (later postings: target_intr_rate).
   v4      /proc/irq/soft_moderation/ directory, one file per knob plus
           stats.  Per IRQ: /proc/irq/N/soft_moderation (the cover letter
@@ -311,7 +313,10 @@ class GsimInterface:
 
 
 def parse_switch(text):
-    word = text.strip().lower()
+    """The state of a per-IRQ switch file: a bare word ("1", "on", ...) or,
+    on v1-v3 kernels, a line whose first word is the state."""
+    words = text.split()
+    word = words[0].lower() if words else ""
     if word in _TRUE_WORDS:
         return True
     if word in _FALSE_WORDS:

@@ -156,6 +156,7 @@ class GsimTuner:
         self.unsupported = {}       # option -> why
         self.failed_irqs = {}       # irq -> why (writes refused, not vanished)
         self._ineligible_seen = set()
+        self._refused = {}          # irq -> action name: the kernel said EOPNOTSUPP
         self.originals = self._load_state()
         for option in config.items():
             missing = iface.missing_knob(option)
@@ -278,6 +279,8 @@ class GsimTuner:
         result = {}
         for irq, reason in sorted(chosen.items()):
             info = interrupts[irq]
+            if self._refused.get(irq) == info.name:
+                continue
             if not info.eligible or self.iface.switch_path(irq) is None:
                 if reason != "all" and irq not in self._ineligible_seen:
                     self._ineligible_seen.add(irq)
@@ -321,6 +324,13 @@ class GsimTuner:
                 if self._vanished(irq):
                     log.debug("gsim: IRQ %d vanished while being switched", irq)
                     saved.pop(key, None)
+                    continue
+                if err.errno == errno.EOPNOTSUPP:
+                    # Kernels with the fixed GSIM refuse interrupts they
+                    # cannot moderate (unmaskable MSI, threaded, timer).
+                    self._refused[irq] = info.name
+                    log.info("gsim: IRQ %d (%s): the kernel cannot moderate it "
+                             "(EOPNOTSUPP from %s), left alone", irq, info.name, err.path)
                     continue
                 self.failed_irqs[irq] = "%s (%s)" % (err.errname, err.path)
                 log.error("gsim: IRQ %d (%s): cannot allow moderation: %s", irq, info.name, err)

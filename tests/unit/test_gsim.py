@@ -96,8 +96,16 @@ class FakeKernel:
             self._set_switch(irq, allow)
 
     def _set_switch(self, irq, on):
-        text = ("1" if on else "0") if self.shape == gsim.SHAPE_LATEST else \
-            ("on" if on else "off")
+        if self.shape == gsim.SHAPE_LATEST:
+            text = "1" if on else "0"
+        elif self.shape == gsim.SHAPE_V1:
+            # What the v1-v3 postings' mode_show() prints (LKML, GSIM v2,
+            # 2025-11-16: "%s irq %u trigger 0x%x %s %smanaged %slazy
+            # handle_irq %pB"), for an x86 PCI-MSI-X vector.
+            text = ("%s irq %d trigger 0x0 Edge unmanaged lazy handle_irq "
+                    "handle_edge_irq+0x0/0x170" % ("on" if on else "off", irq))
+        else:
+            text = "on" if on else "off"
         with open(os.path.join(self.proc, "irq", str(irq), self.switch_name), "w") as f:
             f.write(text + "\n")
 
@@ -187,8 +195,10 @@ class FakeKernel:
         self._write_interrupts()
 
     def switch(self, irq):
+        # Read independently of the library's parser, which is under test.
         with open(os.path.join(self.proc, "irq", str(irq), self.switch_name)) as f:
-            return gsim.parse_switch(f.read())
+            word = f.read().split()[0]
+        return {"1": True, "on": True, "0": False, "off": False}[word]
 
     def switches(self, irqs):
         return {i: self.switch(i) for i in irqs}
@@ -312,6 +322,31 @@ def test_old_target_name_is_mapped(fake_kernel, shape):
     assert iface.read_knob("target_intr_rate") == 5000
     if shape == gsim.SHAPE_V1:
         assert k.writes[-1] == ("irq/soft_moderation", "target_irq_rate=5000")
+
+
+@pytest.mark.parametrize("text, state", [
+    ("on irq 25 trigger 0x0 Edge unmanaged lazy handle_irq handle_edge_irq+0x0/0x170\n", True),
+    ("off irq 25 trigger 0x0 Edge managed unlazy handle_irq handle_fasteoi_irq+0x0/0x1d0\n",
+     False),
+    ("1\n", True), ("0\n", False), ("on\n", True), ("off\n", False)])
+def test_parse_switch_line_and_word(text, state):
+    assert gsim.parse_switch(text) is state
+
+
+@pytest.mark.parametrize("text", ["", "\n", "maybe irq 25\n", "2\n"])
+def test_parse_switch_rejects_unknown_states(text):
+    with pytest.raises(ValueError):
+        gsim.parse_switch(text)
+
+
+def test_v1_switch_line_is_read_and_written(fake_kernel):
+    k = fake_kernel(gsim.SHAPE_V1)
+    iface = gsim.detect(k.proc)
+    with open(iface.switch_path(25)) as f:
+        assert f.read().startswith("off irq 25 trigger 0x")
+    assert iface.read_switch(25) is False
+    iface.write_switch(25, True)
+    assert iface.read_switch(25) is True and k.switch(25) is True
 
 
 def test_v4_per_irq_switch_named_moderation(fake_kernel):
@@ -495,8 +530,9 @@ def test_apply_twice_writes_nothing_new(fake_kernel):
     assert t.apply() == (0, 0) and len(k.writes) == n
 
 
-def test_verify_sees_changes_behind_its_back(fake_kernel):
-    k = fake_kernel()
+@pytest.mark.parametrize("shape", ALL_SHAPES)
+def test_verify_sees_changes_behind_its_back(fake_kernel, shape):
+    k = fake_kernel(shape)
     t = tuner(k, SEED)
     t.apply()
     k.set_knob("delay_us", 5)
@@ -684,3 +720,20 @@ def test_unreadable_knob_is_not_changed(fake_kernel):
     assert "hardirq_percent" in t.unsupported
     t.apply()
     assert not any("hardirq" in w[1] for w in k.writes)
+
+
+def test_kernel_refusing_an_irq_leaves_it_alone(fake_kernel, caplog):
+    """The fixed GSIM answers EOPNOTSUPP for an interrupt it cannot moderate
+    (unmaskable MSI, threaded handler, timer): not a failure, not retried,
+    not reported by verify."""
+    k = fake_kernel()
+    k.fail["irq/25/allow_sw_moderation"] = errno.EOPNOTSUPP
+    t = tuner(k, SEED)
+    with caplog.at_level(logging.INFO, logger="irqtune"):
+        assert t.apply() == (3, 3)
+    assert t.failed_irqs == {} and "IRQ 25" in caplog.text and "EOPNOTSUPP" in caplog.text
+    assert 25 not in [i for i, *_ in t.verify_switches()]
+    n = len(k.writes)
+    assert t.apply_new_irqs() == 0 and len(k.writes) == n
+    t.restore_all()
+    assert k.switches(ETH0_QUEUES) == {i: False for i in ETH0_QUEUES}
