@@ -16,7 +16,8 @@ CTRL_ATTR_FAMILY_ID = 1
 CTRL_ATTR_FAMILY_NAME = 2
 NLM_F_REQUEST, NLM_F_ACK, NLM_F_DUMP = 1, 4, 0x300
 NLMSG_ERROR, NLMSG_DONE = 2, 3
-NAPI_GET, NAPI_SET = 11, 14
+QUEUE_GET, NAPI_GET, NAPI_SET = 10, 11, 14
+QUEUE_TYPE_RX = 0
 ATTRS = {1: "ifindex", 2: "id", 3: "irq", 4: "pid", 5: "defer-hard-irqs",
          6: "gro-flush-timeout", 7: "irq-suspend-timeout", 8: "threaded"}
 NUMBERS = {v: k for k, v in ATTRS.items()}
@@ -82,6 +83,17 @@ class RawGenl:
             out.append({ATTRS[k]: int.from_bytes(v, "little")
                         for k, v in attrs.items() if k in ATTRS})
         return sorted(out, key=lambda n: n["id"])
+
+    def rx_queues(self, ifname):
+        """{rx queue index: napi id} for drivers that link queues to NAPIs."""
+        ifindex = socket.if_nametoindex(ifname)
+        out = {}
+        for attrs in self._talk(self.family, QUEUE_GET, NLM_F_DUMP,
+                                _nla(2, struct.pack("=I", ifindex))):
+            num = {k: int.from_bytes(v, "little") for k, v in attrs.items()}
+            if num.get(3) == QUEUE_TYPE_RX and 4 in num:
+                out[num[1]] = num[4]
+        return out
 
     def set(self, napi_id, **values):
         payload = _nla(2, struct.pack("=I", napi_id))

@@ -3,8 +3,8 @@
 #
 # irqtune kernel lab: base tree, patch series and kernel builds.
 #
-#   kernel.sh tree            unpack Debian's linux-source-6.12 once into
-#                             $LAB_CACHE/linux, make it a git repo, tag "base"
+#   kernel.sh tree            unpack the generation's Debian linux-source
+#                             once into its tree, make it a git repo, tag "base"
 #   kernel.sh checkout SET    check out SET (see below) in the shared tree
 #   kernel.sh build SET       check out SET and build bzImage into
 #                             $LAB_CACHE/out/<name>/ (name: "lab" for all,
@@ -15,9 +15,17 @@
 # then gsim, then the rest by name), "none" (the pristine base) or a
 # comma-separated list of series names.
 #
+# Generations (LAB_GEN): 6 (default) is Debian 12's linux-source-6.12, the
+# RHEL 10 base, series in kernel-patches/<series>/, kernels "lab" and
+# "base"; 7 is Debian unstable's linux-source-7.2 (fetched with
+# tools/sid-apt), series in kernel-patches/7.2/<series>/, kernels "7.2-lab"
+# and "7.2-base", configured with lab7.config on top of lab.config.
+# LAB_VARIANT=debug adds lab-debug.config (KASAN, lockdep) and "-debug" to
+# the kernel name.
+#
 # Environment: LAB_CACHE (default /var/cache/irqtune-lab), LAB_JOBS (make -j,
 # default 2), LAB_KERNEL_TARBALL, LAB_W (passed as W= to the build),
-# LAB_PATCHDIR (default: the repository's kernel-patches/).
+# LAB_PATCHDIR (default: the generation's kernel-patches directory).
 # Every change to the shared tree happens under a lock, so parallel callers
 # (make lab, check-series.sh) wait for each other instead of corrupting it.
 
@@ -26,10 +34,33 @@ set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 REPO=$(cd "$HERE/../.." && pwd)
 LAB_CACHE=${LAB_CACHE:-/var/cache/irqtune-lab}
-TARBALL=${LAB_KERNEL_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
-TREE=$LAB_CACHE/linux
+LAB_GEN=${LAB_GEN:-6}
+LAB_VARIANT=${LAB_VARIANT:-}
+case $LAB_GEN in
+6)
+	SOURCE_PKG=linux-source-6.12
+	TARBALL=${LAB_KERNEL_TARBALL:-/usr/src/linux-source-6.12.tar.xz}
+	TREE=$LAB_CACHE/linux
+	PATCHDIR=${LAB_PATCHDIR:-$REPO/kernel-patches}
+	NAME_PREFIX=
+	CONFIGS=("$HERE/lab.config")
+	;;
+7)
+	SOURCE_PKG=linux-source-7.2
+	TARBALL=${LAB_KERNEL_TARBALL:-$LAB_CACHE/src7/deb/usr/src/linux-source-7.2.tar.xz}
+	TREE=$LAB_CACHE/linux-7.2
+	PATCHDIR=${LAB_PATCHDIR:-$REPO/kernel-patches/7.2}
+	NAME_PREFIX=7.2-
+	CONFIGS=("$HERE/lab.config" "$HERE/lab7.config")
+	;;
+*) echo "kernel.sh: LAB_GEN must be 6 or 7, not $LAB_GEN" >&2; exit 2 ;;
+esac
+if [ "$LAB_VARIANT" = debug ]; then
+	CONFIGS+=("$HERE/lab-debug.config")
+elif [ -n "$LAB_VARIANT" ]; then
+	echo "kernel.sh: LAB_VARIANT must be empty or debug, not $LAB_VARIANT" >&2; exit 2
+fi
 JOBS=${LAB_JOBS:-2}
-PATCHDIR=${LAB_PATCHDIR:-$REPO/kernel-patches}
 SERIES_ORDER=(housekeeping-vectors gsim)
 IDENT=(-c "user.name=irqtune lab" -c "user.email=irqtune@example.org")
 
@@ -50,19 +81,45 @@ lock_tree() {
 	fi
 }
 
+# Generation 7's source comes from Debian unstable as a single .deb,
+# unpacked under $LAB_CACHE/src7 (never installed into the host).
+fetch_tarball() {
+	[ -r "$TARBALL" ] && return
+	[ "$LAB_GEN" = 7 ] || die "$TARBALL missing (apt-get install $SOURCE_PKG)"
+	local debs=$LAB_CACHE/debs7 deb
+	mkdir -p "$debs"
+	log "fetching $SOURCE_PKG from Debian unstable (tools/sid-apt)"
+	(cd "$debs" && "$REPO/tools/sid-apt" download "$SOURCE_PKG" >&2) || die "cannot fetch $SOURCE_PKG"
+	deb=$(ls -t "$debs"/"$SOURCE_PKG"_*.deb | head -n1)
+	dpkg-deb -x "$deb" "$LAB_CACHE/src7/deb"
+	[ -r "$TARBALL" ] || die "$deb holds no $TARBALL"
+}
+
+source_version() {
+	local deb
+	if [ "$LAB_GEN" = 6 ]; then
+		dpkg-query -W -f='${Version}' "$SOURCE_PKG" 2>/dev/null || echo unknown
+	else
+		deb=$(ls -t "$LAB_CACHE/debs7/${SOURCE_PKG}"_*.deb 2>/dev/null | head -n1)
+		deb=${deb##*/}
+		deb=${deb#"${SOURCE_PKG}"_}
+		echo "${deb%_all.deb}"
+	fi
+}
+
 ensure_tree() {
 	if [ -e "$TREE/.git/lab-base-ready" ]; then
 		return
 	fi
-	[ -r "$TARBALL" ] || die "$TARBALL missing (apt-get install linux-source-6.12)"
+	fetch_tarball
 	local t0 tmp debver kver
 	t0=$(date +%s)
-	tmp=$LAB_CACHE/linux.tmp
+	tmp=$TREE.tmp
 	rm -rf "$tmp" "$TREE"
 	mkdir -p "$tmp"
 	log "unpacking $TARBALL"
 	tar -xJf "$TARBALL" -C "$tmp" --strip-components=1
-	debver=$(dpkg-query -W -f='${Version}' linux-source-6.12 2>/dev/null || echo unknown)
+	debver=$(source_version)
 	kver=$(make -s -C "$tmp" kernelversion)
 	(
 		cd "$tmp"
@@ -70,7 +127,7 @@ ensure_tree() {
 		git config gc.auto 0
 		# Debian's top-level .gitignore ignores every top-level file.
 		git add -A -f
-		git "${IDENT[@]}" commit -q -m "Base: Debian linux-source-6.12 $debver (kernelversion $kver)"
+		git "${IDENT[@]}" commit -q -m "Base: Debian $SOURCE_PKG $debver (kernelversion $kver)"
 		git tag base
 		printf 'debian=%s\nkernelversion=%s\ncommit=%s\n' \
 			"$debver" "$kver" "$(git rev-parse HEAD)" >.git/lab-base
@@ -129,11 +186,13 @@ validate_set() {
 }
 
 set_name() {
+	local name
 	case $1 in
-	all) echo lab ;;
-	none) echo base ;;
-	*) tr ',' '+' <<<"$1" ;;
+	all) name=lab ;;
+	none) name=base ;;
+	*) name=$(tr ',' '+' <<<"$1") ;;
 	esac
+	echo "$NAME_PREFIX$name${LAB_VARIANT:+-$LAB_VARIANT}"
 }
 
 # Patch files of a series, in order (quilt-style series file).
@@ -237,21 +296,23 @@ verify_config() {
 }
 
 configure() {
-	local set=$1 bdir=$2 stamp
+	local set=$1 bdir=$2 stamp frag
 	mkdir -p "$bdir"
 	write_fragments "$set" "$bdir"
-	stamp=$(cat "$HERE/lab.config" "$bdir/series.config" "$bdir/series-auto.config" \
+	stamp=$(cat "${CONFIGS[@]}" "$bdir/series.config" "$bdir/series-auto.config" \
 		<(git -C "$TREE" rev-parse HEAD) | sha1sum | cut -c1-40)
 	if [ -f "$bdir/.config" ] && [ "$(cat "$bdir/.lab-config-stamp" 2>/dev/null)" = "$stamp" ]; then
 		return
 	fi
-	log "configuring $bdir (tinyconfig + lab.config + series options)"
+	log "configuring $bdir (tinyconfig + ${CONFIGS[*]##*/} + series options)"
 	make -s -C "$TREE" O="$bdir" "${MAKEVARS[@]}" tinyconfig >/dev/null
 	KCONFIG_CONFIG="$bdir/.config" "$TREE/scripts/kconfig/merge_config.sh" -m -O "$bdir" \
-		"$bdir/.config" "$HERE/lab.config" "$bdir/series.config" "$bdir/series-auto.config" \
+		"$bdir/.config" "${CONFIGS[@]}" "$bdir/series.config" "$bdir/series-auto.config" \
 		>"$bdir/merge_config.log" 2>&1 || { cat "$bdir/merge_config.log"; die "merge_config failed"; }
 	make -s -C "$TREE" O="$bdir" "${MAKEVARS[@]}" olddefconfig >/dev/null
-	verify_config "$bdir/.config" "$HERE/lab.config" strict || die "lab.config not satisfied"
+	for frag in "${CONFIGS[@]}"; do
+		verify_config "$bdir/.config" "$frag" strict || die "${frag##*/} not satisfied"
+	done
 	verify_config "$bdir/.config" "$bdir/series.config" strict || die "series lab.config not satisfied"
 	verify_config "$bdir/.config" "$bdir/series-auto.config" lax || true
 	echo "$stamp" >"$bdir/.lab-config-stamp"
@@ -262,6 +323,10 @@ build_set() {
 	validate_set "$set"
 	name=$(set_name "$set")
 	bdir=$LAB_CACHE/build/$name
+	# A set without series is the base: share its build directory.
+	if [ -z "$(resolve_set "$set")" ]; then
+		bdir=$LAB_CACHE/build/$(set_name none)
+	fi
 	out=$LAB_CACHE/out/$name
 	lock_tree
 	ensure_tree
@@ -306,5 +371,5 @@ checkout) lock_tree; ensure_tree; checkout_set "${2:?set}" ;;
 build) build_set "${2:-all}" ;;
 info) cat "$TREE/.git/lab-base" ;;
 resolve) resolve_set "${2:-all}" ;;
-*) sed -n '3,22p' "$0" >&2; exit 2 ;;
+*) sed -n '3,31p' "$0" >&2; exit 2 ;;
 esac

@@ -38,7 +38,7 @@ lab-deps:
 lab: lab-deps lab-kernel lab-kernel-base lab-rootfs
 	@echo "== irqtune lab: pytest $(LAB_TESTS) with kernel $(LAB_KERNEL_NAME)"
 	$(LAB_ENV) IRQTUNE_LAB_KERNEL=$(LAB_KERNEL_NAME) \
-		$(PYTHON) -m pytest -p no:cacheprovider $(LAB_PYTEST) $(LAB_TESTS)
+		$(PYTHON) -m pytest -p no:cacheprovider $(LAB_PYTEST) --ignore=$(LAB_DIR)/gen7 $(LAB_TESTS)
 
 lab-kernel: lab-deps
 	$(LAB_ENV) $(LAB_DIR)/kernel.sh build $(LAB_PATCHES)
@@ -61,3 +61,32 @@ lab-check-patches:
 
 lab-clean:
 	rm -rf $(LAB_CACHE)/build $(LAB_CACHE)/out $(LAB_CACHE)/run
+
+# Generation 7: Linux 7.2 (Debian unstable's linux-source-7.2, fetched with
+# tools/sid-apt) and a Debian unstable guest with systemd as PID 1 and
+# TuneD 2.27 (tests/lab/README.md, "Generation 7").
+#
+#   make lab7                   kernel 7.2-lab + guest image, pytest tests/lab/gen7
+#   make lab7-kernel            7.2-lab (kernel-patches/7.2 series, if any)
+#   make lab7-rootfs            the Debian unstable guest image
+#   make lab-bench              the seed's five-mode memcached benchmark
+LAB7_TESTS  ?= tests/lab/gen7
+LAB7_DEB_DEPS := mmdebstrap
+.PHONY: lab7 lab7-deps lab7-kernel lab7-rootfs lab-bench
+
+lab7-deps: lab-deps
+	@dpkg -s $(LAB7_DEB_DEPS) >/dev/null 2>&1 || { apt-get update -q && \
+		DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(LAB7_DEB_DEPS); }
+
+lab7-kernel: lab7-deps
+	$(LAB_ENV) LAB_GEN=7 $(LAB_DIR)/kernel.sh build all
+
+lab7-rootfs: lab7-deps lab7-kernel
+	$(LAB_ENV) $(LAB_DIR)/rootfs7.sh
+
+lab7: lab7-kernel lab7-rootfs
+	@echo "== irqtune lab, generation 7: pytest $(LAB7_TESTS)"
+	$(LAB_ENV) $(PYTHON) -m pytest -p no:cacheprovider $(LAB_PYTEST) $(LAB7_TESTS)
+
+lab-bench: lab7-kernel lab7-rootfs
+	$(LAB_ENV) $(PYTHON) $(LAB_DIR)/bench/memcached_modes.py $(LAB_BENCH_ARGS)

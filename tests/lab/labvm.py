@@ -72,8 +72,15 @@ def kernel_info(kernel="lab"):
     return info
 
 
-def rootfs_image():
-    return LAB_CACHE / "rootfs.img"
+def generation(kernel):
+    """7 for the Linux 7.2 kernels ("7.2-..."), else 6."""
+    return 7 if str(kernel).startswith("7.") else 6
+
+
+def rootfs_image(kernel="lab"):
+    """Generation 6 boots Debian 12 with the lab's own init; generation 7
+    boots Debian unstable with systemd as PID 1 (rootfs7.sh)."""
+    return LAB_CACHE / ("rootfs7.img" if generation(kernel) == 7 else "rootfs.img")
 
 
 def missing(kernel="lab"):
@@ -84,9 +91,11 @@ def missing(kernel="lab"):
         if shutil.which(tool) is None:
             return "%s not found" % tool
     if not kernel_image(kernel).is_file():
-        return "lab kernel %s not built (%s); run `make lab`" % (kernel, kernel_image(kernel))
-    if not rootfs_image().is_file():
-        return "lab rootfs not built (%s); run `make lab`" % rootfs_image()
+        target = "make lab7" if generation(kernel) == 7 else "make lab"
+        return "lab kernel %s not built (%s); run `%s`" % (kernel, kernel_image(kernel), target)
+    if not rootfs_image(kernel).is_file():
+        target = "make lab7" if generation(kernel) == 7 else "make lab"
+        return "lab rootfs not built (%s); run `%s`" % (rootfs_image(kernel), target)
     return None
 
 
@@ -165,12 +174,14 @@ class Netns:
 class Guest:
     """One QEMU guest running a lab kernel. See the module docstring."""
 
-    def __init__(self, kernel="lab", cmdline=DEFAULT_ISOLATION, smp=4, memory=1536,
+    def __init__(self, kernel="lab", cmdline=DEFAULT_ISOLATION, smp=4, memory=None,
                  queues=NIC_QUEUES, boot_timeout=None, name=None):
         self.kernel = kernel
+        self.generation = generation(kernel)
         self.cmdline = cmdline if cmdline is not None else ""
         self.smp = smp
-        self.memory = memory
+        # systemd, TuneD and three servers need more than the bare init.
+        self.memory = memory or (3072 if self.generation == 7 else 1536)
         self.queues = queues
         self.boot_timeout = boot_timeout or float(os.environ.get("LAB_BOOT_TIMEOUT", "600"))
         self.name = name or "%s-%d-%d" % (kernel, os.getpid(), next(_counter))
@@ -188,8 +199,13 @@ class Guest:
 
     def kernel_cmdline(self):
         base = ["console=ttyS0", "root=/dev/vda", "rw", "rootfstype=ext4",
-                "init=/sbin/lab-init", "panic=-1", "quiet", "loglevel=4",
+                "panic=-1", "quiet", "loglevel=4",
                 "irqtune.ip=%s/%d" % (GUEST_IP, PREFIX), "irqtune.nic=%s" % GUEST_MAC]
+        if self.generation == 7:
+            # systemd is PID 1; its units mount the share and start the agent.
+            base += ["systemd.show_status=false", "systemd.log_target=kmsg"]
+        else:
+            base.append("init=/sbin/lab-init")
         return " ".join(base + ([self.cmdline] if self.cmdline else []))
 
     def qemu_argv(self):
@@ -202,7 +218,7 @@ class Guest:
             "-rtc", "base=utc",
             "-kernel", str(kernel_image(self.kernel)),
             "-append", self.kernel_cmdline(),
-            "-drive", "file=%s,format=raw,if=virtio,snapshot=on" % rootfs_image(),
+            "-drive", "file=%s,format=raw,if=virtio,snapshot=on" % rootfs_image(self.kernel),
             "-virtfs", "local,path=%s,mount_tag=%s,security_model=none,readonly=on"
             % (REPO, MOUNT_TAG),
             "-netdev", "tap,id=n0,ifname=%s,script=no,downscript=no,queues=%d,vhost=off"

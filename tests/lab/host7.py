@@ -1,0 +1,175 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The generation-7 lab guest seen as a host an administrator manages.
+
+Linux 7.2 ("7.2-lab": the project's 7.2 series where they exist) on Debian
+unstable with systemd as PID 1 and TuneD 2.27 as its service.
+Host7.install_project() installs the project from the repository share
+the way an administrator installs from source (`make install`) and
+restarts tuned.service; everything else goes through tuned-adm.  Kernel
+state is read with the raw netlink reader of the integration tests
+(tests/integration/rawnapi.py), never with the library under test.
+
+The guest's kernel command line carries the arguments network-latency's
+[bootloader] asks for, so TuneD's verify checks the bootloader unit for
+real instead of failing it for a reboot that never happens in a test.
+"""
+
+import json
+import os
+import shlex
+import sys
+import time
+from pathlib import Path
+
+HERE = Path(__file__).resolve().parent
+
+KERNEL = os.environ.get("IRQTUNE_LAB7_KERNEL", "7.2-lab")
+BOOT_ARGS = "skew_tick=1 tsc=reliable rcupdate.rcu_normal_after_boot=1 " \
+            "rcutree.nohz_full_patience_delay=1000"
+SRC = "/root/irqtune"
+GUEST_IP = "10.77.0.2"
+RAWNAPI = "/irqtune/tests/integration"
+
+
+class Host7:
+    """A generation-7 guest seen as the host an administrator manages."""
+
+    def __init__(self, guest):
+        self.g = guest
+        self.nic = guest.nic
+
+    # -- plumbing ---------------------------------------------------------
+
+    def sh(self, script, timeout=120, check=True):
+        rc, out = self.g.run(["sh", "-c", script], timeout=timeout)
+        if check:
+            assert rc == 0, "%s: rc %d: %s %s" % (script, rc, out, self.g.last_stderr)
+        return out
+
+    def run(self, *argv, timeout=120):
+        """(rc, stdout + stderr) of argv in the guest."""
+        rc, out = self.g.run(list(argv), timeout=timeout)
+        return rc, out + self.g.last_stderr
+
+    def install_project(self):
+        """`make install` from a copy of the repository share, then restart
+        tuned.service so the daemon loads the plugins."""
+        self.sh("rm -rf %s && mkdir -p %s && tar -C /irqtune --exclude=./build --exclude=./.git "
+                "-cf - . | tar -C %s -xf -" % (SRC, SRC, SRC))
+        self.sh("make -C %s install PYTHON=/usr/bin/python3 >/root/make-install.log 2>&1 "
+                "|| { tail -n 30 /root/make-install.log; exit 1; }" % SRC, timeout=600)
+        self.sh("systemctl restart tuned && systemctl is-active tuned")
+
+    # -- TuneD ------------------------------------------------------------
+
+    def tuned_adm(self, *args, timeout=180):
+        return self.run("tuned-adm", *args, timeout=timeout)
+
+    def profile(self, *names, variables=None, timeout=300):
+        """Write /etc/tuned/<profile>-variables.conf (variables: {profile:
+        {name: value}}) and switch to the profile(s); returns the log
+        lines TuneD wrote meanwhile."""
+        for prof, values in (variables or {}).items():
+            text = "".join("%s=%s\n" % kv for kv in values.items())
+            self.write("/etc/tuned/%s-variables.conf" % prof, text)
+        mark = self.log_size()
+        rc, out = self.tuned_adm("profile", *names, timeout=timeout)
+        assert rc == 0, "tuned-adm profile %s: %s\n%s" % (" ".join(names), out, self.log_since(mark))
+        return self.log_since(mark)
+
+    def custom_profile(self, name, text):
+        """A profile of the administrator's own (TuneD 2.23+ reads
+        /etc/tuned/profiles)."""
+        self.sh("mkdir -p /etc/tuned/profiles/%s" % shlex.quote(name))
+        self.write("/etc/tuned/profiles/%s/tuned.conf" % name, text)
+
+    def verify(self):
+        """(passed, TuneD log lines of that verify)."""
+        mark = self.log_size()
+        rc, out = self.tuned_adm("verify")
+        return rc == 0, self.log_since(mark) + out
+
+    def off(self):
+        rc, out = self.tuned_adm("off")
+        assert rc == 0, out
+
+    def log_size(self):
+        rc, out = self.g.run(["stat", "-c", "%s", "/var/log/tuned/tuned.log"])
+        return int(out) if rc == 0 else 0
+
+    def log_since(self, offset):
+        rc, out = self.g.run(["tail", "-c", "+%d" % (offset + 1), "/var/log/tuned/tuned.log"])
+        return out if rc == 0 else ""
+
+    def write(self, path, text):
+        rc = self.g.write_file(path, text)
+        assert rc == 0, "cannot write %s: %s" % (path, self.g.last_stderr)
+
+    # -- kernel state, read without the library under test ----------------
+
+    def napis(self, ifname=None):
+        """{napi id: {attr: value}} of ifname's NAPIs, read by the raw
+        netlink reader of the integration tests (no irqtune code)."""
+        script = ("import json, sys; sys.path.insert(0, %r); import rawnapi; "
+                  "print(json.dumps(rawnapi.RawGenl().napis(%r)))"
+                  % (RAWNAPI, ifname or self.nic))
+        rc, out = self.g.run(["python3", "-c", script])
+        assert rc == 0, self.g.last_stderr
+        return {n["id"]: n for n in json.loads(out)}
+
+    def napi_set(self, napi_id, **values):
+        script = ("import sys; sys.path.insert(0, %r); import rawnapi; "
+                  "rawnapi.RawGenl().set(%d, **%r)" % (RAWNAPI, napi_id, values))
+        rc, out = self.g.run(["python3", "-c", script])
+        assert rc == 0, self.g.last_stderr
+
+    def rx_queue_napis(self, ifname=None):
+        """{rx queue index: napi id} from `ip`-independent queue-get."""
+        script = ("import json, sys; sys.path.insert(0, %r); import rawnapi; "
+                  "print(json.dumps(rawnapi.RawGenl().rx_queues(%r)))" % (RAWNAPI, ifname or self.nic))
+        rc, out = self.g.run(["python3", "-c", script])
+        assert rc == 0, self.g.last_stderr
+        return {int(k): v for k, v in json.loads(out).items()}
+
+    def link_cycle(self, ifname=None):
+        dev = shlex.quote(ifname or self.nic)
+        self.sh("ip link set %s down && ip link set %s up" % (dev, dev))
+        time.sleep(1)
+
+    # -- load and what the kernel counts ---------------------------------
+
+    def serve_memcached_on_nic(self):
+        """Debian's memcached listens on loopback only: an administrator
+        opens it to the NIC's network first."""
+        self.sh("sed -i 's/^-l 127.0.0.1.*/-l 0.0.0.0/' /etc/memcached.conf && "
+                "systemctl restart memcached && systemctl is-active memcached")
+
+    def memcached_load(self, rate, seconds, conns=4):
+        """Open-loop load from the host end of the tap (tests/lab/loadgen.py)."""
+        argv = [sys.executable, str(HERE / "loadgen.py"), "--host", GUEST_IP, "--rate", str(rate),
+                "--seconds", str(seconds), "--conns", str(conns)]
+        rc, out = self.g.host_run(argv, timeout=seconds + 60)
+        assert rc == 0, out
+        return json.loads(out)
+
+    def busy_poll_rx(self):
+        """TcpExt:BusyPollRxPackets of the guest: packets busy polling took."""
+        lines = [l.split() for l in self.g.read_file("/proc/net/netstat").splitlines()
+                 if l.startswith("TcpExt:")]
+        return int(dict(zip(lines[0][1:], lines[1][1:]))["BusyPollRxPackets"])
+
+    def queue_interrupts(self):
+        """Interrupts of the NIC's rx queue vectors so far, all CPUs."""
+        return sum(sum(counts) for name, (irq, counts) in self.g.nic_queue_interrupts().items()
+                   if name.startswith("input."))
+
+    def cpu_busy(self):
+        """(busy, total) jiffies of all guest CPUs from /proc/stat."""
+        fields = [int(x) for x in self.g.read_file("/proc/stat").splitlines()[0].split()[1:]]
+        idle = fields[3] + fields[4]
+        return sum(fields) - idle, sum(fields)
+
+    def main_pid_maps(self, service):
+        pid = self.sh("systemctl show -p MainPID --value %s" % service).strip()
+        assert pid and pid != "0", "%s not running" % service
+        return self.g.read_file("/proc/%s/maps" % pid)
