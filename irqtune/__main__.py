@@ -38,8 +38,21 @@ def main(argv=None):
     sub = parser.add_subparsers(dest="command", required=True)
     st = sub.add_parser("status", help="kernel capabilities and per-NAPI values")
     st.add_argument("devices", nargs="*", help="network devices (default: all)")
+    st.add_argument("--watch", action="store_true",
+                    help="per NAPI: interrupts/s, rx packets/s and the busy-polled share")
+    st.add_argument("--interval", type=float, default=1.0, help="seconds between samples (--watch)")
+    st.add_argument("--count", type=int, default=None, help="samples to print (--watch; default: until ^C)")
     args = parser.parse_args(argv)
     try:
+        if args.watch:
+            if not args.devices:
+                parser.error("--watch needs the devices to watch")
+            from .watch import watch
+            try:
+                watch(args.devices, args.interval, args.count, out=lambda s: print(s, flush=True))
+            except KeyboardInterrupt:
+                pass
+            return 0
         return status(args.devices)
     except IrqtuneError as err:
         print("irqtune: %s" % err, file=sys.stderr)

@@ -80,7 +80,9 @@ for t in apt-daily.timer apt-daily-upgrade.timer man-db.timer e2scrub_all.timer 
 	chroot "$dir" systemctl mask "$t" >/dev/null 2>&1 || true
 done
 chroot "$dir" systemctl is-enabled tuned memcached nginx redis-server ssh >&2
-chroot "$dir" systemd-machine-id-setup >/dev/null 2>&1
+# One fixed machine id for the image (every boot is a fresh snapshot).
+od -An -N16 -tx1 /dev/urandom | tr -d ' \n' >"$dir/etc/machine-id"
+echo >>"$dir/etc/machine-id"
 echo irqtune-lab7 >"$dir/etc/hostname"
 printf '127.0.0.1 localhost\n127.0.1.1 irqtune-lab7\n::1 localhost\n' >"$dir/etc/hosts"
 printf '/dev/vda / ext4 rw 0 1\n' >"$dir/etc/fstab"
