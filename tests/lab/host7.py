@@ -17,6 +17,7 @@ real instead of failing it for a reboot that never happens in a test.
 import json
 import os
 import shlex
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -146,11 +147,17 @@ class Host7:
 
     def memcached_load(self, rate, seconds, conns=4):
         """Open-loop load from the host end of the tap (tests/lab/loadgen.py)."""
+        proc = self.start_memcached_load(rate, seconds, conns)
+        out, err = proc.communicate(timeout=seconds + 60)
+        assert proc.returncode == 0, out + err
+        return json.loads(out)
+
+    def start_memcached_load(self, rate, seconds, conns=4):
+        """The same load in the background: a Popen whose stdout is the JSON."""
         argv = [sys.executable, str(HERE / "loadgen.py"), "--host", GUEST_IP, "--rate", str(rate),
                 "--seconds", str(seconds), "--conns", str(conns)]
-        rc, out = self.g.host_run(argv, timeout=seconds + 60)
-        assert rc == 0, out
-        return json.loads(out)
+        return subprocess.Popen(self.g.netns.exec_argv(argv), stdout=subprocess.PIPE,
+                                stderr=subprocess.PIPE, text=True)
 
     def busy_poll_rx(self):
         """TcpExt:BusyPollRxPackets of the guest: packets busy polling took."""

@@ -100,3 +100,41 @@ def test_suspension_cuts_interrupts_per_request(h):
         assert v["answered"] >= 0.9 * v["sent"], (k, v)
     assert per["suspend20"] < 0.5 * per["base"], per
     assert per["suspend20"] < 0.5 * per["defer20"], per
+
+
+def watch_once(h, seconds):
+    rc, out = h.run("python3", "-m", "irqtune", "status", "--watch", "--count", "1",
+                    "--interval", str(seconds), h.nic, timeout=seconds + 60)
+    assert rc == 0, out
+    rows = {}
+    for line in out.splitlines():
+        f = line.split()
+        if len(f) == 7 and f[0] == h.nic and f[1].isdigit():
+            rows[int(f[1])] = {"irq_s": float(f[4]), "rx_s": float(f[5]) if f[5] != "-" else None}
+    summary = [line for line in out.splitlines() if line.startswith(h.nic + ":")]
+    return rows, summary[0], out
+
+
+def test_status_watch_shows_suspension_under_load(h):
+    """What an administrator watches: under the same load, per-NAPI
+    interrupts/s fall and the busy-polled share rises once memcached is
+    opted in with latency-suspend."""
+    seen = {}
+    for case in ("untuned", "suspend20"):
+        if case == "suspend20":
+            h.profile(PROFILE, variables={PROFILE: {"suspend_nics": h.nic,
+                                                    "optin_services": "memcached",
+                                                    "optin_restart": "true"}})
+        load = h.start_memcached_load(rate=3000, seconds=8)
+        try:
+            rows, summary, out = watch_once(h, 4)
+        finally:
+            load.communicate(timeout=120)
+        assert len(rows) == 4, out
+        assert sum(r["rx_s"] or 0 for r in rows.values()) > 1000, out
+        seen[case] = (sum(r["irq_s"] for r in rows.values()), summary, out)
+    print("\n".join("%s: %.0f irq/s; %s" % (k, v[0], v[1]) for k, v in seen.items()))
+    assert seen["suspend20"][0] < 0.5 * seen["untuned"][0], seen
+    share = lambda s: int(s.rsplit("(", 1)[1].split()[0]) if "%" in s else 0  # noqa: E731
+    assert share(seen["untuned"][1]) == 0
+    assert share(seen["suspend20"][1]) >= 50, seen["suspend20"][1]
