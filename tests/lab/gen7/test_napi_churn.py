@@ -1,0 +1,92 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""NAPI persistence on Linux 7.2 through TuneD 2.27.
+
+netdevsim registers its NAPIs with netif_napi_add_config() on 7.x (read in
+drivers/net/netdevsim/netdev.c), so like virtio-net it keeps NAPI ids and
+values over down/up: nothing may be lost.  veth uses plain
+netif_napi_add(): down/up recreates its NAPIs with new ids, which must be
+tuned again - and `off` must give them the originals of the NAPIs they
+replaced, not a value the profile set.
+"""
+
+import time
+
+import pytest
+
+PROFILE = "latency-suspend"
+TUNED = {"defer-hard-irqs": 100, "gro-flush-timeout": 20000, "irq-suspend-timeout": 20000000}
+ORIGINAL = {"defer-hard-irqs": 3, "gro-flush-timeout": 7000, "irq-suspend-timeout": 5000000}
+KEYS = tuple(TUNED)
+
+
+def values(n):
+    return {k: n.get(k, 0) for k in KEYS}
+
+
+def wait_for(predicate, what, timeout=60):
+    deadline = time.monotonic() + timeout
+    while not predicate():
+        assert time.monotonic() < deadline, what
+        time.sleep(1)
+
+
+@pytest.fixture
+def netdevsim(host7):
+    host7.off()
+    host7.sh("modprobe netdevsim 2>/dev/null; echo '77 1 4' > /sys/bus/netdevsim/new_device")
+    wait_for(lambda: host7.run("ls", "/sys/bus/netdevsim/devices/netdevsim77/net")[0] == 0,
+             "netdevsim77 has no netdev")
+    dev = host7.sh("ls /sys/bus/netdevsim/devices/netdevsim77/net").split()[0]
+    host7.sh("ip link set %s up" % dev)
+    yield dev
+    host7.off()
+    host7.sh("echo 77 > /sys/bus/netdevsim/del_device")
+
+
+@pytest.fixture
+def veth(host7):
+    host7.off()
+    host7.sh("ip link add irqv0 numrxqueues 2 numtxqueues 2 type veth peer name irqv1 "
+             "numrxqueues 2 numtxqueues 2 && ethtool -K irqv0 gro on && "
+             "ip link set irqv1 up && ip link set irqv0 up")
+    yield "irqv0"
+    host7.off()
+    host7.sh("ip link del irqv0")
+
+
+def set_originals(h, dev):
+    for nid in h.napis(dev):
+        h.napi_set(nid, **ORIGINAL)
+
+
+def test_netdevsim_keeps_napis_and_values_over_down_up(host7, netdevsim):
+    h, dev = host7, netdevsim
+    set_originals(h, dev)
+    h.profile(PROFILE, variables={PROFILE: {"suspend_nics": dev}})
+    napis = h.napis(dev)
+    assert len(napis) == 4 and all(values(n) == TUNED for n in napis.values()), napis
+    h.link_cycle(dev)
+    after = h.napis(dev)
+    assert sorted(after) == sorted(napis)
+    assert all(values(n) == TUNED for n in after.values()), after
+    ok, log = h.verify()
+    assert ok, log
+    h.off()
+    assert all(values(n) == ORIGINAL for n in h.napis(dev).values())
+
+
+def test_veth_recreated_napis_are_retuned_and_get_the_originals_back(host7, veth):
+    h, dev = host7, veth
+    set_originals(h, dev)
+    h.profile(PROFILE, variables={PROFILE: {"suspend_nics": dev}})
+    old = h.napis(dev)
+    assert old and all(values(n) == TUNED for n in old.values()), old
+    h.link_cycle(dev)
+    wait_for(lambda: set(h.napis(dev)) and not set(h.napis(dev)) & set(old)
+             and all(values(n) == TUNED for n in h.napis(dev).values()),
+             "recreated NAPIs not re-tuned: %s" % h.napis(dev))
+    ok, log = h.verify()
+    assert ok, log
+    h.off()
+    now = h.napis(dev)
+    assert all(values(n) == ORIGINAL for n in now.values()), now
