@@ -152,3 +152,4 @@ check: deps install $(VENV)/bin/python
 
 # Fragments owned by the parts they build.
 -include preload/preload.mk tests/lab/lab.mk
+-include ansible/fleet.mk

@@ -1,0 +1,292 @@
+#!/usr/bin/python
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Module irqtune.tuning.tuned_profile (documentation below)."""
+
+import hashlib
+import json
+import os
+import re
+import tempfile
+
+DOCUMENTATION = r"""
+module: tuned_profile
+short_description: Activate a TuneD profile stack, verify it, and roll it back
+description:
+  - V(present) activates O(profiles) with C(tuned-adm profile) when another
+    profile is active or the O(variables_files) changed since this module
+    last applied them, then runs C(tuned-adm verify). A failed verify fails
+    the host with the C(verify failed) lines TuneD logged (each NAPI, IRQ
+    or value that differs).
+  - The first activation records the profile and selection mode that were
+    active before in O(state_file). V(absent) goes back to them (or
+    C(tuned-adm off) when none was active) and removes the record.
+version_added: "0.1.0"
+author: irqtune developers
+options:
+  profiles:
+    description: Profile stack, in tuned-adm's order.
+    type: list
+    elements: str
+  state:
+    description: V(present) activates and verifies, V(absent) rolls back.
+    type: str
+    choices: [present, absent]
+    default: present
+  variables_files:
+    description: Files whose change requires the stack to be applied again.
+    type: list
+    elements: path
+    default: []
+  verify:
+    description: Run C(tuned-adm verify) after V(present).
+    type: bool
+    default: true
+  managed_profiles:
+    description:
+      - With V(absent) and no record, a stack containing one of these is
+        switched off (it was activated by hand or by an older run).
+    type: list
+    elements: str
+    default: []
+  state_file:
+    description: Record of the previous profile and of what was applied.
+    type: path
+    default: /var/lib/irqtune/ansible/tuned-profile.json
+  log_file:
+    description: TuneD's log, read for the details of a failed verify.
+    type: path
+    default: /var/log/tuned/tuned.log
+attributes:
+  check_mode: {support: full}
+  diff_mode: {support: full}
+"""
+
+EXAMPLES = r"""
+- name: Stack GSIM on latency-suspend and verify
+  irqtune.tuning.tuned_profile:
+    profiles: [latency-suspend, gsim]
+    variables_files: [/etc/tuned/latency-suspend-variables.conf, /etc/tuned/gsim-variables.conf]
+"""
+
+RETURN = r"""
+active:
+  description: The active profile stack afterwards ("" when none).
+  returned: always
+  type: str
+previous:
+  description: The recorded profile to roll back to ("" means off).
+  returned: when recorded
+  type: str
+differences:
+  description: The C(verify failed) lines of TuneD's log.
+  returned: when verify failed
+  type: list
+  elements: str
+"""
+
+ACTIVE = re.compile(r"^Current active profile:\s*(.*)$", re.M)
+MODE = re.compile(r"^Profile selection mode:\s*(\S+)", re.M)
+VERIFY_FAILED = re.compile(r"verify: failed: (.*)$")
+
+
+class TunedError(Exception):
+    pass
+
+
+def digest(paths):
+    """sha256 over the files' names and contents (missing files count too)."""
+    hasher = hashlib.sha256()
+    for path in sorted(paths):
+        hasher.update(path.encode() + b"\0")
+        try:
+            with open(path, "rb") as stream:
+                hasher.update(stream.read())
+        except FileNotFoundError:
+            hasher.update(b"\0missing\0")
+    return hasher.hexdigest()
+
+
+class Tuned:
+    """tuned-adm through run(argv) -> (rc, stdout, stderr) - never a shell."""
+
+    def __init__(self, run, log_file, tuned_adm="tuned-adm"):
+        self.run = run
+        self.log_file = log_file
+        self.tuned_adm = tuned_adm
+
+    def _call(self, *argv):
+        rc, out, err = self.run([self.tuned_adm] + list(argv))
+        if rc != 0:
+            raise TunedError("tuned-adm %s failed (%d): %s"
+                             % (" ".join(argv), rc, (err or out).strip()))
+        return out
+
+    def active(self):
+        """The active stack as tuned-adm prints it; "" when none."""
+        rc, out, err = self.run([self.tuned_adm, "active"])
+        match = ACTIVE.search(out)
+        if match:
+            return " ".join(match.group(1).split())
+        if "No current active profile" in out:
+            return ""
+        raise TunedError("tuned-adm active failed (%d): %s" % (rc, (err or out).strip()))
+
+    def mode(self):
+        match = MODE.search(self._call("profile_mode"))
+        return match.group(1) if match else "manual"
+
+    def switch(self, profile, mode="manual"):
+        """To a stack, "" = off; mode auto gives TuneD's recommendation back
+        (which was the profile active then)."""
+        if not profile:
+            self._call("off")
+        elif mode == "auto":
+            self._call("auto_profile")
+        else:
+            self._call("profile", *profile.split())
+
+    def verify(self):
+        """[] when verify passed, else the differences TuneD logged meanwhile."""
+        start = self._log_size()
+        rc, out, err = self.run([self.tuned_adm, "verify"])
+        if rc == 0:
+            return []
+        lines = []
+        for line in self._log_since(start):
+            match = VERIFY_FAILED.search(line)
+            if match:
+                lines.append(match.group(1))
+        return lines or [(out + err).strip() or "tuned-adm verify failed (%d)" % rc]
+
+    def _log_size(self):
+        try:
+            return os.path.getsize(self.log_file)
+        except OSError:
+            return 0
+
+    def _log_since(self, offset):
+        try:
+            with open(self.log_file, "rb") as stream:
+                if os.fstat(stream.fileno()).st_size < offset:
+                    offset = 0          # rotated meanwhile
+                stream.seek(offset)
+                return stream.read().decode("utf-8", "replace").splitlines()
+        except OSError:
+            return []
+
+
+def read_state(path):
+    try:
+        with open(path, encoding="utf-8") as stream:
+            return json.load(stream)
+    except FileNotFoundError:
+        return None
+    except ValueError as err:
+        raise TunedError("%s is not a record this module wrote: %s" % (path, err)) from None
+
+
+def write_state(path, state):
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd, tmp = tempfile.mkstemp(dir=os.path.dirname(path), prefix=".irqtune-")
+    with os.fdopen(fd, "w", encoding="utf-8") as stream:
+        json.dump(state, stream, indent=1, sort_keys=True)
+    os.replace(tmp, path)
+
+
+def present(tuned, profiles, variables_files, state_file, check_mode, verify=True):
+    """The result dict of state=present (raises TunedError)."""
+    wanted = " ".join(profiles)
+    active = tuned.active()
+    state = read_state(state_file)
+    files_digest = digest(variables_files)
+    applied = state and state.get("applied") == wanted and state.get("digest") == files_digest
+    result = {"changed": False, "active": active, "before": active, "after": wanted}
+    if active != wanted or not applied:
+        result["changed"] = True
+        if state is None:
+            # What to go back to; a stack that is already ours has no known
+            # predecessor, and rollback then switches off.
+            state = {"previous": active if active != wanted else "",
+                     "previous_mode": tuned.mode() if active != wanted else "manual"}
+        state.update(applied=wanted, digest=files_digest)
+        if not check_mode:
+            tuned.switch(wanted)
+            write_state(state_file, state)
+            result["active"] = tuned.active()
+    if state:
+        result["previous"] = state["previous"]
+    if verify and not (check_mode and result["changed"]):
+        differences = tuned.verify()
+        if differences:
+            result.update(failed=True, differences=differences,
+                          msg="tuned-adm verify failed for '%s': %s"
+                          % (wanted, "; ".join(differences)))
+    return result
+
+
+def absent(tuned, managed_profiles, state_file, check_mode):
+    active = tuned.active()
+    state = read_state(state_file)
+    result = {"changed": False, "active": active, "before": active, "after": active}
+    if state is not None:
+        target, mode = state.get("previous", ""), state.get("previous_mode", "manual")
+        result.update(previous=target, changed=True, after=target)
+        if not check_mode:
+            if active != target or mode == "auto":
+                tuned.switch(target, mode)
+            os.unlink(state_file)
+            result["active"] = tuned.active()
+    elif set(active.split()) & set(managed_profiles):
+        result.update(changed=True, after="")
+        if not check_mode:
+            tuned.switch("")
+            result["active"] = tuned.active()
+    return result
+
+
+def main():
+    from ansible.module_utils.basic import AnsibleModule
+
+    module = AnsibleModule(
+        argument_spec=dict(
+            profiles=dict(type="list", elements="str"),
+            state=dict(type="str", choices=["present", "absent"], default="present"),
+            variables_files=dict(type="list", elements="path", default=[]),
+            verify=dict(type="bool", default=True),
+            managed_profiles=dict(type="list", elements="str", default=[]),
+            state_file=dict(type="path", default="/var/lib/irqtune/ansible/tuned-profile.json"),
+            log_file=dict(type="path", default="/var/log/tuned/tuned.log"),
+        ),
+        required_if=[("state", "present", ["profiles"])],
+        supports_check_mode=True,
+    )
+    p = module.params
+    tuned_adm = module.get_bin_path("tuned-adm")
+    if tuned_adm is None:
+        # Nothing of TuneD's to roll back; in check mode the install that
+        # would come first is not there yet.
+        if p["state"] == "absent" or module.check_mode:
+            module.exit_json(changed=p["state"] == "present", active="",
+                             msg="tuned-adm is not installed")
+        module.fail_json(msg="tuned-adm is not installed: install TuneD (irqtune_install_method)")
+    tuned = Tuned(lambda argv: module.run_command(argv, environ_update={"LC_ALL": "C"}),
+                  p["log_file"], tuned_adm)
+    try:
+        if p["state"] == "present":
+            result = present(tuned, p["profiles"], p["variables_files"], p["state_file"],
+                             module.check_mode, p["verify"])
+        else:
+            result = absent(tuned, p["managed_profiles"], p["state_file"], module.check_mode)
+    except (TunedError, OSError) as err:
+        module.fail_json(msg=str(err))
+    before, after = result.pop("before"), result.pop("after")
+    if module._diff:
+        result["diff"] = {"before": "active profile: %s\n" % (before or "(none)"),
+                          "after": "active profile: %s\n" % (after or "(none)")}
+    if result.get("failed"):
+        module.fail_json(**result)
+    module.exit_json(**result)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,133 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""tuned_profile's decisions against a stand-in for tuned-adm (the real
+daemon is exercised by tests/fleet/lab)."""
+
+import json
+
+import pytest
+
+from ansible_collections.irqtune.tuning.plugins.modules import tuned_profile as tp
+
+# What tuned-adm verify makes TuneD log (TuneD 2.27 format, consts.py
+# STR_VERIFY_PROFILE_DEVICE_VALUE_FAIL, as the napi plugin logs it).
+FAILED_LINE = ("2026-11-22 12:00:01,002 ERROR    tuned.plugins.plugin_napi: verify: failed: "
+               "device eth1: 'napi 8193 defer-hard-irqs' = '0', expected '100'\n")
+PASSED_LINE = ("2026-11-22 12:00:01,001 INFO     tuned.plugins.plugin_napi: verify: passed: "
+               "device eth1: 'napi 8194 defer-hard-irqs' = '100'\n")
+
+
+class FakeTunedAdm:
+    def __init__(self, log, active="balanced", mode="auto", verify_ok=True):
+        self.log, self.active, self.mode, self.verify_ok = log, active, mode, verify_ok
+        self.calls = []
+
+    def __call__(self, argv):
+        assert argv[0] == "tuned-adm"
+        cmd = argv[1:]
+        self.calls.append(" ".join(cmd))
+        if cmd == ["active"]:
+            if not self.active:
+                return 0, "No current active profile.\n", ""
+            return 0, "Current active profile: %s\n" % self.active, ""
+        if cmd == ["profile_mode"]:
+            return 0, "Profile selection mode: %s\n" % self.mode, ""
+        if cmd[0] == "profile":
+            self.active, self.mode = " ".join(cmd[1:]), "manual"
+            return 0, "", ""
+        if cmd == ["off"]:
+            self.active, self.mode = "", "manual"
+            return 0, "", ""
+        if cmd == ["auto_profile"]:
+            self.active, self.mode = "balanced", "auto"
+            return 0, "", ""
+        if cmd == ["verify"]:
+            with open(self.log, "a") as stream:
+                stream.write(PASSED_LINE + ("" if self.verify_ok else FAILED_LINE))
+            if self.verify_ok:
+                return 0, "Verfication succeeded, ...\n", ""
+            return 1, "Verification failed, current system settings differ ...\n", ""
+        raise AssertionError(argv)
+
+
+@pytest.fixture
+def env(tmp_path):
+    log = tmp_path / "tuned.log"
+    log.write_text("2026-11-22 11:00:00,000 INFO     tuned.daemon: old line: verify: failed: "
+                   "'from an earlier run'\n")
+    variables = tmp_path / "latency-suspend-variables.conf"
+    variables.write_text("defer_hard_irqs=100\n")
+    fake = FakeTunedAdm(str(log))
+    return {"fake": fake, "tuned": tp.Tuned(fake, str(log)), "state": str(tmp_path / "s.json"),
+            "vars": [str(variables)], "variables": variables}
+
+
+def present(env, profiles=("latency-suspend", "gsim"), check=False):
+    env["fake"].calls.clear()
+    return tp.present(env["tuned"], list(profiles), env["vars"], env["state"], check)
+
+
+def test_apply_records_previous_then_nothing_changes(env):
+    first = present(env)
+    assert first["changed"] and first["active"] == "latency-suspend gsim"
+    assert env["fake"].calls == ["active", "profile_mode", "profile latency-suspend gsim",
+                                 "active", "verify"]
+    state = json.load(open(env["state"]))
+    assert (state["previous"], state["previous_mode"]) == ("balanced", "auto")
+
+    second = present(env)
+    assert not second["changed"] and env["fake"].calls == ["active", "verify"]
+
+
+def test_changed_variables_reapply_the_same_stack(env):
+    present(env)
+    env["variables"].write_text("defer_hard_irqs=50\n")
+    again = present(env)
+    assert again["changed"] and "profile latency-suspend gsim" in env["fake"].calls
+    assert json.load(open(env["state"]))["previous"] == "balanced"   # still the first one
+
+
+def test_check_mode_changes_nothing(env):
+    result = present(env, check=True)
+    assert result["changed"] and env["fake"].calls == ["active", "profile_mode"]
+    assert env["fake"].active == "balanced"
+    with pytest.raises(FileNotFoundError):
+        open(env["state"])
+
+
+def test_failed_verify_reports_only_new_differences(env):
+    env["fake"].verify_ok = False
+    result = present(env)
+    assert result["failed"]
+    assert result["differences"] == ["device eth1: 'napi 8193 defer-hard-irqs' = '0', "
+                                     "expected '100'"]
+    assert "napi 8193" in result["msg"]
+
+
+def test_rollback_to_auto_mode_previous(env):
+    present(env)
+    env["fake"].calls.clear()
+    result = tp.absent(env["tuned"], ["latency-suspend", "gsim"], env["state"], False)
+    assert result["changed"] and result["active"] == "balanced"
+    assert env["fake"].calls == ["active", "auto_profile", "active"]
+    with pytest.raises(FileNotFoundError):
+        open(env["state"])
+    again = tp.absent(env["tuned"], ["latency-suspend", "gsim"], env["state"], False)
+    assert not again["changed"]
+
+
+def test_rollback_to_off_when_nothing_was_active(env):
+    env["fake"].active = ""
+    present(env)
+    result = tp.absent(env["tuned"], ["latency-suspend"], env["state"], False)
+    assert result["changed"] and env["fake"].active == ""
+    assert "off" in env["fake"].calls
+
+
+def test_rollback_without_record_switches_off_only_our_profiles(env):
+    env["fake"].active = "throughput-performance gsim"
+    result = tp.absent(env["tuned"], ["gsim"], env["state"], check_mode=True)
+    assert result["changed"] and env["fake"].active == "throughput-performance gsim"
+    tp.absent(env["tuned"], ["gsim"], env["state"], False)
+    assert env["fake"].active == ""
+    env["fake"].active = "balanced"
+    assert not tp.absent(env["tuned"], ["gsim"], env["state"], False)["changed"]
