@@ -40,6 +40,7 @@ def errors_of(checker, profile, **values):
     (LS, "busy_poll", "50us", "an integer from 0 to 2147483647"),
     (LS, "optin_services", "memcached.socket", "service unit names (name or name.service)"),
     (LS, "optin_restart", "sometimes", "true or false"),
+    (LS, "optin_busy_poll_usecs", "2147483648", "0..2147483647"),
     (GSIM, "gsim_delay_us", 501, "an integer from 0 to 500"),
     (GSIM, "gsim_target_intr_rate", 50000001, "an integer from 0 to 50000000"),
     (GSIM, "gsim_hardirq_percent", 101, "an integer from 0 to 100"),
@@ -87,7 +88,7 @@ def test_unknown_variable_lists_the_known_ones(checker):
     assert errors == ["latency-suspend: unknown variable 'defer_hard_irq' (accepted: "
                       "suspend_nics, suspend_queues, defer_hard_irqs, gro_flush_timeout, "
                       "irq_suspend_timeout, busy_read, busy_poll, optin_services, "
-                      "optin_restart)"]
+                      "optin_restart, optin_busy_poll_usecs)"]
 
 
 def test_profile_names_and_stack(checker):
