@@ -1,0 +1,550 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Prepares NICs for zero-copy receive (devmem TCP, io_uring zcrx) and gives
+everything back.
+
+Per device, in this order: channels (raised so the last `queues` rx queues
+can be reserved), header split and hds-thresh (RINGS_SET),
+rx-ntuple-filter (FEATURES_SET), the RSS indirection table spread over the
+queues that are not reserved (RSS_SET), flow rules steering configured
+ports to the reserved queues (SIOCETHTOOL).  Restore runs the other way
+round: rules, RSS, features, rings, channels - RSS before channels because
+the kernel refuses to drop queues a user-set table points at.
+
+Originals are read before anything changes (the RSS table before the
+channel change, which respreads a default table) and kept in memory and in
+a StateFile.  Only rules this tuner inserted are ever deleted, and only
+while the slot still holds the rule it put there.
+
+A driver that cannot do something (EOPNOTSUPP, a feature it cannot change,
+no RSS table) is named once per device and feature and left out of verify
+(`unsupported`); a driver that refuses a value (EINVAL with its extack) is
+named once too, and verify shows the difference.
+"""
+
+import errno
+import logging
+import socket
+
+from ..channels import Check
+from ..errors import UnsupportedError
+from ..netlink.ethtool_rx import TCP_DATA_SPLIT, TCP_DATA_SPLIT_NAMES
+from ..netlink.genl import NetlinkRequestError
+
+log = logging.getLogger(__name__)
+
+NTUPLE = "rx-ntuple-filter"
+SPLIT_ON = TCP_DATA_SPLIT["on"]
+
+
+class Refused(Exception):
+    """One setting of one device could not be made; `unsupported` when the
+    driver lacks it altogether rather than rejecting the value."""
+
+    def __init__(self, reason, unsupported=False):
+        super().__init__(reason)
+        self.unsupported = unsupported
+
+
+def _refusal(feature, err):
+    """A Refused naming what the kernel or driver said."""
+    code = getattr(err, "code", None)
+    if code is None:
+        code = getattr(err, "errno", None)
+    extack = getattr(err, "extack", None)
+    detail = (": " + extack) if extack else ""
+    if code == errno.EOPNOTSUPP:
+        return Refused("the driver does not support %s (EOPNOTSUPP%s)" % (feature, detail), True)
+    if code == errno.EINVAL:
+        return Refused("the driver refused %s (EINVAL%s)" % (feature, detail))
+    if code == errno.EBUSY:
+        return Refused("the device is busy (EBUSY%s): a queue in use by a memory "
+                       "provider or AF_XDP" % detail)
+    if code in (errno.EPERM, errno.EACCES):
+        return Refused("not permitted (%s): needs CAP_NET_ADMIN" % errno.errorcode[code])
+    return Refused("%s: %s" % (feature, err))
+
+
+def _n(values, key):
+    return int((values or {}).get(key) or 0)
+
+
+def rx_queue_count(channels):
+    return _n(channels, "combined-count") + _n(channels, "rx-count")
+
+
+def channel_kind(channels):
+    """combined where the driver has combined channels, else rx."""
+    if _n(channels, "combined-max") > 0:
+        return "combined"
+    if _n(channels, "rx-max") > 0:
+        return "rx"
+    raise UnsupportedError("the driver reports no rx or combined channels")
+
+
+def spread(size, queues):
+    """An indirection table of `size` entries spread evenly over 0..queues-1
+    (what `ethtool -X DEV equal N` writes)."""
+    return [i % queues for i in range(size)]
+
+
+class ZeroCopyRxTuner:
+    """Applies one ZeroCopyConfig to devices; see the module text.
+
+    originals: {ifname: {"ifindex": n, "channels": {"combined": 2},
+        "rings": {"tcp-data-split": 0, "hds-thresh": 256},
+        "features": {"rx-ntuple-filter": False},
+        "rss": {"default": True} | {"indir": [...]},
+        "rules": [{"location": n, "flow": ..., "dst_port": ..., "queue": ...}]}}
+
+    nic: a factory returning a context manager with the RxConfigFamily
+    methods; rules: ifname -> NtupleRules; both are fakes in unit tests.
+    """
+
+    def __init__(self, config, state=None, nic=None, rules=None, ifindex=None):
+        self.config = config
+        self.state = state
+        self._nic = nic or _ethtool_family
+        self._rules = rules or _ntuple_rules
+        self._ifindex = ifindex or _ifindex
+        self.targets = {}       # ifname -> {"channels": {...}, "reserved": [..], "indir": [...]}
+        self.problems = {}      # ifname -> {feature: reason}: refused values (verify fails)
+        self.unsupported = {}   # ifname -> {feature: reason}: missing in the driver
+        self.originals = self._load_state()
+
+    # -- plumbing ---------------------------------------------------------
+
+    def _load_state(self):
+        if self.state is None:
+            return {}
+        return self.state.load_devices(self._ifindex)
+
+    def _save_state(self):
+        if self.state is not None:
+            self.state.save(self.originals)
+
+    def _saved(self, ifname, ifindex):
+        saved = self.originals.get(ifname)
+        if saved is not None and saved.get("ifindex") != ifindex:
+            log.info("%s: the device was re-created (ifindex %s -> %s); its old originals "
+                     "no longer apply", ifname, saved.get("ifindex"), ifindex)
+            saved = None
+        if saved is None:
+            saved = self.originals[ifname] = {"ifindex": ifindex}
+        return saved
+
+    def _report(self, ifname, feature, refused):
+        """Log a refusal the first time it is seen for this device and feature."""
+        book = self.unsupported if refused.unsupported else self.problems
+        other = self.problems if refused.unsupported else self.unsupported
+        other.get(ifname, {}).pop(feature, None)
+        known = book.setdefault(ifname, {})
+        if known.get(feature) != str(refused):
+            log.warning("%s: %s: %s; left as it is", ifname, feature, refused)
+        known[feature] = str(refused)
+
+    def _resolved(self, ifname, feature):
+        self.problems.get(ifname, {}).pop(feature, None)
+        self.unsupported.get(ifname, {}).pop(feature, None)
+
+    def _step(self, ifname, feature, func, *args):
+        """Run one apply step; a refusal is reported and the next step runs."""
+        try:
+            result = func(*args)
+        except Refused as err:
+            self._report(ifname, feature, err)
+            return None
+        except NetlinkRequestError as err:
+            self._report(ifname, feature, _refusal(feature, err))
+            return None
+        except OSError as err:
+            self._report(ifname, feature, _refusal(feature, err))
+            return None
+        self._resolved(ifname, feature)
+        return result
+
+    # -- apply ------------------------------------------------------------
+
+    def apply(self, *ifnames):
+        return "; ".join("%s: %s" % (name, self._apply_device(name)) for name in ifnames)
+
+    def _apply_device(self, ifname):
+        ifindex = self._ifindex(ifname)
+        if ifindex is None:
+            return "device gone"
+        saved = self._saved(ifname, ifindex)
+        target = self.targets[ifname] = {}
+        done = []
+        with self._nic() as nic:
+            if self.config.queues is not None:
+                if self.config.rss and "rss" not in saved:
+                    rss_before = self._step(ifname, "rss", self._read_rss, nic, ifindex)
+                    if rss_before is not None:
+                        saved["rss"] = rss_before
+                        self._save_state()
+                count = self._step(ifname, "channels", self._apply_channels, ifname, nic,
+                                   ifindex, saved, target)
+                if count is not None:
+                    done.append("%d rx queues" % count)
+                    reserved = self._step(ifname, "queues", self._reserve, count)
+                    if reserved:
+                        target["reserved"] = reserved
+                        done.append("reserved %s" % _ranges(reserved))
+            if self.config.header_split is not None:
+                if self._step(ifname, "tcp-data-split", self._apply_split, nic, ifindex, saved):
+                    done.append("header split " + ("on" if self.config.header_split else "off"))
+            if self.config.hds_thresh is not None:
+                if self._step(ifname, "hds-thresh", self._apply_hds, nic, ifindex, saved):
+                    done.append("hds-thresh %d" % self.config.hds_thresh)
+            if self.config.ntuple is not None:
+                if self._step(ifname, NTUPLE, self._apply_ntuple, nic, ifindex, saved):
+                    done.append("ntuple " + ("on" if self.config.ntuple else "off"))
+            if self.config.rss and target.get("reserved") and "rss" in saved:
+                if self._step(ifname, "rss", self._apply_rss, nic, ifindex, target):
+                    done.append("RSS over queues 0-%d" % (target["reserved"][0] - 1))
+        if self.config.rules and target.get("reserved"):
+            added = self._step(ifname, "flow rules", self._apply_rules, ifname, saved, target)
+            if added is not None:
+                done.append("%d flow rules" % len(self.config.rules))
+        self._save_state()
+        return ", ".join(done) or "nothing applied"
+
+    def _read_rss(self, nic, ifindex):
+        """The original main-context table: "default" when it is the
+        driver's even spread over the current rx queues."""
+        rss = nic.rss(ifindex)
+        table = rss.get("indir")
+        if not table:
+            raise Refused("the driver has no RSS indirection table", True)
+        channels = nic.channels(ifindex)
+        if table == spread(len(table), max(1, rx_queue_count(channels))):
+            return {"default": True, "size": len(table)}
+        return {"indir": table}
+
+    def _apply_channels(self, ifname, nic, ifindex, saved, target):
+        """Raise channels so the reserved queues come on top of the ones
+        serving regular traffic; returns the rx queue count it leaves (the
+        current one when the driver refuses the change, which is reported
+        under "channels" while the reservation goes on within it)."""
+        current = nic.channels(ifindex)
+        try:
+            kind = channel_kind(current)
+        except UnsupportedError as err:
+            raise Refused(str(err), True) from None
+        have = _n(current, kind + "-count")
+        original = saved.setdefault("channels", {}).setdefault(kind, have)
+        self._save_state()
+        maximum = _n(current, kind + "-max")
+        want = self.config.channels or (original + self.config.queues)
+        if maximum and want > maximum:
+            if self.config.channels:
+                raise Refused("channels %d is above the device maximum %d" % (want, maximum))
+            want = maximum
+        target["channels"] = {kind: want}
+        if want != have:
+            try:
+                nic.set_channels(ifindex, **{kind: want})
+                log.info("%s: %s channels %d -> %d", ifname, kind, have, want)
+            except NetlinkRequestError as err:
+                self._report(ifname, "channels", _refusal("%s channels %d" % (kind, want), err))
+                return rx_queue_count(current)
+        return rx_queue_count(nic.channels(ifindex))
+
+    def _reserve(self, count):
+        n = self.config.queues
+        if count < n + 1:
+            raise Refused("reserving %d rx queues needs at least %d and the device has %d "
+                          "(its channel maximum)" % (n, n + 1, count))
+        return list(range(count - n, count))
+
+    def _apply_split(self, nic, ifindex, saved):
+        rings = nic.rings(ifindex)
+        reported = rings.get("tcp-data-split", 0)
+        want = SPLIT_ON if self.config.header_split else TCP_DATA_SPLIT["off"]
+        first = "tcp-data-split" not in saved.get("rings", {})
+        if first:
+            saved.setdefault("rings", {})["tcp-data-split"] = reported
+            self._save_state()
+        changed = nic.set_rings(ifindex, **{"tcp-data-split": want})
+        if first and changed and reported == want:
+            # The reply shows the driver's state, not its configuration: a
+            # configuration change although the reply already showed `want`
+            # means the configuration was "auto" (netdevsim reports auto as on).
+            saved["rings"]["tcp-data-split"] = TCP_DATA_SPLIT["auto"]
+            self._save_state()
+        after = nic.rings(ifindex).get("tcp-data-split", 0)
+        if after != want:
+            raise Refused("the driver kept tcp-data-split %s" % TCP_DATA_SPLIT_NAMES.get(after, after),
+                          after == 0)
+        return True
+
+    def _apply_hds(self, nic, ifindex, saved):
+        rings = nic.rings(ifindex)
+        if "hds-thresh" not in rings:
+            raise Refused("the driver does not report hds-thresh (Linux >= 6.14 and a "
+                          "driver with header-split thresholds)", True)
+        saved.setdefault("rings", {}).setdefault("hds-thresh", rings["hds-thresh"])
+        self._save_state()
+        if rings["hds-thresh"] != self.config.hds_thresh:
+            nic.set_rings(ifindex, **{"hds-thresh": self.config.hds_thresh})
+        return True
+
+    def _apply_ntuple(self, nic, ifindex, saved):
+        features = nic.features(ifindex)
+        want = self.config.ntuple
+        if (NTUPLE in features.get("active", ())) == want:
+            saved.setdefault("features", {}).setdefault(NTUPLE, NTUPLE in features.get("wanted", ()))
+            self._save_state()
+            return True
+        if NTUPLE not in features.get("hw", ()):
+            raise Refused("the driver cannot change %s (not among its changeable features)"
+                          % NTUPLE, True)
+        saved.setdefault("features", {}).setdefault(NTUPLE, NTUPLE in features.get("wanted", ()))
+        self._save_state()
+        nic.set_features(ifindex, {NTUPLE: want})
+        if (NTUPLE in nic.features(ifindex).get("active", ())) != want:
+            raise Refused("the kernel kept %s %s (a dependency of another feature?)"
+                          % (NTUPLE, "off" if want else "on"))
+        return True
+
+    def _apply_rss(self, nic, ifindex, target):
+        table = nic.rss(ifindex).get("indir") or []
+        want = spread(len(table), target["reserved"][0])
+        target["indir"] = want
+        if table != want:
+            nic.set_rss_indir(ifindex, want)
+        return True
+
+    def _apply_rules(self, ifname, saved, target):
+        rules = self._rules(ifname)
+        reserved = target["reserved"]
+        mine = saved.setdefault("rules", [])
+        wanted = [spec.on_queue(reserved[i % len(reserved)])
+                  for i, spec in enumerate(self.config.rules)]
+        target["rules"] = wanted
+        have = {}
+        for entry in mine:
+            rule = self._rule_at(rules, entry["location"])
+            if rule is not None and rule.as_dict() == _rule_fields(entry):
+                have[rule] = entry["location"]
+        for rule in wanted:
+            if rule in have:
+                continue
+            location = rules.insert(rule)
+            entry = dict(rule.as_dict(), location=location)
+            mine[:] = [e for e in mine if e["location"] != location] + [entry]
+            self._save_state()
+            log.info("%s: flow rule %s at location %d", ifname, rule.describe(), location)
+        return True
+
+    @staticmethod
+    def _rule_at(rules, location):
+        try:
+            return rules.get(location)
+        except OSError as err:
+            if err.errno in (errno.ENOENT, errno.EINVAL):
+                return None
+            raise
+
+    def apply_new(self, ifname):
+        """After a link event or on a timer: a device re-created under a new
+        ifindex is prepared again with new originals, and flow rules a
+        driver reset dropped are inserted again.  Rings, features and the
+        RSS table live in the kernel's device configuration, which survives
+        driver resets; a change to them is someone's deliberate act that
+        verify reports rather than a tug of war."""
+        ifindex = self._ifindex(ifname)
+        if ifindex is None:
+            return ""
+        saved = self.originals.get(ifname)
+        if saved is None or saved.get("ifindex") != ifindex:
+            return self.apply(ifname)
+        target = self.targets.get(ifname, {})
+        if not (self.config.rules and target.get("reserved")):
+            return ""
+        rules = self._rules(ifname)
+        missing = [e for e in saved.get("rules", [])
+                   if self._step(ifname, "flow rules", self._rule_at, rules, e["location"]) is None]
+        if not missing:
+            return ""
+        self._step(ifname, "flow rules", self._apply_rules, ifname, saved, target)
+        self._save_state()
+        return "%d flow rules inserted again" % len(missing)
+
+    # -- verify -----------------------------------------------------------
+
+    def verify(self, ifname):
+        """[Check] of everything applied; unsupported features are left out."""
+        ifindex = self._ifindex(ifname)
+        if ifindex is None:
+            return []
+        target = self.targets.get(ifname, {})
+        problems = self.problems.get(ifname, {})
+        skip = self.unsupported.get(ifname, {})
+        checks = []
+
+        def check(what, feature, current, expected):
+            ok = current == expected
+            checks.append(Check(what, current, expected, ok,
+                                "" if ok else problems.get(feature, "changed since it was set")))
+
+        def read(feature, func, *args):
+            try:
+                return func(*args)
+            except (NetlinkRequestError, OSError) as err:
+                checks.append(Check(feature, None, "readable", False, str(_refusal(feature, err))))
+                return None
+
+        with self._nic() as nic:
+            if "channels" in target and "channels" not in skip:
+                channels = read("channels", nic.channels, ifindex)
+                for kind, want in target["channels"].items() if channels is not None else ():
+                    check("%s channels" % kind, "channels", _n(channels, kind + "-count"), want)
+            rings = {}
+            if not {"tcp-data-split", "hds-thresh"} <= set(skip) and \
+                    (self.config.header_split is not None or self.config.hds_thresh is not None):
+                rings = read("rings", nic.rings, ifindex) or {}
+            if self.config.header_split is not None and "tcp-data-split" not in skip:
+                want = "on" if self.config.header_split else "off"
+                check("tcp-data-split", "tcp-data-split",
+                      TCP_DATA_SPLIT_NAMES.get(rings.get("tcp-data-split", 0)), want)
+            if self.config.hds_thresh is not None and "hds-thresh" not in skip:
+                check("hds-thresh", "hds-thresh", rings.get("hds-thresh"), self.config.hds_thresh)
+            if self.config.ntuple is not None and NTUPLE not in skip:
+                features = read(NTUPLE, nic.features, ifindex)
+                if features is not None:
+                    check(NTUPLE, NTUPLE, "on" if NTUPLE in features.get("active", ()) else "off",
+                          "on" if self.config.ntuple else "off")
+            if "indir" in target and "rss" not in skip:
+                rss = read("RSS indirection table", nic.rss, ifindex)
+                if rss is not None:
+                    table = rss.get("indir") or []
+                    ok = table == target["indir"]
+                    checks.append(Check("RSS indirection table", "queues " + _ranges(set(table)),
+                                        "queues " + _ranges(set(target["indir"])), ok,
+                                        "" if ok else problems.get("rss", "changed since it was set")))
+        if target.get("rules") and "flow rules" not in skip:
+            rules = self._rules(ifname)
+            at = {_rule_key(e): e["location"] for e in self.originals.get(ifname, {}).get("rules", [])}
+            for rule in target["rules"]:
+                location = at.get(_rule_key(rule.as_dict()))
+                try:
+                    present = location is not None and self._rule_at(rules, location) == rule
+                except OSError:
+                    present = False
+                check("flow rule " + rule.describe(), "flow rules",
+                      "present" if present else "missing", "present")
+        return checks
+
+    # -- restore ----------------------------------------------------------
+
+    def restore(self, ifname):
+        saved = self.originals.pop(ifname, None)
+        self.targets.pop(ifname, None)
+        self.problems.pop(ifname, None)
+        self.unsupported.pop(ifname, None)
+        if not saved:
+            return
+        ifindex = self._ifindex(ifname)
+        if ifindex is None or ifindex != saved.get("ifindex"):
+            self._save_state()
+            return
+        if saved.get("rules"):
+            self._undo(ifname, "flow rules", self._restore_rules, ifname, saved["rules"])
+        with self._nic() as nic:
+            if "rss" in saved:
+                self._undo(ifname, "RSS table", self._restore_rss, nic, ifindex, saved["rss"])
+            for name, wanted in saved.get("features", {}).items():
+                self._undo(ifname, name, nic.set_features, ifindex, {name: wanted})
+            rings = saved.get("rings", {})
+            if "hds-thresh" in rings:
+                self._undo(ifname, "hds-thresh", nic.set_rings, ifindex,
+                           **{"hds-thresh": rings["hds-thresh"]})
+            if "tcp-data-split" in rings:
+                self._undo(ifname, "tcp-data-split", nic.set_rings, ifindex,
+                           **{"tcp-data-split": rings["tcp-data-split"]})
+            if saved.get("channels"):
+                self._undo(ifname, "channels", self._restore_channels, nic, ifindex,
+                           saved["channels"])
+        log.info("%s: zero-copy receive preparation undone", ifname)
+        self._save_state()
+
+    def _undo(self, ifname, what, func, *args, **kwargs):
+        try:
+            func(*args, **kwargs)
+        except (NetlinkRequestError, OSError) as err:
+            log.error("%s: cannot restore %s: %s", ifname, what, _refusal(what, err))
+
+    def _restore_rules(self, ifname, entries):
+        rules = self._rules(ifname)
+        for entry in entries:
+            if self._rule_at(rules, entry["location"]) == _as_rule(entry):
+                rules.delete(entry["location"])
+            else:
+                log.info("%s: flow rule slot %d no longer holds the rule irqtune added; "
+                         "left alone", ifname, entry["location"])
+
+    @staticmethod
+    def _restore_rss(nic, ifindex, original):
+        nic.set_rss_indir(ifindex, [] if original.get("default") else original["indir"])
+
+    @staticmethod
+    def _restore_channels(nic, ifindex, counts):
+        current = nic.channels(ifindex)
+        changes = {k: v for k, v in counts.items() if _n(current, k + "-count") != v}
+        if changes:
+            nic.set_channels(ifindex, **changes)
+
+    def forget(self, ifname):
+        self.targets.pop(ifname, None)
+        self.problems.pop(ifname, None)
+        self.unsupported.pop(ifname, None)
+        if self.originals.pop(ifname, None) is not None:
+            self._save_state()
+
+    def restore_all(self):
+        for ifname in sorted(self.originals):
+            self.restore(ifname)
+        if self.state is not None:
+            self.state.remove()
+
+
+def _rule_fields(entry):
+    return {k: entry.get(k) for k in ("flow", "dst_port", "queue", "dst_ip")}
+
+
+def _rule_key(fields):
+    return tuple(sorted(_rule_fields(fields).items()))
+
+
+def _as_rule(entry):
+    from ..netlink.ethtool_ntuple import FlowRule
+    return FlowRule(**_rule_fields(entry))
+
+
+def _ranges(indexes):
+    from ..values import format_index_list
+    return format_index_list(indexes) if indexes else "none"
+
+
+def nic_name(ifindex):
+    try:
+        return socket.if_indextoname(ifindex)
+    except OSError:
+        return "ifindex %d" % ifindex
+
+
+def _ethtool_family():
+    from ..netlink.ethtool_rx import RxConfigFamily
+    return RxConfigFamily()
+
+
+def _ntuple_rules(ifname):
+    from ..netlink.ethtool_ntuple import NtupleRules
+    return NtupleRules(ifname)
+
+
+def _ifindex(ifname):
+    try:
+        return socket.if_nametoindex(ifname)
+    except OSError:
+        return None

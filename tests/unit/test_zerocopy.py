@@ -1,0 +1,311 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""ZeroCopyRxTuner against a fake NIC that keeps the kernel's rules.
+
+FakeNic follows what Linux 7.2 does (net/ethtool/rings.c, features.c,
+rss.c, channels.c, drivers/net/netdevsim/ethtool.c): header split
+configured "auto" is reported as the driver's state (netdevsim: on), a
+rings set notifies only when the configuration changed, features outside
+hw_features silently stay as they are, a default RSS table is respread on
+channel changes while a user-set one is kept and blocks dropping the
+queues it uses, and an empty RSS table restores the default.
+"""
+
+import errno
+import logging
+
+import pytest
+
+from irqtune.errors import OptionError
+from irqtune.netlink.ethtool_ntuple import FlowRule
+from irqtune.netlink.genl import NetlinkRequestError
+from irqtune.state import StateFile
+from irqtune.zerocopy import ZeroCopyConfig, ZeroCopyRxTuner
+
+from test_ethtool_ntuple import FakeRuleTable
+from irqtune.netlink.ethtool_ntuple import NtupleRules
+
+
+class FakeNic:
+    def __init__(self, combined=(8, 2), rings=True, hds=True, ntuple_hw=True, rss=True,
+                 refuse=None):
+        self.max, self.count = combined
+        self.rings_supported = rings
+        self.hds_supported = hds
+        self.split_config = 0         # auto
+        self.hds = 256
+        self.hw = {"rx-gro", "rx-ntuple-filter"} if ntuple_hw else {"rx-gro"}
+        self.wanted = {"rx-gro"}
+        self.rss_size = 16 if rss else 0
+        self.indir = None             # None: the driver's default spread
+        self.refuse = refuse or {}    # method name -> (errno, extack)
+        self.calls = []
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        return False
+
+    def _check(self, name):
+        self.calls.append(name)
+        if name in self.refuse:
+            raise NetlinkRequestError(name, *self.refuse[name])
+
+    def channels(self, ifindex):
+        return {"combined-max": self.max, "combined-count": self.count}
+
+    def set_channels(self, ifindex, combined):
+        self._check("set_channels")
+        if combined > self.max:
+            raise NetlinkRequestError("channels", errno.EINVAL, "requested channel count exceeds maximum")
+        if self.indir is not None and max(self.indir) >= combined:
+            raise NetlinkRequestError("channels", errno.EINVAL,
+                                      "requested channel counts are too low for existing "
+                                      "indirection table settings")
+        self.count = combined
+
+    def rings(self, ifindex):
+        if not self.rings_supported:
+            raise NetlinkRequestError("rings", errno.EOPNOTSUPP, None)
+        out = {"rx": 512, "tcp-data-split": self.split_config or 2}   # netdevsim: auto shows on
+        if self.hds_supported:
+            out.update({"hds-thresh": self.hds, "hds-thresh-max": 4096})
+        return out
+
+    def set_rings(self, ifindex, **values):
+        self._check("set_rings")
+        if not self.rings_supported:
+            raise NetlinkRequestError("rings", errno.EOPNOTSUPP, "setting TCP data split is not supported")
+        changed = False
+        if "tcp-data-split" in values:
+            changed |= values["tcp-data-split"] != self.split_config
+            self.split_config = values["tcp-data-split"]
+        if "hds-thresh" in values:
+            if values["hds-thresh"] > 4096:
+                raise NetlinkRequestError("rings", errno.EINVAL, "requested ring size exceeds maximum")
+            changed |= values["hds-thresh"] != self.hds
+            self.hds = values["hds-thresh"]
+        return changed
+
+    def features(self, ifindex):
+        return {"hw": set(self.hw), "wanted": set(self.wanted),
+                "active": self.wanted & (self.hw | {"highdma"})}
+
+    def set_features(self, ifindex, changes):
+        self._check("set_features")
+        for name, on in changes.items():
+            if name in self.hw:
+                (self.wanted.add if on else self.wanted.discard)(name)
+
+    def rss(self, ifindex):
+        self._check("rss")
+        if not self.rss_size:
+            raise NetlinkRequestError("rss", errno.EOPNOTSUPP, None)
+        if self.indir is None:
+            return {"indir": [i % self.count for i in range(self.rss_size)], "hfunc": 1}
+        return {"indir": list(self.indir), "hfunc": 1}
+
+    def set_rss_indir(self, ifindex, table):
+        self._check("set_rss_indir")
+        if not self.rss_size:
+            raise NetlinkRequestError("rss", errno.EOPNOTSUPP, None)
+        if any(q >= self.count for q in table):
+            raise NetlinkRequestError("rss", errno.EINVAL, "entry 0: queue out of range")
+        self.indir = list(table) if table else None
+
+    def snapshot(self):
+        return (self.count, self.split_config, self.hds, sorted(self.wanted),
+                None if self.indir is None else tuple(self.indir))
+
+
+class Host:
+    """One fake NIC "eth0" (ifindex 7) plus its rule table."""
+
+    def __init__(self, tmp_path, **nic):
+        self.nic = FakeNic(**nic)
+        self.table = FakeRuleTable(size=64)
+        self.ifindex = {"eth0": 7}
+        self.state_dir = str(tmp_path)
+
+    def tuner(self, **options):
+        config, errors = ZeroCopyConfig.from_options(options)
+        assert errors == []
+        return ZeroCopyRxTuner(config, state=StateFile("zerocopy_rx-test", self.state_dir),
+                               nic=lambda: self.nic,
+                               rules=lambda ifname: NtupleRules("eth9", ioctl=self.table.ioctl),
+                               ifindex=self.ifindex.get)
+
+
+@pytest.fixture
+def host(tmp_path):
+    return Host(tmp_path)
+
+
+def test_apply_prepares_everything(host):
+    original = host.nic.snapshot()
+    tuner = host.tuner(queues="2", flow_rules="tcp4:5201 tcp6:[2001:db8::1]:9000 udp4:4791")
+    summary = tuner.apply("eth0")
+    nic = host.nic
+    assert nic.count == 4                              # 2 regular + 2 reserved
+    assert nic.split_config == 2 and nic.hds == 0
+    assert "rx-ntuple-filter" in nic.wanted
+    assert nic.indir == [i % 2 for i in range(16)]     # RSS kept off queues 2-3
+    rules = {FlowRule(**{k: v for k, v in e.items() if k != "location"})
+             for e in tuner.originals["eth0"]["rules"]}
+    assert rules == {FlowRule("tcp4", 5201, 2), FlowRule("tcp6", 9000, 3, "2001:db8::1"),
+                     FlowRule("udp4", 4791, 2)}
+    assert len(host.table.rules) == 3
+    assert "reserved 2-3" in summary and "RSS over queues 0-1" in summary
+    assert all(c.ok for c in tuner.verify("eth0")), tuner.verify("eth0")
+    tuner.restore_all()
+    assert nic.snapshot() == original
+    assert nic.split_config == 0                       # auto again, not an explicit "on"
+    assert host.table.rules == {}
+
+
+def test_restore_keeps_rules_it_did_not_add(host):
+    admin = NtupleRules("eth9", ioctl=host.table.ioctl)
+    theirs = admin.insert(FlowRule("tcp4", 22, 0))
+    tuner = host.tuner(queues="1", flow_rules="tcp4:5201")
+    tuner.apply("eth0")
+    mine = [e["location"] for e in tuner.originals["eth0"]["rules"]]
+    assert mine and theirs not in mine
+    # someone replaces irqtune's rule with one of their own in the same slot
+    admin.delete(mine[0])
+    host.table.rules[mine[0]] = host.table.rules[theirs]
+    tuner.restore_all()
+    assert sorted(host.table.rules) == sorted([theirs, mine[0]])
+
+
+def test_explicit_header_split_is_restored_as_explicit(host):
+    host.nic.split_config = 2        # the administrator had set "on" explicitly
+    tuner = host.tuner(queues="1")
+    tuner.apply("eth0")
+    assert tuner.originals["eth0"]["rings"]["tcp-data-split"] == 2
+    tuner.restore_all()
+    assert host.nic.split_config == 2
+
+
+def test_user_set_rss_table_comes_back(host):
+    host.nic.indir = [1, 0] * 8
+    tuner = host.tuner(queues="1")
+    tuner.apply("eth0")
+    assert host.nic.indir == [0, 1] * 8 and host.nic.count == 3
+    tuner.restore_all()
+    assert host.nic.indir == [1, 0] * 8 and host.nic.count == 2
+
+
+def test_verify_reports_drift(host):
+    tuner = host.tuner(queues="1", flow_rules="tcp4:5201")
+    tuner.apply("eth0")
+    host.nic.split_config = 1
+    host.nic.indir = [i % 3 for i in range(16)]
+    host.table.rules.clear()
+    failed = {c.what: c for c in tuner.verify("eth0") if not c.ok}
+    assert set(failed) == {"tcp-data-split", "RSS indirection table",
+                           "flow rule tcp4 port 5201 -> queue 2"}
+    assert failed["tcp-data-split"].current == "off"
+    assert failed["RSS indirection table"].current == "queues 0-2"
+
+
+def test_kill9_restart_restores_the_true_originals(host):
+    original = host.nic.snapshot()
+    host.tuner(queues="2", flow_rules="tcp4:5201").apply("eth0")
+    # the daemon dies; a new one loads the state file and applies again
+    second = host.tuner(queues="2", flow_rules="tcp4:5201")
+    second.apply("eth0")
+    assert len(host.table.rules) == 1                  # the rule is not added twice
+    second.restore_all()
+    assert host.nic.snapshot() == original and host.table.rules == {}
+
+
+def test_unsupported_features_logged_once_and_the_rest_applies(tmp_path, caplog):
+    host = Host(tmp_path, rings=False, ntuple_hw=False, rss=False)
+    tuner = host.tuner(queues="1", flow_rules="tcp4:5201")
+    host.table.ioctl = _eopnotsupp
+    caplog.set_level(logging.WARNING, "irqtune")
+    tuner.apply("eth0")
+    tuner.apply("eth0")
+    warnings = [r.getMessage() for r in caplog.records]
+    for feature in ("tcp-data-split", "hds-thresh", "rx-ntuple-filter", "rss", "flow rules"):
+        assert len([w for w in warnings if w.startswith("eth0: %s:" % feature)]) == 1, warnings
+    assert host.nic.count == 2 + 1                     # channels still raised
+    assert set(tuner.unsupported["eth0"]) == {"tcp-data-split", "hds-thresh",
+                                              "rx-ntuple-filter", "rss", "flow rules"}
+    checks = tuner.verify("eth0")
+    assert [c.what for c in checks] == ["combined channels"] and checks[0].ok
+    tuner.restore_all()
+    assert host.nic.count == 2
+
+
+def _eopnotsupp(fd, request, ifreq):
+    raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+
+
+def test_einval_names_the_nic_feature_and_extack(host, caplog):
+    host.nic.refuse["set_features"] = (errno.EINVAL, "ntuple needs rx hashing")
+    caplog.set_level(logging.WARNING, "irqtune")
+    tuner = host.tuner(queues="1")
+    tuner.apply("eth0")
+    assert ("eth0: rx-ntuple-filter: the driver refused rx-ntuple-filter (EINVAL: ntuple "
+            "needs rx hashing); left as it is") in caplog.messages
+    failed = [c for c in tuner.verify("eth0") if not c.ok]
+    assert [c.what for c in failed] == ["rx-ntuple-filter"]
+    assert "EINVAL" in failed[0].note
+    assert host.nic.split_config == 2 and host.nic.indir is not None   # the rest applied
+
+
+def test_channel_maximum_limits_the_raise(tmp_path, caplog):
+    host = Host(tmp_path, combined=(3, 3))
+    tuner = host.tuner(queues="1")
+    tuner.apply("eth0")
+    assert host.nic.count == 3 and host.nic.indir == [i % 2 for i in range(16)]
+    too_many = host.tuner(queues="3")
+    caplog.set_level(logging.WARNING, "irqtune")
+    tuner.restore_all()
+    too_many.apply("eth0")
+    assert any("reserving 3 rx queues needs at least 4 and the device has 3" in m
+               for m in caplog.messages)
+    assert host.nic.indir is None                      # no reservation: RSS untouched
+
+
+def test_recreated_device_gets_new_originals_and_rules_come_back(host):
+    tuner = host.tuner(queues="1", flow_rules="tcp4:5201")
+    tuner.apply("eth0")
+    host.table.rules.clear()                           # a driver reset dropped them
+    assert tuner.apply_new("eth0") == "1 flow rules inserted again"
+    assert len(host.table.rules) == 1
+    assert tuner.apply_new("eth0") == ""
+    host.ifindex["eth0"] = 8                           # unplugged and plugged again
+    host.nic.__init__()
+    assert tuner.apply_new("eth0").startswith("eth0: 3 rx queues")
+    assert tuner.originals["eth0"]["ifindex"] == 8
+    assert tuner.originals["eth0"]["channels"] == {"combined": 2}
+
+
+def test_option_errors_name_option_value_and_accepted():
+    config, errors = ZeroCopyConfig.from_options(
+        {"queues": "0", "flow_rules": "tcp4:99999", "header_split": "maybe", "rss": "all",
+         "hds_thresh": "-1", "ntuple": "on"})
+    messages = [str(e) for e in errors]
+    assert "queues: invalid value '0' (accepted: an integer from 1 to 1024)" in messages
+    assert any(m.startswith("flow_rules: invalid value 'tcp4:99999'") for m in messages)
+    assert any(m.startswith("header_split: invalid value 'maybe' (accepted: one of on, off")
+               for m in messages)
+    assert any(m.startswith("rss: invalid value 'all' (accepted: one of remaining, leave")
+               for m in messages)
+    # bad values are left alone; the good one still applies
+    assert (config.queues, config.header_split, config.rss, config.hds_thresh, config.ntuple) \
+        == (None, None, None, None, True)
+    _, errors = ZeroCopyConfig.from_options({"flow_rules": "tcp6:10.0.0.1:80"})
+    assert isinstance(errors[0], OptionError) and "with an IPv6 address" in str(errors[0])
+
+
+def test_rss_goes_back_before_channels(host):
+    # 5 regular queues from an explicit channel count: the tuned table uses
+    # queues the original 2 channels lack, so channels alone cannot go back
+    tuner = host.tuner(queues="1", channels="6")
+    tuner.apply("eth0")
+    assert host.nic.count == 6 and max(host.nic.indir) == 4
+    tuner.restore_all()
+    assert host.nic.count == 2 and host.nic.indir is None
