@@ -65,6 +65,21 @@ def verify_failed(text):
 	return False
 
 
+def verify_checks(device, checks):
+	"""Log a tuner's [Check] in TuneD's verify format; True when all passed."""
+	ok = True
+	for check in checks:
+		if check.ok:
+			log.info(consts.STR_VERIFY_PROFILE_DEVICE_VALUE_OK % (device, check.what, check.current))
+			continue
+		ok = False
+		log.error(consts.STR_VERIFY_PROFILE_DEVICE_VALUE_FAIL
+			% (device, check.what, check.current, check.expected))
+		if check.note:
+			verify_failed("%s: %s: %s" % (device, check.what, check.note))
+	return ok
+
+
 def expanded_option(variables, instance, name):
 	"""An option's text with profile variables expanded, "" when unset."""
 	value = instance.options.get(name)
@@ -73,6 +88,42 @@ def expanded_option(variables, instance, name):
 	if isinstance(value, str):
 		value = variables.expand(value)
 	return str(value).strip()
+
+
+def overlay_file_options(variables, instance_name, path, prefix, options):
+	"""<prefix><option>=value lines of path, as {option: value}.
+
+	TuneD merges the [variables] sections of stacked profiles into one,
+	so an overlay's "include=" would replace the base profile's own
+	variables file: an overlay's plugin names its file in a
+	variables_file option and reads it here instead.
+	"""
+	if not path:
+		return {}
+	try:
+		with open(path) as f:
+			lines = f.read().splitlines()
+	except FileNotFoundError:
+		log.debug("instance %s: no %s, using the profile's values" % (instance_name, path))
+		return {}
+	except OSError as err:
+		log.error("instance %s: cannot read %s: %s" % (instance_name, path, err))
+		return {}
+	found = {}
+	names = set(options) - {"variables_file"}
+	for number, line in enumerate(lines, 1):
+		line = line.strip()
+		if not line or line.startswith("#"):
+			continue
+		key, sep, value = line.partition("=")
+		key = key.strip()
+		option = key[len(prefix):] if key.startswith(prefix) else None
+		if not sep or option not in names:
+			log.error("instance %s: %s:%d: ignored, not %s<option>=value with option "
+				"one of %s" % (instance_name, path, number, prefix, ", ".join(sorted(names))))
+			continue
+		found[option] = str(variables.expand(value.strip())).strip()
+	return found
 
 
 def is_virtual_netdev(name):

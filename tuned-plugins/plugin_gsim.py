@@ -119,7 +119,8 @@ class GsimPlugin(base.Plugin):
 		instance._tuner = None
 		instance._gsim_missing = None
 		options = {name: self._option(instance, name) for name in self._get_config_options()}
-		options.update(self._file_options(instance, options.pop("variables_file")))
+		options.update(common.overlay_file_options(self._variables, instance.name,
+			options.pop("variables_file"), "gsim_", self._get_config_options()))
 		config, errors = gsim.GsimConfig.from_options(options)
 		try:
 			selection = gsim.IrqSelection.parse(options["irqs"])
@@ -141,40 +142,6 @@ class GsimPlugin(base.Plugin):
 		instance._tuner = gsim.GsimTuner(config, selection, iface,
 			state=StateFile("gsim-" + instance.name, self._gsim_state_dir),
 			sysfs_root=self._gsim_sysfs_root, napi_irqs=self._gsim_napi_irqs)
-
-	def _file_options(self, instance, path):
-		"""gsim_<option>=value lines of path, as {option: value}.
-
-		TuneD merges the [variables] sections of stacked profiles into one,
-		so an overlay's "include=" would replace the base profile's own
-		variables file: the overlay names its file here instead.
-		"""
-		if not path:
-			return {}
-		try:
-			with open(path) as f:
-				lines = f.read().splitlines()
-		except FileNotFoundError:
-			log.debug("instance %s: no %s, using the profile's values" % (instance.name, path))
-			return {}
-		except OSError as err:
-			log.error("instance %s: cannot read %s: %s" % (instance.name, path, err))
-			return {}
-		found = {}
-		names = set(self._get_config_options()) - {"variables_file"}
-		for number, line in enumerate(lines, 1):
-			line = line.strip()
-			if not line or line.startswith("#"):
-				continue
-			key, sep, value = line.partition("=")
-			key = key.strip()
-			option = key[len("gsim_"):] if key.startswith("gsim_") else None
-			if not sep or option not in names:
-				log.error("instance %s: %s:%d: ignored, not gsim_<option>=value with option "
-					"one of %s" % (instance.name, path, number, ", ".join(sorted(names))))
-				continue
-			found[option] = str(self._variables.expand(value.strip())).strip()
-		return found
 
 	def _instance_cleanup(self, instance):
 		self._stop_watcher(instance)

@@ -1,5 +1,4 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-import tuned.consts as consts
 import tuned.logs
 from tuned.plugins import irqtune_common as common
 
@@ -96,15 +95,4 @@ class NicHousekeepingPlugin(common.NetDevicePlugin):
 		checks = instance._tuner.verify(device)
 		if not checks:
 			return None
-		ok = True
-		for check in checks:
-			if check.ok:
-				log.info(consts.STR_VERIFY_PROFILE_DEVICE_VALUE_OK
-					% (device, check.what, check.current))
-				continue
-			ok = False
-			log.error(consts.STR_VERIFY_PROFILE_DEVICE_VALUE_FAIL
-				% (device, check.what, check.current, check.expected))
-			if check.note:
-				common.verify_failed("%s: %s: %s" % (device, check.what, check.note))
-		return ok
+		return common.verify_checks(device, checks)

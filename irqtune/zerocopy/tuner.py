@@ -45,8 +45,13 @@ class Refused(Exception):
         self.unsupported = unsupported
 
 
+LABELS = {"rss": "an RSS indirection table", "flow rules": "ntuple flow rules",
+          "tcp-data-split": "header split (tcp-data-split)"}
+
+
 def _refusal(feature, err):
     """A Refused naming what the kernel or driver said."""
+    feature = LABELS.get(feature, feature)
     code = getattr(err, "code", None)
     if code is None:
         code = getattr(err, "errno", None)

@@ -1,0 +1,129 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+import tuned.logs
+from tuned.plugins import irqtune_common as common
+
+from irqtune.state import StateFile
+from irqtune.zerocopy import ZeroCopyConfig, ZeroCopyRxTuner
+
+log = tuned.logs.get()
+
+
+class ZerocopyRxPlugin(common.NetDevicePlugin):
+	"""
+	`zerocopy_rx`::
+
+	Prepares the selected network devices for zero-copy receive - devmem
+	TCP (netdev `bind-rx`) and io_uring zero-copy receive
+	(`io_uring_register_ifq`) - the way their kernel documentation asks:
+	the last [option]`queues` rx queues are reserved for zero-copy flows,
+	the rest keep serving ordinary traffic. Everything goes through the
+	ethtool generic netlink family, flow rules through the `SIOCETHTOOL`
+	ioctl.
+	+
+	The channel count is raised by [option]`queues` (at most to the
+	device maximum), or set to [option]`channels` when given.
+	[option]`header_split` (`on`/`off`) and [option]`hds_thresh` (bytes;
+	0 puts every payload byte in the zero-copy buffer) are ring
+	parameters; [option]`ntuple` switches the `rx-ntuple-filter` feature.
+	[option]`rss` is `remaining` (the RSS indirection table spreads over
+	the queues that are not reserved, like `ethtool -X _dev_ equal _N_`)
+	or `leave`. [option]`flow_rules` lists destinations steered to the
+	reserved queues, one after the other: `tcp4:5201`,
+	`udp6:[2001:db8::1]:9000`. An empty value leaves a setting alone.
+	+
+	[option]`nics` replaces the instance's `devices=` (a TuneD device
+	expression; empty selects no device) and [option]`variables_file`
+	names a file of `zerocopy_<option>=value` lines that replace the
+	options above: the `zerocopy-rx-host` overlay reads
+	`/etc/tuned/zerocopy-rx-host-variables.conf` that way, so stacking
+	it keeps the base profile's own variables file.
+	+
+	Binding memory to the reserved queues is the application's part.
+	Instances of this plugin should run before `napi` instances
+	(`priority=` lower than theirs): the channel change recreates NAPIs.
+	+
+	Every original value is saved (also in `/run/irqtune`) and restored
+	when the profile is unapplied: header split configured `auto` comes
+	back as `auto`, an RSS table the driver had spread itself comes back
+	as the driver's default, and only the flow rules this plugin added
+	are deleted. A setting the driver does not support is named once per
+	device and left out of verify; a value it refuses is named once with
+	the driver's message and shown by verify. Devices added later are
+	prepared when they appear, and flow rules a driver reset dropped are
+	inserted again.
+	+
+	.Reserve two rx queues of eth1 for devmem TCP on port 5201
+	====
+	----
+	[zerocopy_rx]
+	priority=-10
+	devices=eth1
+	queues=2
+	flow_rules=tcp4:5201 tcp6:5201
+	----
+	====
+	"""
+
+	@classmethod
+	def _get_config_options(cls):
+		return {
+			"queues": "1",
+			"channels": None,
+			"header_split": "on",
+			"hds_thresh": "0",
+			"ntuple": "on",
+			"rss": "remaining",
+			"flow_rules": None,
+			"nics": None,
+			"variables_file": None,
+		}
+
+	@classmethod
+	def get_config_options_hints(cls):
+		return {
+			"queues": "rx queues to reserve at the end of the queue range (1-1024)",
+			"channels": "channel count (default: the original count plus queues)",
+			"header_split": "on or off",
+			"hds_thresh": "header-data split threshold in bytes (0: split every packet)",
+			"ntuple": "on or off (rx-ntuple-filter)",
+			"rss": "remaining (RSS off the reserved queues) or leave",
+			"flow_rules": "FLOW:PORT or FLOW:ADDRESS:PORT, FLOW tcp4/udp4/tcp6/udp6",
+			"nics": "TuneD device expression replacing devices= (empty: no device)",
+			"variables_file": "file of zerocopy_<option>=value lines overriding the options",
+		}
+
+	def _options(self, instance):
+		"""Options with profile variables expanded, overridden by the
+		variables file (read again each time: device matching runs before
+		_instance_init)."""
+		options = self._expanded_options(instance)
+		options.update(common.overlay_file_options(self._variables, instance.name,
+			options.pop("variables_file", None), "zerocopy_", self._get_config_options()))
+		return options
+
+	def _get_matching_devices(self, instance, devices):
+		nics = self._options(instance).get("nics")
+		if nics is None:
+			return super()._get_matching_devices(instance, devices)
+		if not nics.strip():
+			return set()
+		# named explicitly: virtual devices (veth) too, never lo
+		return set(self._device_matcher.match_list(nics, devices)) - {"lo"}
+
+	def _instance_init(self, instance):
+		super()._instance_init(instance)
+		config, errors = ZeroCopyConfig.from_options(self._options(instance))
+		self._log_option_errors(instance, errors)
+		instance._tuner = ZeroCopyRxTuner(config,
+			state=StateFile("zerocopy_rx-" + instance.name))
+
+	def _wants_watching(self, instance):
+		# only flow rules are lost on driver resets (see ZeroCopyRxTuner.apply_new)
+		return bool(instance._tuner.config.rules)
+
+	def _device_verify(self, instance, device, ignore_missing):
+		if instance._tuner is None:
+			return None
+		for feature, why in sorted(instance._tuner.unsupported.get(device, {}).items()):
+			log.info("verify: %s: %s: not checked: %s" % (device, feature, why))
+		return common.verify_checks(device, instance._tuner.verify(device))
