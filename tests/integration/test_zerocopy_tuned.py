@@ -41,11 +41,16 @@ def variables():
             f.write(saved)
 
 
-@pytest.fixture
-def fresh(netns, tuned, variables):
-    tuned.adm("off", check=False)
-    netns.exec("ip", "link", "del", DEV, check=False)
+@pytest.fixture(scope="module")
+def device(netns, tuned):
+    # created once: TuneD 2.20 trips over a net device removed while no
+    # profile holds it (KeyError in hotplug._remove_device)
     netns.add_veth(DEV, queues=4)
+
+
+@pytest.fixture
+def fresh(netns, tuned, variables, device):
+    tuned.adm("off", check=False)
     netns.exec("ethtool", "-L", DEV, "rx", "2", "tx", "2")
     return tuned
 
@@ -59,7 +64,7 @@ def test_overlay_reserves_a_queue_and_names_what_veth_lacks(fresh, netns):
     assert rx(netns) == 3
     log = fresh.log_since(mark)
     assert "%s: rx channels 2 -> 3" % DEV in log
-    assert re.search(r"instance zerocopy_rx: %s: 3 rx queues, reserved 2" % DEV, log), log
+    assert re.search(r"instance zerocopy_rx: [^\n]*%s: 3 rx queues, reserved 2" % DEV, log), log
     assert ("%s: tcp-data-split: the driver does not support header split (tcp-data-split) "
             "(EOPNOTSUPP)" % DEV) in log
     result, vlog = fresh.verify()
