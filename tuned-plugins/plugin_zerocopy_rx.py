@@ -15,8 +15,8 @@ class ZerocopyRxPlugin(common.NetDevicePlugin):
 	Prepares the selected network devices for zero-copy receive - devmem
 	TCP (netdev `bind-rx`) and io_uring zero-copy receive
 	(`io_uring_register_ifq`) - the way their kernel documentation asks:
-	the last [option]`queues` rx queues are reserved for zero-copy flows,
-	the rest keep serving ordinary traffic. Everything goes through the
+	the last rx queues, as many as [option]`queues`, are reserved for
+	zero-copy flows, the rest keep serving ordinary traffic. Everything goes through the
 	ethtool generic netlink family, flow rules through the `SIOCETHTOOL`
 	ioctl.
 	+
