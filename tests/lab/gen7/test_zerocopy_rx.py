@@ -22,7 +22,6 @@ under test.
 
 import json
 import re
-import subprocess
 import time
 
 import pytest
