@@ -2,8 +2,13 @@
 import tuned.logs
 from tuned.plugins import irqtune_common as common
 
+from irqtune.caps import detect_napi_capabilities
+from irqtune.errors import OptionError
+from irqtune.napi import NapiConfig, NapiTuner
 from irqtune.state import StateFile
 from irqtune.zerocopy import ZeroCopyConfig, ZeroCopyRxTuner
+
+NAPI_OPTIONS = ("defer_hard_irqs", "gro_flush_timeout", "irq_suspend_timeout", "threaded")
 
 log = tuned.logs.get()
 
@@ -37,6 +42,12 @@ class ZerocopyRxPlugin(common.NetDevicePlugin):
 	options above: the `zerocopy-rx-host` overlay reads
 	`/etc/tuned/zerocopy-rx-host-variables.conf` that way, so stacking
 	it keeps the base profile's own variables file.
+	+
+	[option]`napi_defer_hard_irqs`, [option]`napi_gro_flush_timeout`,
+	[option]`napi_irq_suspend_timeout` and [option]`napi_threaded` set
+	per-NAPI values (as the `napi` plugin does) on the NAPIs of the
+	reserved queues only; exclude those queues from other `napi`
+	instances (their [option]`queues`).
 	+
 	Binding memory to the reserved queues is the application's part.
 	Instances of this plugin should run before `napi` instances
@@ -76,6 +87,10 @@ class ZerocopyRxPlugin(common.NetDevicePlugin):
 			"flow_rules": None,
 			"nics": None,
 			"variables_file": None,
+			"napi_defer_hard_irqs": None,
+			"napi_gro_flush_timeout": None,
+			"napi_irq_suspend_timeout": None,
+			"napi_threaded": None,
 		}
 
 	@classmethod
@@ -90,6 +105,10 @@ class ZerocopyRxPlugin(common.NetDevicePlugin):
 			"flow_rules": "FLOW:PORT or FLOW:ADDRESS:PORT, FLOW tcp4/udp4/tcp6/udp6",
 			"nics": "TuneD device expression replacing devices= (empty: no device)",
 			"variables_file": "file of zerocopy_<option>=value lines overriding the options",
+			"napi_defer_hard_irqs": "defer_hard_irqs of the reserved queues' NAPIs (napi plugin)",
+			"napi_gro_flush_timeout": "gro_flush_timeout of the reserved queues' NAPIs",
+			"napi_irq_suspend_timeout": "irq_suspend_timeout of the reserved queues' NAPIs",
+			"napi_threaded": "threaded mode of the reserved queues' NAPIs",
 		}
 
 	def _options(self, instance):
@@ -112,14 +131,32 @@ class ZerocopyRxPlugin(common.NetDevicePlugin):
 
 	def _instance_init(self, instance):
 		super()._instance_init(instance)
-		config, errors = ZeroCopyConfig.from_options(self._options(instance))
-		self._log_option_errors(instance, errors)
+		options = self._options(instance)
+		config, errors = ZeroCopyConfig.from_options(options)
+		napi_config, napi_errors = NapiConfig.from_options(
+			{name: options.get("napi_" + name) for name in NAPI_OPTIONS})
+		napi_errors = [OptionError("napi_" + e.option, e.value, e.accepted) for e in napi_errors]
+		self._log_option_errors(instance, errors + napi_errors)
 		instance._tuner = ZeroCopyRxTuner(config,
-			state=StateFile("zerocopy_rx-" + instance.name))
+			state=StateFile("zerocopy_rx-" + instance.name),
+			napi=self._napi_factory(instance, napi_config) if napi_config.attrs() else None)
+
+	@staticmethod
+	def _napi_factory(instance, napi_config):
+		"""A NapiTuner per device, scoped to its reserved queues, with its
+		own state file (the reserved queues differ between devices)."""
+		caps = []
+		def factory(ifname, queues):
+			if not caps:
+				caps.append(detect_napi_capabilities())
+			return NapiTuner(napi_config, caps[0], queues=queues,
+				state=StateFile("zerocopy_rx-%s-napi-%s" % (instance.name, ifname)))
+		return factory
 
 	def _wants_watching(self, instance):
-		# only flow rules are lost on driver resets (see ZeroCopyRxTuner.apply_new)
-		return bool(instance._tuner.config.rules)
+		# flow rules are lost on driver resets, NAPIs of some drivers are
+		# recreated with defaults (see ZeroCopyRxTuner.apply_new)
+		return bool(instance._tuner.config.rules) or instance._tuner.tunes_napis
 
 	def _device_verify(self, instance, device, ignore_missing):
 		if instance._tuner is None:

@@ -103,18 +103,26 @@ class ZeroCopyRxTuner:
 
     nic: a factory returning a context manager with the RxConfigFamily
     methods; rules: ifname -> NtupleRules; both are fakes in unit tests.
+    napi: None, or (ifname, reserved queue list) -> a NapiTuner scoped to
+    those queues, for per-NAPI values on the reserved queues only.
     """
 
-    def __init__(self, config, state=None, nic=None, rules=None, ifindex=None):
+    def __init__(self, config, state=None, nic=None, rules=None, ifindex=None, napi=None):
         self.config = config
         self.state = state
         self._nic = nic or _ethtool_family
         self._rules = rules or _ntuple_rules
         self._ifindex = ifindex or _ifindex
+        self._napi_factory = napi
+        self.napi = {}          # ifname -> NapiTuner of its reserved queues
         self.targets = {}       # ifname -> {"channels": {...}, "reserved": [..], "indir": [...]}
         self.problems = {}      # ifname -> {feature: reason}: refused values (verify fails)
         self.unsupported = {}   # ifname -> {feature: reason}: missing in the driver
         self.originals = self._load_state()
+
+    @property
+    def tunes_napis(self):
+        return self._napi_factory is not None
 
     # -- plumbing ---------------------------------------------------------
 
@@ -210,8 +218,19 @@ class ZeroCopyRxTuner:
             added = self._step(ifname, "flow rules", self._apply_rules, ifname, saved, target)
             if added is not None:
                 done.append("%d flow rules" % len(self.config.rules))
+        if self._napi_factory is not None and target.get("reserved"):
+            done.append("%d NAPIs of reserved queues set" % self._apply_napi(ifname, target))
         self._save_state()
         return ", ".join(done) or "nothing applied"
+
+    def _apply_napi(self, ifname, target):
+        tuner = self.napi.get(ifname)
+        if tuner is not None and list(tuner.queues) != target["reserved"]:
+            tuner.restore_all()       # other queues reserved now (channel change)
+            tuner = None
+        if tuner is None:
+            tuner = self.napi[ifname] = self._napi_factory(ifname, target["reserved"])
+        return tuner.apply(ifname)
 
     def _read_rss(self, nic, ifindex):
         """The original main-context table: "default" when it is the
@@ -364,8 +383,9 @@ class ZeroCopyRxTuner:
         if saved is None or saved.get("ifindex") != ifindex:
             return self.apply(ifname)
         target = self.targets.get(ifname, {})
+        retuned = self.napi[ifname].apply_new(ifname) if ifname in self.napi else 0
         if not (self.config.rules and target.get("reserved")):
-            return ""
+            return "%d NAPIs of reserved queues set again" % retuned if retuned else ""
         rules = self._rules(ifname)
         missing = [e for e in saved.get("rules", [])
                    if self._step(ifname, "flow rules", self._rule_at, rules, e["location"]) is None]
@@ -427,6 +447,9 @@ class ZeroCopyRxTuner:
                     checks.append(Check("RSS indirection table", "queues " + _ranges(set(table)),
                                         "queues " + _ranges(set(target["indir"])), ok,
                                         "" if ok else problems.get("rss", "changed since it was set")))
+        if ifname in self.napi:
+            for what, current, expected in self.napi[ifname].verify(ifname):
+                check(what, "napi", current, expected)
         if target.get("rules") and "flow rules" not in skip:
             rules = self._rules(ifname)
             at = {_rule_key(e): e["location"] for e in self.originals.get(ifname, {}).get("rules", [])}
@@ -443,6 +466,11 @@ class ZeroCopyRxTuner:
     # -- restore ----------------------------------------------------------
 
     def restore(self, ifname):
+        # NAPI values first: drivers with persistent NAPI config keep a
+        # dropped queue's values in its slot for the next channel raise.
+        napi = self.napi.pop(ifname, None)
+        if napi is not None:
+            napi.restore_all()
         saved = self.originals.pop(ifname, None)
         self.targets.pop(ifname, None)
         self.problems.pop(ifname, None)
@@ -500,6 +528,9 @@ class ZeroCopyRxTuner:
             nic.set_channels(ifindex, **changes)
 
     def forget(self, ifname):
+        napi = self.napi.pop(ifname, None)
+        if napi is not None:
+            napi.forget(ifname)
         self.targets.pop(ifname, None)
         self.problems.pop(ifname, None)
         self.unsupported.pop(ifname, None)

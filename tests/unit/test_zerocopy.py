@@ -309,3 +309,55 @@ def test_rss_goes_back_before_channels(host):
     assert host.nic.count == 6 and max(host.nic.indir) == 4
     tuner.restore_all()
     assert host.nic.count == 2 and host.nic.indir is None
+
+
+class FakeNapiTuner:
+    """What ZeroCopyRxTuner needs of a NapiTuner, recording its calls."""
+
+    def __init__(self, log, ifname, queues):
+        self.log, self.queues = log, list(queues)
+        self.values = {q: 0 for q in self.queues}
+        log.append(("created", ifname, tuple(queues)))
+
+    def apply(self, ifname):
+        self.log.append(("apply", ifname))
+        self.values = {q: 50 for q in self.queues}
+        return len(self.queues)
+
+    def apply_new(self, ifname):
+        self.log.append(("apply_new", ifname))
+        return 0
+
+    def verify(self, ifname):
+        return [("NAPI of queue %d defer_hard_irqs" % q, v, 50) for q, v in self.values.items()]
+
+    def restore_all(self):
+        self.log.append(("restore_all",))
+
+    def forget(self, ifname):
+        self.log.append(("forget", ifname))
+
+
+def test_reserved_queue_napis_are_tuned_checked_and_restored_first(host):
+    calls = []
+    config, _ = ZeroCopyConfig.from_options({"queues": "2"})
+    nic = host.nic
+    real_set_channels = nic.set_channels
+
+    def set_channels(ifindex, combined):
+        calls.append(("channels", combined))
+        real_set_channels(ifindex, combined)
+    nic.set_channels = set_channels
+    tuner = ZeroCopyRxTuner(config, nic=lambda: nic, rules=lambda n: None, ifindex=host.ifindex.get,
+                            napi=lambda ifname, queues: FakeNapiTuner(calls, ifname, queues))
+    assert "2 NAPIs of reserved queues set" in tuner.apply("eth0")
+    # the NAPI tuner is scoped to the queues reserved after the channel raise
+    assert calls == [("channels", 4), ("created", "eth0", (2, 3)), ("apply", "eth0")]
+    assert all(c.ok for c in tuner.verify("eth0"))
+    tuner.napi["eth0"].values[3] = 7
+    failed = [c for c in tuner.verify("eth0") if not c.ok]
+    assert [(c.what, c.current) for c in failed] == [("NAPI of queue 3 defer_hard_irqs", 7)]
+    del calls[:]
+    tuner.restore_all()
+    # values go back before the channel drop removes the reserved queues
+    assert calls == [("restore_all",), ("channels", 2)]

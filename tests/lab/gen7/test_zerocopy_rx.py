@@ -105,9 +105,12 @@ def nsim(host7):
 
 
 def apply(h, *nics, extra=""):
+    """Stack the overlay on latency-suspend, whose [napi] keeps to the
+    queues that are not reserved (0-1 of the raised 3)."""
     h.write(VARIABLES, "zerocopy_nics=%s\nzerocopy_queues=1\nzerocopy_flow_rules=tcp4:5201\n%s"
             % (" ".join(nics), extra))
-    return h.profile(BASE, OVERLAY, variables={BASE: {"suspend_nics": " ".join(nics)}})
+    return h.profile(BASE, OVERLAY, variables={BASE: {"suspend_nics": " ".join(nics),
+                                                      "suspend_queues": "0-1"}})
 
 
 def test_netdevsim_prepared_verified_and_restored_exactly(host7, nsim):
@@ -115,10 +118,16 @@ def test_netdevsim_prepared_verified_and_restored_exactly(host7, nsim):
     original = state(h, dev)
     assert original == {"combined": 2, "tcp-data-split": "on", "hds-thresh": 128, "ntuple": "off [fixed]"}
     assert not split_configured_on(h, dev)          # "auto", shown as on
-    log = apply(h, dev)
+    log = apply(h, dev, extra="zerocopy_napi_defer_hard_irqs=7\n")
     assert state(h, dev) == {"combined": 3, "tcp-data-split": "on", "hds-thresh": 0,
                              "ntuple": "off [fixed]"}
     assert split_configured_on(h, dev)
+    # per-NAPI: the reserved queue's NAPI from this overlay, the others
+    # from latency-suspend
+    queues, napis = h.rx_queue_napis(dev), h.napis(dev)
+    assert sorted(queues) == [0, 1, 2], queues
+    assert napis[queues[2]].get("defer-hard-irqs") == 7, napis
+    assert [napis[queues[q]].get("defer-hard-irqs") for q in (0, 1)] == [100, 100], napis
     assert "%s: combined channels 2 -> 3" % dev in log, log
     for feature in NETDEVSIM_REFUSED:
         assert len(refusals(log, dev, feature)) == 1, (feature, log)
@@ -126,11 +135,18 @@ def test_netdevsim_prepared_verified_and_restored_exactly(host7, nsim):
         assert not refusals(log, dev, feature), log
     ok, vlog = h.verify()
     assert ok, vlog
-    for what, value in (("combined channels", 3), ("tcp-data-split", "on"), ("hds-thresh", 0)):
+    for what, value in (("combined channels", 3), ("tcp-data-split", "on"), ("hds-thresh", 0),
+                        ("NAPI %d defer_hard_irqs" % queues[2], 7)):
         assert "verify: passed: device %s: '%s' = '%s'" % (dev, what, value) in vlog, vlog
     assert "%s: rss: not checked" % dev in vlog
     h.off()
     assert state(h, dev) == original
+    # netdevsim keeps NAPI config per queue index: raise the channels again
+    # and queue 2's NAPI must come back with its original value, not 7
+    h.sh("ethtool -L %s combined 3" % dev)
+    napis = h.napis(dev)
+    assert all(n.get("defer-hard-irqs", 0) == 0 for n in napis.values()), napis
+    h.sh("ethtool -L %s combined 2" % dev)
     assert not split_configured_on(h, dev), "header split restored as an explicit on, not auto"
 
 
