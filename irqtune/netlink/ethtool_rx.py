@@ -19,7 +19,7 @@ import struct
 from pyroute2.netlink import NLM_F_ACK, NLM_F_REQUEST, NLMSG_ERROR
 
 from .ethtool import ChannelsFamily
-from .genl import NETLINK_GENERIC, NetlinkRequestError, _acks
+from .genl import NETLINK_GENERIC, NetlinkRequestError, _acks, netlink_messages
 from .policy import parse_nlas
 
 CMD_FEATURES_GET = 11
@@ -177,14 +177,9 @@ def header_ifindex(payload):
 
 def genl_messages(data):
     """(nlmsg type, seq, genl cmd, attribute bytes) of each non-error message."""
-    offset = 0
-    while offset + 16 <= len(data):
-        length, msg_type, _flags, seq, _pid = struct.unpack_from("=IHHII", data, offset)
-        if length < 16:
-            return
-        if msg_type != NLMSG_ERROR and length >= 20:
-            yield msg_type, seq, data[offset + 16], data[offset + 20:offset + length]
-        offset += (length + 3) & ~3
+    for msg_type, _flags, seq, msg in netlink_messages(data):
+        if msg_type != NLMSG_ERROR and len(msg) >= 20:
+            yield msg_type, seq, msg[16], msg[20:]
 
 
 # -- the client -----------------------------------------------------------

@@ -178,25 +178,33 @@ NLM_F_ACK_TLVS = 0x200
 NLMSGERR_ATTR_MSG = 1
 
 
-def _acks(data):
-    """(seq, errno, extack text) of each NLMSG_ERROR in a receive buffer."""
-    from .policy import parse_nlas
+def netlink_messages(data):
+    """(type, flags, seq, message bytes) of each netlink message in a
+    receive buffer."""
     offset = 0
     while offset + 16 <= len(data):
         length, msg_type, flags, seq, _ = struct.unpack_from("=IHHII", data, offset)
         if length < 16:
             return
-        if msg_type == NLMSG_ERROR:
-            code = -struct.unpack_from("=i", data, offset + 16)[0]
-            extack = None
-            if flags & NLM_F_ACK_TLVS:
-                echoed = 16 if (flags & NLM_F_CAPPED or not code) else \
-                    struct.unpack_from("=I", data, offset + 20)[0]
-                tlvs = dict(parse_nlas(data[offset + 20 + echoed:offset + length]))
-                if NLMSGERR_ATTR_MSG in tlvs:
-                    extack = tlvs[NLMSGERR_ATTR_MSG].rstrip(b"\0").decode(errors="replace")
-            yield seq, code, extack
+        yield msg_type, flags, seq, data[offset:offset + length]
         offset += (length + 3) & ~3
+
+
+def _acks(data):
+    """(seq, errno, extack text) of each NLMSG_ERROR in a receive buffer."""
+    from .policy import parse_nlas
+    for msg_type, flags, seq, msg in netlink_messages(data):
+        if msg_type != NLMSG_ERROR:
+            continue
+        code = -struct.unpack_from("=i", msg, 16)[0]
+        extack = None
+        if flags & NLM_F_ACK_TLVS:
+            echoed = 16 if (flags & NLM_F_CAPPED or not code) else \
+                struct.unpack_from("=I", msg, 20)[0]
+            tlvs = dict(parse_nlas(msg[20 + echoed:]))
+            if NLMSGERR_ATTR_MSG in tlvs:
+                extack = tlvs[NLMSGERR_ATTR_MSG].rstrip(b"\0").decode(errors="replace")
+        yield seq, code, extack
 
 
 def _until_done(msg):

@@ -120,6 +120,14 @@ def test_netdevsim_rings_have_header_split_and_hds_thresh(source):
     assert rings["hds-thresh"] == 0 and rings["hds-thresh-max"] > 0
     after = Replayed(fixture(source, "rings_get_after_set")).rings(1)
     assert after["tcp-data-split"] == ex.TCP_DATA_SPLIT["on"]
+    assert Replayed(fixture(source, "rings_set_split")).set_rings(
+        1, **{"tcp-data-split": 2, "hds-thresh": 0}) is None     # acked; no monitor here
+    features = Replayed(fixture(source, "features_get")).features(1)
+    assert "rx-ntuple-filter" not in features["hw"] | features["active"]
+    assert {"rx-lro", "tx-tcp-segmentation"} <= features["active"]
+    with pytest.raises(NetlinkRequestError) as err:
+        Replayed(fixture(source, "rss_get")).rss(1)
+    assert err.value.code == errno.EOPNOTSUPP                     # no get_rxfh
 
 
 def test_encoded_rings_decode_to_the_same_values():

@@ -19,6 +19,11 @@ import socket
 import struct
 import sys
 
+# the integration tests' raw netlink helpers (also library-independent)
+sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
+                                "integration"))
+from rawnapi import _nla as nla, _parse as parse  # noqa: E402
+
 SOL_NETLINK, NETLINK_EXT_ACK = 270, 11
 GENL_ID_CTRL, CTRL_CMD_GETFAMILY, CTRL_ATTR_FAMILY_ID, CTRL_ATTR_FAMILY_NAME = 0x10, 3, 1, 2
 NLMSG_ERROR, NLM_F_REQUEST, NLM_F_ACK = 2, 1, 4
@@ -32,22 +37,6 @@ F_ADD_SEALS, F_SEAL_SHRINK = 1033, 0x0002
 UDMABUF_CREATE = (1 << 30) | (24 << 16) | (ord("u") << 8) | 0x42
 UDMABUF_FLAGS_CLOEXEC = 1
 SIZE = 64 * 4096
-
-
-def nla(kind, payload):
-    data = struct.pack("=HH", 4 + len(payload), kind) + payload
-    return data + b"\0" * (-len(data) % 4)
-
-
-def parse(data):
-    out, off = {}, 0
-    while off + 4 <= len(data):
-        length, kind = struct.unpack_from("=HH", data, off)
-        if length < 4:
-            break
-        out[kind & 0x3FFF] = data[off + 4:off + length]
-        off += (length + 3) & ~3
-    return out
 
 
 def talk(sock, family, cmd, payload, seq):

@@ -50,13 +50,9 @@ def combined(h, dev):
 
 
 def rings(h, dev):
-    """{"tcp-data-split": "on", "hds-thresh": 0} from `ethtool -g`."""
-    out = h.sh("ethtool -g %s" % dev)
-    split = re.search(r"^TCP data split:\s+(\S+)", out, re.M)
-    # "HDS thresh:" (current) follows the "Current hardware settings:" line
-    current = out.split("Current hardware settings:")[1]
-    hds = re.search(r"^HDS thresh:\s+(\d+)", current, re.M)
-    return {"tcp-data-split": split and split.group(1), "hds-thresh": hds and int(hds.group(1))}
+    """{"tcp-data-split": "on", "hds-thresh": 0} from `ethtool --json -g`."""
+    out = json.loads(h.sh("ethtool --json -g %s" % dev))[0]
+    return {k: out.get(k) for k in ("tcp-data-split", "hds-thresh")}
 
 
 def split_configured_on(h, dev):
@@ -64,13 +60,14 @@ def split_configured_on(h, dev):
     "auto"): setting it by hand changes nothing then, so the kernel sends
     no rings notification.  The probe leaves the configuration as found."""
     mon = "/tmp/zc-monitor.txt"
-    h.sh("rm -f %s; (timeout 6 ethtool --monitor rings %s > %s 2>&1 &); sleep 1" % (mon, dev, mon))
+    pid = int(h.sh("ethtool --monitor > %s 2>&1 < /dev/null & echo $!" % mon).strip())
+    time.sleep(1)
     h.sh("ethtool -G %s tcp-data-split on" % dev)
     time.sleep(1)
+    h.sh("kill %d" % pid)
     notified = dev in h.sh("cat %s" % mon)
     if notified:
         h.sh("ethtool -G %s tcp-data-split auto" % dev)
-    h.sh("sleep 5")
     return not notified
 
 
