@@ -175,7 +175,7 @@ class Guest:
     """One QEMU guest running a lab kernel. See the module docstring."""
 
     def __init__(self, kernel="lab", cmdline=DEFAULT_ISOLATION, smp=4, memory=None,
-                 queues=NIC_QUEUES, boot_timeout=None, name=None):
+                 queues=NIC_QUEUES, boot_timeout=None, name=None, nic_options=""):
         self.kernel = kernel
         self.generation = generation(kernel)
         self.cmdline = cmdline if cmdline is not None else ""
@@ -183,6 +183,8 @@ class Guest:
         # systemd, TuneD and three servers need more than the bare init.
         self.memory = memory or (3072 if self.generation == 7 else 1536)
         self.queues = queues
+        # extra virtio-net-pci properties, e.g. "rss=on" (QEMU's software RSS)
+        self.nic_options = nic_options
         self.boot_timeout = boot_timeout or float(os.environ.get("LAB_BOOT_TIMEOUT", "600"))
         self.name = name or "%s-%d-%d" % (kernel, os.getpid(), next(_counter))
         self.nic = None
@@ -223,7 +225,8 @@ class Guest:
             % (REPO, MOUNT_TAG),
             "-netdev", "tap,id=n0,ifname=%s,script=no,downscript=no,queues=%d,vhost=off"
             % (self.netns.tap, self.queues),
-            "-device", "virtio-net-pci,netdev=n0,mq=on,vectors=%d,mac=%s" % (vectors, GUEST_MAC),
+            "-device", "virtio-net-pci,netdev=n0,mq=on,vectors=%d,mac=%s%s"
+            % (vectors, GUEST_MAC, "," + self.nic_options if self.nic_options else ""),
             "-device", "virtio-serial-pci",
             "-chardev", "socket,id=c0,path=%s,server=on,wait=off" % self.sockpath,
             "-device", "virtserialport,chardev=c0,name=irqtune.agent",

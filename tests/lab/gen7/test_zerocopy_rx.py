@@ -219,3 +219,59 @@ def test_bind_rx_to_the_reserved_queue(host7, nsim):
                                                      "hds-thresh is not zero"), before
     again = bind(h, dev, 2)
     assert not again["ok"], "bind-rx still works after off: %s" % again
+
+
+def indirection(h, dev):
+    """The RSS indirection table from `ethtool -x` (rows "  8:   0 1 0 1 ...")."""
+    out = h.sh("ethtool -x %s" % dev)
+    table = []
+    for line in out.splitlines():
+        m = re.match(r"^\s*\d+:((?:\s+\d+)+)\s*$", line)
+        if m:
+            table += [int(x) for x in m.group(1).split()]
+    return table
+
+
+@pytest.fixture
+def rss_host(lab):
+    """A guest whose virtio-net NIC has QEMU's RSS (rss=on: VIRTIO_NET_F_RSS,
+    a 128-entry indirection table the guest driver can set)."""
+    from host7 import BOOT_ARGS, KERNEL, Host7
+    g = lab.get(kernel=KERNEL, cmdline=BOOT_ARGS, nic_options="rss=on")
+    h = Host7(g)
+    if not getattr(g, "irqtune_installed", False):
+        h.install_project()
+        g.irqtune_installed = True
+    h.off()
+    h.sh("ethtool -L %s combined 2" % h.nic)
+    yield h
+    h.off()
+    h.sh("rm -f %s; ethtool -L %s combined 4" % (VARIABLES, h.nic))
+
+
+def test_virtio_net_rss_kept_off_the_reserved_queue_and_given_back(rss_host):
+    h = rss_host
+    dev = h.nic
+    original = indirection(h, dev)
+    assert len(original) == 128 and original == [i % 2 for i in range(128)], original
+    log = apply(h, dev)
+    assert combined(h, dev) == 3
+    # the raise alone would spread the driver's default table over 0-2
+    assert indirection(h, dev) == [i % 2 for i in range(128)]
+    assert not refusals(log, dev, "rss"), log
+    for feature in ("tcp-data-split", "hds-thresh", "rx-ntuple-filter", "flow rules"):
+        assert len(refusals(log, dev, feature)) == 1, (feature, log)
+    ok, vlog = h.verify()
+    assert ok, vlog
+    assert "verify: passed: device %s: 'RSS indirection table' = 'queues 0-1'" % dev in vlog, vlog
+    h.sh("ethtool -X %s equal 3" % dev)
+    ok, vlog = h.verify()
+    assert not ok
+    assert ("verify: failed: device %s: 'RSS indirection table' = 'queues 0-2', "
+            "expected 'queues 0-1'" % dev) in vlog, vlog
+    h.off()
+    assert combined(h, dev) == 2 and indirection(h, dev) == original
+    # given back as the driver's own default, not as a user table: a channel
+    # raise respreads it (a user-set table would stay on queues 0-1)
+    h.sh("ethtool -L %s combined 4" % dev)
+    assert indirection(h, dev) == [i % 4 for i in range(128)]
