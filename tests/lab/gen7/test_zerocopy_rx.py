@@ -91,6 +91,7 @@ def nsim(host7):
     h.sh("echo '%d 1 4' > /sys/bus/netdevsim/new_device" % NSIM_ID)
     path = "/sys/bus/netdevsim/devices/netdevsim%d/net" % NSIM_ID
     wait_for(lambda: h.run("ls", path)[0] == 0, "netdevsim%d has no netdev" % NSIM_ID)
+    h.sh("udevadm settle")            # udev renames eth0 to its predictable name
     dev = h.sh("ls %s" % path).split()[0]
     # originals that differ from what the profile sets: 2 of 4 channels,
     # hds-thresh 128 (explicit), header split left at "auto"
