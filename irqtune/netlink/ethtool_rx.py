@@ -29,7 +29,14 @@ CMD_RINGS_SET = 16
 CMD_RSS_GET = 38
 CMD_RSS_SET = 48
 # Kernel-to-user message numbers (ETHTOOL_MSG_*_NTF) on the monitor group.
+NTF_FEATURES = 13
 NTF_RINGS = 17
+
+GENL_ID_CTRL = 0x10
+CTRL_CMD_GETFAMILY = 3
+CTRL_ATTR_FAMILY_NAME = 2
+CTRL_ATTR_MCAST_GROUPS = 7
+CTRL_ATTR_MCAST_GRP_NAME, CTRL_ATTR_MCAST_GRP_ID = 1, 2
 
 NLA_F_NESTED = 0x8000
 ETHTOOL_FLAG_OMIT_REPLY = 1 << 1
@@ -206,19 +213,21 @@ class RxConfigFamily(ChannelsFamily):
         self._next_seq = getattr(self, "_next_seq", 0x7f000000) + 1
         return self._next_seq
 
-    def transact(self, what, cmd, payload):
-        """One request; the attribute bytes of its replies.  Raises
-        NetlinkRequestError with the kernel's errno and extack text."""
+    def transact(self, what, cmd, payload, family=None):
+        """One request (to this family, or to the family id given); the
+        attribute bytes of its replies.  Raises NetlinkRequestError with
+        the kernel's errno and extack text."""
         seq = self._seq()
+        family = family or self._sock.prid
         body = struct.pack("=BBH", cmd, self.version, 0) + payload
-        self._send(struct.pack("=IHHII", 16 + len(body), self._sock.prid,
+        self._send(struct.pack("=IHHII", 16 + len(body), family,
                                NLM_F_REQUEST | NLM_F_ACK, seq, 0) + body)
         replies, buffers = [], []
         while True:
             data = self._recv()
             buffers.append(data)
             replies += [attrs for msg_type, mseq, _cmd, attrs in genl_messages(data)
-                        if mseq == seq and msg_type == self._sock.prid]
+                        if mseq == seq and msg_type == family]
             acked = [(code, extack) for aseq, code, extack in _acks(data) if aseq == seq]
             if acked:
                 break
@@ -248,12 +257,33 @@ class RxConfigFamily(ChannelsFamily):
         on" - a reply cannot (rings_prepare_data lets the driver
         overwrite the configured value with its current state).
         """
-        with _Monitor(self._sock) as monitor:
+        with _Monitor(self.monitor_group()) as monitor:
             self.transact("setting rings (%s) of ifindex %d"
                           % (", ".join("%s %s" % kv for kv in sorted(values.items())), ifindex),
                           CMD_RINGS_SET, header(ifindex, ETHTOOL_FLAG_OMIT_REPLY)
                           + encode_rings(values))
             return monitor.saw(NTF_RINGS, ifindex)
+
+    def monitor_group(self):
+        """The id of the family's "monitor" multicast group, or None.
+
+        Read from the controller (CTRL_CMD_GETFAMILY) rather than from
+        pyroute2, whose socket classes keep the groups in different places
+        across 0.7, 0.8 and 0.9.
+        """
+        if not hasattr(self, "_monitor_group"):
+            self._monitor_group = None
+            reply = self.transact("resolving the ethtool multicast groups", CTRL_CMD_GETFAMILY,
+                                  nla(CTRL_ATTR_FAMILY_NAME, self.family.encode() + b"\0"),
+                                  family=GENL_ID_CTRL)
+            for number, groups in parse_nlas(reply[0] if reply else b""):
+                if number != CTRL_ATTR_MCAST_GROUPS:
+                    continue
+                for _index, group in parse_nlas(groups):
+                    fields = dict(parse_nlas(group))
+                    if fields.get(CTRL_ATTR_MCAST_GRP_NAME, b"").rstrip(b"\0") == b"monitor":
+                        self._monitor_group = _uint(fields[CTRL_ATTR_MCAST_GRP_ID])
+        return self._monitor_group
 
     # -- features -----------------------------------------------------------
 
@@ -294,8 +324,8 @@ class _Monitor:
     SOL_NETLINK = 270
     NETLINK_ADD_MEMBERSHIP = 1
 
-    def __init__(self, genl_sock):
-        self.group = dict(genl_sock.mcast_groups or {}).get("monitor")
+    def __init__(self, group):
+        self.group = group
         self.sock = None
 
     def __enter__(self):

@@ -50,6 +50,7 @@ class Replayed(ex.RxConfigFamily):
             prid = struct.unpack_from("=H", first, 24)[0]
         self._sock = _Sock(prid)
         self._raw = None
+        self._monitor_group = None     # no monitor socket in replays
         self.sent = []
 
     def _send(self, data):

@@ -73,11 +73,25 @@ def split_configured_on(h, dev):
 
 def ntuple(h, dev):
     out = h.sh("ethtool -k %s" % dev)
-    return re.search(r"^ntuple-filters:\s+(\S+)", out, re.M).group(1)
+    return re.search(r"^ntuple-filters:\s+(\S+)", out, re.M).group(1)   # on/off, no [fixed]
 
 
 def state(h, dev):
     return {"combined": combined(h, dev), **rings(h, dev), "ntuple": ntuple(h, dev)}
+
+
+def verified(h, dev):
+    """TuneD's verify lines about dev, asserting none failed.
+
+    The whole verify is not asserted: the base profile's own checks fail in
+    this guest for reasons of the emulated machine (no CPU boost under
+    TCG, sysctls the minimal kernel lacks: numa_balancing, nmi_watchdog,
+    hung_task_timeout_secs)."""
+    _ok, vlog = h.verify()
+    lines = [l for l in vlog.splitlines() if "device %s:" % dev in l or "verify: %s:" % dev in l]
+    failed = [l for l in lines if "verify: failed" in l]
+    assert not failed, "\n".join(failed)
+    return "\n".join(lines)
 
 
 def refusals(log, dev, feature):
@@ -114,11 +128,11 @@ def apply(h, *nics, extra=""):
 def test_netdevsim_prepared_verified_and_restored_exactly(host7, nsim):
     h, dev = host7, nsim
     original = state(h, dev)
-    assert original == {"combined": 2, "tcp-data-split": "on", "hds-thresh": 128, "ntuple": "off [fixed]"}
+    assert original == {"combined": 2, "tcp-data-split": "on", "hds-thresh": 128, "ntuple": "off"}
     assert not split_configured_on(h, dev)          # "auto", shown as on
     log = apply(h, dev, extra="zerocopy_napi_defer_hard_irqs=7\n")
     assert state(h, dev) == {"combined": 3, "tcp-data-split": "on", "hds-thresh": 0,
-                             "ntuple": "off [fixed]"}
+                             "ntuple": "off"}
     assert split_configured_on(h, dev)
     # per-NAPI: the reserved queue's NAPI from this overlay, the others
     # from latency-suspend
@@ -131,8 +145,7 @@ def test_netdevsim_prepared_verified_and_restored_exactly(host7, nsim):
         assert len(refusals(log, dev, feature)) == 1, (feature, log)
     for feature in ("tcp-data-split", "hds-thresh", "channels"):
         assert not refusals(log, dev, feature), log
-    ok, vlog = h.verify()
-    assert ok, vlog
+    vlog = verified(h, dev)
     for what, value in (("combined channels", 3), ("tcp-data-split", "on"), ("hds-thresh", 0),
                         ("NAPI %d defer_hard_irqs" % queues[2], 7)):
         assert "verify: passed: device %s: '%s' = '%s'" % (dev, what, value) in vlog, vlog
@@ -184,8 +197,7 @@ def test_virtio_net_channels_applied_and_the_rest_refused_once(host7):
         assert combined(h, dev) == 3
         for feature in VIRTIO_REFUSED:
             assert len(refusals(log, dev, feature)) == 1, (feature, log)
-        ok, vlog = h.verify()
-        assert ok, vlog
+        vlog = verified(h, dev)
         assert "verify: passed: device %s: 'combined channels' = '3'" % dev in vlog, vlog
         h.off()
         assert combined(h, dev) == 2
@@ -262,8 +274,7 @@ def test_virtio_net_rss_kept_off_the_reserved_queue_and_given_back(rss_host):
     assert not refusals(log, dev, "rss"), log
     for feature in ("tcp-data-split", "hds-thresh", "rx-ntuple-filter", "flow rules"):
         assert len(refusals(log, dev, feature)) == 1, (feature, log)
-    ok, vlog = h.verify()
-    assert ok, vlog
+    vlog = verified(h, dev)
     assert "verify: passed: device %s: 'RSS indirection table' = 'queues 0-1'" % dev in vlog, vlog
     h.sh("ethtool -X %s equal 3" % dev)
     ok, vlog = h.verify()
