@@ -26,7 +26,7 @@ import logging
 import socket
 
 from ..channels import Check
-from ..errors import UnsupportedError
+from ..errors import IrqtuneError, UnsupportedError
 from ..netlink.ethtool_rx import TCP_DATA_SPLIT, TCP_DATA_SPLIT_NAMES
 from ..netlink.genl import NetlinkRequestError
 
@@ -178,7 +178,18 @@ class ZeroCopyRxTuner:
     # -- apply ------------------------------------------------------------
 
     def apply(self, *ifnames):
-        return "; ".join("%s: %s" % (name, self._apply_device(name)) for name in ifnames)
+        return "; ".join("%s: %s" % (name, self._guarded(name, self._apply_device, name))
+                         for name in ifnames)
+
+    def _guarded(self, ifname, func, *args):
+        """func(*args), or a logged error when the kernel has no ethtool
+        netlink family at all (CONFIG_ETHTOOL_NETLINK off) or the socket
+        fails: nothing of this tuner may reach TuneD as an exception."""
+        try:
+            return func(*args)
+        except (IrqtuneError, OSError) as err:
+            self._report(ifname, "ethtool netlink", Refused(str(err), True))
+            return "nothing applied"
 
     def _apply_device(self, ifname):
         ifindex = self._ifindex(ifname)
@@ -399,6 +410,12 @@ class ZeroCopyRxTuner:
 
     def verify(self, ifname):
         """[Check] of everything applied; unsupported features are left out."""
+        try:
+            return self._verify(ifname)
+        except (IrqtuneError, OSError) as err:
+            return [Check("zero-copy receive preparation", None, "readable", False, str(err))]
+
+    def _verify(self, ifname):
         ifindex = self._ifindex(ifname)
         if ifindex is None:
             return []
@@ -466,6 +483,12 @@ class ZeroCopyRxTuner:
     # -- restore ----------------------------------------------------------
 
     def restore(self, ifname):
+        try:
+            self._restore(ifname)
+        except (IrqtuneError, OSError) as err:
+            log.error("%s: cannot restore the zero-copy receive preparation: %s", ifname, err)
+
+    def _restore(self, ifname):
         # NAPI values first: drivers with persistent NAPI config keep a
         # dropped queue's values in its slot for the next channel raise.
         napi = self.napi.pop(ifname, None)

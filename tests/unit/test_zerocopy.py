@@ -361,3 +361,20 @@ def test_reserved_queue_napis_are_tuned_checked_and_restored_first(host):
     tuner.restore_all()
     # values go back before the channel drop removes the reserved queues
     assert calls == [("restore_all",), ("channels", 2)]
+
+
+def test_a_kernel_without_ethtool_netlink_costs_a_log_line(host, caplog):
+    from irqtune.errors import UnsupportedError
+
+    def no_family():
+        raise UnsupportedError("generic netlink family 'ethtool' is not available in this kernel")
+    config, _ = ZeroCopyConfig.from_options({"queues": "1"})
+    tuner = ZeroCopyRxTuner(config, nic=no_family, rules=lambda n: None, ifindex=host.ifindex.get)
+    caplog.set_level(logging.WARNING, "irqtune")
+    assert tuner.apply("eth0") == "eth0: nothing applied"
+    assert any("ethtool netlink: generic netlink family 'ethtool' is not available" in m
+               for m in caplog.messages)
+    assert tuner.unsupported["eth0"]["ethtool netlink"]
+    [check] = tuner.verify("eth0")
+    assert not check.ok and "not available" in check.note
+    tuner.restore_all()                                # logs, never raises
