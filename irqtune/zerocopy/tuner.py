@@ -299,7 +299,13 @@ class ZeroCopyRxTuner:
         if first:
             saved.setdefault("rings", {})["tcp-data-split"] = reported
             self._save_state()
-        changed = nic.set_rings(ifindex, **{"tcp-data-split": want})
+        try:
+            changed = nic.set_rings(ifindex, **{"tcp-data-split": want})
+        except NetlinkRequestError:
+            if first:       # nothing changed: nothing to put back on restore
+                del saved["rings"]["tcp-data-split"]
+                self._save_state()
+            raise
         if first and changed and reported == want:
             # The reply shows the driver's state, not its configuration: a
             # configuration change although the reply already showed `want`

@@ -27,9 +27,10 @@ from irqtune.netlink.ethtool_ntuple import NtupleRules
 
 class FakeNic:
     def __init__(self, combined=(8, 2), rings=True, hds=True, ntuple_hw=True, rss=True,
-                 refuse=None):
+                 refuse=None, split=True):
         self.max, self.count = combined
         self.rings_supported = rings
+        self.split_supported = split      # virtio-net: rings readable, no header split
         self.hds_supported = hds
         self.split_config = 0         # auto
         self.hds = 256
@@ -67,7 +68,9 @@ class FakeNic:
     def rings(self, ifindex):
         if not self.rings_supported:
             raise NetlinkRequestError("rings", errno.EOPNOTSUPP, None)
-        out = {"rx": 512, "tcp-data-split": self.split_config or 2}   # netdevsim: auto shows on
+        out = {"rx": 512}
+        if self.split_supported:
+            out["tcp-data-split"] = self.split_config or 2   # netdevsim: auto shows on
         if self.hds_supported:
             out.update({"hds-thresh": self.hds, "hds-thresh-max": 4096})
         return out
@@ -77,6 +80,8 @@ class FakeNic:
         if not self.rings_supported:
             raise NetlinkRequestError("rings", errno.EOPNOTSUPP, "setting TCP data split is not supported")
         changed = False
+        if "tcp-data-split" in values and not self.split_supported:
+            raise NetlinkRequestError("rings", errno.EOPNOTSUPP, "setting TCP data split is not supported")
         if "tcp-data-split" in values:
             changed |= values["tcp-data-split"] != self.split_config
             self.split_config = values["tcp-data-split"]
@@ -378,3 +383,16 @@ def test_a_kernel_without_ethtool_netlink_costs_a_log_line(host, caplog):
     [check] = tuner.verify("eth0")
     assert not check.ok and "not available" in check.note
     tuner.restore_all()                                # logs, never raises
+
+
+def test_header_split_refused_leaves_nothing_to_restore(tmp_path, caplog):
+    host = Host(tmp_path, split=False, hds=False)
+    tuner = host.tuner(queues="1")
+    tuner.apply("eth0")
+    assert "tcp-data-split" in tuner.unsupported["eth0"]
+    assert "tcp-data-split" not in tuner.originals["eth0"].get("rings", {})
+    caplog.set_level(logging.ERROR, "irqtune")
+    caplog.clear()
+    host.nic.calls.clear()
+    tuner.restore_all()
+    assert "set_rings" not in host.nic.calls and not caplog.messages
