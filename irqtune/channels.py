@@ -28,6 +28,7 @@ from .errors import OptionError, UnsupportedError
 from .irqs import (affinity_error_reason, nic_queue_irqs, read_affinity,
                    read_effective_affinity, write_affinity)
 from .netlink.genl import NetlinkRequestError
+from .state import device_originals
 from .values import format_index_list, parse_index_list, parse_int
 
 log = logging.getLogger(__name__)
@@ -195,14 +196,7 @@ class HousekeepingTuner:
             self.state.save(self.originals)
 
     def _saved(self, ifname, ifindex):
-        saved = self.originals.get(ifname)
-        if saved is not None and saved.get("ifindex") != ifindex:
-            log.info("%s: the device was re-created (ifindex %s -> %s); its old "
-                     "originals no longer apply", ifname, saved.get("ifindex"), ifindex)
-            saved = None
-        if saved is None:
-            saved = self.originals[ifname] = {"ifindex": ifindex, "channels": {}, "irqs": {}}
-        return saved
+        return device_originals(self.originals, ifname, ifindex, channels={}, irqs={})
 
     def _problem(self, ifname, what, reason, level=logging.WARNING):
         """Record a refusal; log it the first time only."""

@@ -60,3 +60,20 @@ class StateFile:
             log.info("restoring saved originals of %s from %s",
                      ", ".join(sorted(originals)), self.path)
         return originals
+
+
+def device_originals(originals, ifname, ifindex, **empty):
+    """originals[ifname] for the device that has ifindex now.
+
+    An entry saved for an earlier device of the same name (unplugged and
+    plugged again, driver reloaded) describes values that died with it: it
+    is replaced by a fresh one {"ifindex": ifindex, **empty}.
+    """
+    saved = originals.get(ifname)
+    if saved is not None and saved.get("ifindex") != ifindex:
+        log.info("%s: the device was re-created (ifindex %s -> %s); its old originals "
+                 "no longer apply", ifname, saved.get("ifindex"), ifindex)
+        saved = None
+    if saved is None:
+        saved = originals[ifname] = dict({"ifindex": ifindex}, **empty)
+    return saved

@@ -29,6 +29,7 @@ from ..channels import Check
 from ..errors import IrqtuneError, UnsupportedError
 from ..netlink.ethtool_rx import TCP_DATA_SPLIT, TCP_DATA_SPLIT_NAMES
 from ..netlink.genl import NetlinkRequestError
+from ..state import device_originals
 
 log = logging.getLogger(__name__)
 
@@ -136,14 +137,7 @@ class ZeroCopyRxTuner:
             self.state.save(self.originals)
 
     def _saved(self, ifname, ifindex):
-        saved = self.originals.get(ifname)
-        if saved is not None and saved.get("ifindex") != ifindex:
-            log.info("%s: the device was re-created (ifindex %s -> %s); its old originals "
-                     "no longer apply", ifname, saved.get("ifindex"), ifindex)
-            saved = None
-        if saved is None:
-            saved = self.originals[ifname] = {"ifindex": ifindex}
-        return saved
+        return device_originals(self.originals, ifname, ifindex)
 
     def _report(self, ifname, feature, refused):
         """Log a refusal the first time it is seen for this device and feature."""
