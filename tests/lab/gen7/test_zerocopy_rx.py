@@ -60,7 +60,8 @@ def split_configured_on(h, dev):
     "auto"): setting it by hand changes nothing then, so the kernel sends
     no rings notification.  The probe leaves the configuration as found."""
     mon = "/tmp/zc-monitor.txt"
-    pid = int(h.sh("ethtool --monitor > %s 2>&1 < /dev/null & echo $!" % mon).strip())
+    # line-buffered: a killed ethtool would lose a block-buffered stdout
+    pid = int(h.sh("stdbuf -oL ethtool --monitor > %s 2>&1 < /dev/null & echo $!" % mon).strip())
     time.sleep(1)
     h.sh("ethtool -G %s tcp-data-split on" % dev)
     time.sleep(1)
