@@ -7,8 +7,7 @@ Numbers follow Documentation/netlink/specs/ethtool.yaml of Linux 7.2
 (include/uapi/linux/ethtool_netlink_generated.h).  These messages carry
 nested bitsets and binary u32 arrays that pyroute2's nla classes describe
 differently in 0.7 and 0.9, so they are encoded and decoded here with
-struct; pyroute2's socket only resolves the family and its multicast
-groups.  Bitsets are asked for in their verbose form (bit names), so no
+struct; pyroute2's socket only resolves the family id.  Bitsets are asked for in their verbose form (bit names), so no
 string set has to be fetched to know which bit is rx-ntuple-filter.
 """
 

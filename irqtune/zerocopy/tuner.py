@@ -217,7 +217,7 @@ class ZeroCopyRxTuner:
                 if self._step(ifname, NTUPLE, self._apply_ntuple, nic, ifindex, saved):
                     done.append("ntuple " + ("on" if self.config.ntuple else "off"))
             if self.config.rss and target.get("reserved") and "rss" in saved:
-                if self._step(ifname, "rss", self._apply_rss, nic, ifindex, target):
+                if self._step(ifname, "rss", self._apply_rss, nic, ifindex, saved, target):
                     done.append("RSS over queues 0-%d" % (target["reserved"][0] - 1))
         if self.config.rules and target.get("reserved"):
             added = self._step(ifname, "flow rules", self._apply_rules, ifname, saved, target)
@@ -341,12 +341,21 @@ class ZeroCopyRxTuner:
                           % (NTUPLE, "off" if want else "on"))
         return True
 
-    def _apply_rss(self, nic, ifindex, target):
+    def _apply_rss(self, nic, ifindex, saved, target):
         table = nic.rss(ifindex).get("indir") or []
         want = spread(len(table), target["reserved"][0])
         target["indir"] = want
         if table != want:
-            nic.set_rss_indir(ifindex, want)
+            try:
+                nic.set_rss_indir(ifindex, want)
+            except NetlinkRequestError as err:
+                if err.code != errno.EOPNOTSUPP:
+                    raise
+                del saved["rss"]        # unchanged by us: nothing to put back
+                self._save_state()
+                raise Refused("the table can be read but not set (EOPNOTSUPP): a kernel "
+                              "without ethtool RSS_SET (Linux < 6.17) or a driver without "
+                              "set_rxfh", True) from None
         return True
 
     def _apply_rules(self, ifname, saved, target):

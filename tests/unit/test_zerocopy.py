@@ -396,3 +396,16 @@ def test_header_split_refused_leaves_nothing_to_restore(tmp_path, caplog):
     host.nic.calls.clear()
     tuner.restore_all()
     assert "set_rings" not in host.nic.calls and not caplog.messages
+
+
+def test_rss_table_readable_but_not_settable(host, caplog):
+    host.nic.refuse["set_rss_indir"] = (errno.EOPNOTSUPP, None)
+    tuner = host.tuner(queues="1")
+    tuner.apply("eth0")
+    assert "Linux < 6.17" in tuner.unsupported["eth0"]["rss"]
+    assert "rss" not in tuner.originals["eth0"]
+    assert [c.what for c in tuner.verify("eth0") if "RSS" in c.what] == []
+    caplog.set_level(logging.ERROR, "irqtune")
+    caplog.clear()
+    tuner.restore_all()
+    assert not caplog.messages and host.nic.count == 2
