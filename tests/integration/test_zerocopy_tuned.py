@@ -106,3 +106,21 @@ def test_kill9_then_restart_restores_the_original(fresh, netns):
     assert rx(netns) == 3
     fresh.off()
     wait_for(lambda: rx(netns) == 2, what="original rx channels after kill -9")
+
+
+def test_hotplugged_device_is_prepared_with_new_originals(fresh, netns):
+    fresh.profile(*PROFILES)
+    assert rx(netns) == 3
+    mark = fresh.log_mark()
+    netns.exec("ip", "link", "del", DEV)
+    wait_for(lambda: fresh.saw_removal(DEV, mark), what="TuneD saw %s go" % DEV)
+    # plugged again: 4 rx queues, all in use, so the last one is reserved
+    # within them and nothing of the old device's originals is used
+    netns.add_veth(DEV, queues=4)
+    wait_for(lambda: re.search(r"instance zerocopy_rx: [^\n]*%s: 4 rx queues, reserved 3" % DEV,
+                               fresh.log_since(mark)), what="re-added device prepared")
+    # (no verify here: TuneD 2.20 marks an instance inactive when its only
+    # device leaves and does not mark it active again on a hot add, so its
+    # verify skips the instance)
+    fresh.off()
+    assert rx(netns) == 4
