@@ -157,3 +157,21 @@ def test_devices_udev_regex_selects_by_udev_properties(fresh, devices):
         wait_for(lambda: devices.napis_have(("vu0",), ORIGINAL), what="vu0 restored")
     finally:
         devices.exec("ip", "link", "del", "vu0")
+
+
+def test_churn_then_off_restores_the_originals_of_the_replaced_napis(fresh, devices):
+    """veth recreates its NAPIs on down/up with new ids; the kernel reuses the
+    napi struct, so irq-suspend-timeout comes back holding the tuned value.
+    Originals are kept per NAPI position, so the recreated NAPIs inherit the
+    originals of those they replaced and `off` leaves no profile value."""
+    fresh.profile(PROFILE)
+    wait_for(lambda: devices.napis_have(SELECTED, TUNED), what="profile values")
+    before = {n["id"] for n in devices.napis("va0")}
+    devices.exec("ip", "link", "set", "va0", "down")
+    devices.up("va0")
+    after = {n["id"] for n in devices.napis("va0")}
+    assert after and after.isdisjoint(before), "veth kept its NAPIs: no churn to test"
+    wait_for(lambda: devices.napis_have(("va0",), TUNED), what="recreated NAPIs tuned")
+    fresh.off()
+    wait_for(lambda: devices.napis_have(SELECTED, ORIGINAL),
+             what="originals of the replaced NAPIs after churn + off")
