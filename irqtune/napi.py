@@ -82,11 +82,19 @@ def parse_queues(text):
 class NapiTuner:
     """Applies one NapiConfig to devices and restores what was there.
 
-    originals: {ifname: {"ifindex": n, "napi": {id: {attr: v}}, "sysfs": {attr: v}}}
+    originals: {ifname: {"ifindex": n, "napi": {position: {attr: v}},
+    "ids": [NAPI id seen], "sysfs": {attr: v}}}
     - the first value seen for each NAPI/file, before any change; it is
     never overwritten while the tuning is active, so re-applying (NAPI churn,
     a daemon restart with persisted state) cannot mistake tuned values for
     originals.
+
+    A NAPI is known by its device and its position among the device's NAPIs
+    in id order, not by its id: drivers without persistent NAPI config
+    (veth, many others) recreate NAPIs with new ids on down/up or a channel
+    change, and the kernel may hand the new NAPI the old struct with a tuned
+    irq-suspend-timeout still in it. The recreated NAPI inherits the
+    original of the one it replaced.
     """
 
     def __init__(self, config, caps, queues=None, state=None, sysfs_root="/sys"):
@@ -140,20 +148,22 @@ class NapiTuner:
         originals = self.state.load_devices(_ifindex)
         for saved in originals.values():
             saved["napi"] = {int(k): v for k, v in saved.get("napi", {}).items()}
+            saved["ids"] = set(saved.get("ids", ()))
         return originals
 
     def _save_state(self):
         if self.state is not None:
-            self.state.save(self.originals)
+            self.state.save({name: dict(dev, ids=sorted(dev["ids"]))
+                             for name, dev in self.originals.items()})
 
     def _saved(self, ifname):
         return self.originals.setdefault(
-            ifname, {"ifindex": _ifindex(ifname), "napi": {}, "sysfs": {}})
+            ifname, {"ifindex": _ifindex(ifname), "napi": {}, "ids": set(), "sysfs": {}})
 
     # -- selection --------------------------------------------------------
 
     def _napis_in_scope(self, nl, ifnames):
-        """{ifname: [NAPI]} for the devices whose scope can be served.
+        """{ifname: [(position, NAPI)]} for the devices whose scope can be served.
 
         Without a queue scope one dump of the namespace serves many devices.
         """
@@ -175,7 +185,7 @@ class NapiTuner:
             name = by_index.get(napi.get("ifindex"))
             if name is not None:
                 scoped[name].append(napi)
-        return scoped
+        return {name: positioned(found) for name, found in scoped.items()}
 
     def _queue_scoped_napis(self, nl, ifname):
         ifindex = _ifindex(ifname)
@@ -194,7 +204,7 @@ class NapiTuner:
             log.warning("%s: rx queues %s do not exist or have no NAPI",
                         ifname, ",".join(map(str, absent)))
         wanted = {links[q] for q in self.queues if q in links}
-        return [n for n in napis if n["id"] in wanted]
+        return [(pos, n) for pos, n in positioned(napis) if n["id"] in wanted]
 
     # -- apply / verify / restore -----------------------------------------
 
@@ -219,11 +229,13 @@ class NapiTuner:
         changes, owner = {}, {}
         with NapiFamily() as nl:
             for ifname, napis in self._napis_in_scope(nl, ifnames).items():
-                saved = self._saved(ifname)["napi"]
-                for napi in napis:
-                    if only_new and napi["id"] in saved:
+                dev = self._saved(ifname)
+                saved = dev["napi"]
+                for pos, napi in napis:
+                    if only_new and napi["id"] in dev["ids"]:
                         continue
-                    saved.setdefault(napi["id"], {a: napi.get(a) for a in self.per_napi})
+                    dev["ids"].add(napi["id"])
+                    saved.setdefault(pos, {a: napi.get(a) for a in self.per_napi})
                     diff = {a: v for a, v in self.per_napi.items() if napi.get(a) != v}
                     if diff:
                         changes[napi["id"]] = diff
@@ -256,7 +268,7 @@ class NapiTuner:
             except NetlinkRequestError as err:
                 log.error("%s: %s", ifname, err)
                 napis = []
-            for napi in napis:
+            for _, napi in napis:
                 for attr, value in self.per_napi.items():
                     results.append(("NAPI %d %s" % (napi["id"], option_name(attr)),
                                     napi.get(attr), value))
@@ -276,24 +288,28 @@ class NapiTuner:
     def restore_all(self):
         """Put back every saved original and forget them.
 
-        NAPIs that are gone (reset, link down) have nothing to restore;
-        devices replaced by others of the same name are left alone.
+        A NAPI gets the original saved for its position on its device, also
+        when the driver recreated it meanwhile; positions with no NAPI now
+        (link down, fewer channels) have nothing to restore; devices
+        replaced by others of the same name are left alone.
         """
         saved = {name: dev for name, dev in self.originals.items()
                  if _ifindex(name) == dev.get("ifindex")}
-        napi_saved = {napi_id: (dev["ifindex"], values) for dev in saved.values()
-                      for napi_id, values in dev["napi"].items()}
-        if napi_saved:
+        by_index = {dev["ifindex"]: dev["napi"] for dev in saved.values() if dev["napi"]}
+        if by_index:
             with NapiFamily() as nl:
-                changes = {}
+                current = {ifindex: [] for ifindex in by_index}
                 for napi in nl.all_napis():
-                    ifindex, values = napi_saved.get(napi["id"], (None, {}))
-                    if napi.get("ifindex") != ifindex:
-                        continue
-                    diff = {a: v for a, v in values.items()
-                            if v is not None and napi.get(a) != v}
-                    if diff:
-                        changes[napi["id"]] = diff
+                    if napi.get("ifindex") in current:
+                        current[napi["ifindex"]].append(napi)
+                changes = {}
+                for ifindex, napis in current.items():
+                    for pos, napi in positioned(napis):
+                        values = by_index[ifindex].get(pos, {})
+                        diff = {a: v for a, v in values.items()
+                                if v is not None and napi.get(a) != v}
+                        if diff:
+                            changes[napi["id"]] = diff
                 for napi_id, err in nl.set_napis(changes).items():
                     log.error("NAPI %d: cannot restore: %s", napi_id, err)
         for name, dev in saved.items():
@@ -308,6 +324,12 @@ class NapiTuner:
 
     def _sysfs_path(self, ifname, attr):
         return os.path.join(self.sysfs_root, "class/net", ifname, SYSFS_FILES[attr])
+
+
+def positioned(napis):
+    """[(position, NAPI)] of one device's NAPIs: the index in id order, which
+    drivers keep when they recreate their NAPIs (ids only grow)."""
+    return list(enumerate(sorted(napis, key=lambda napi: napi["id"])))
 
 
 def _ifindex(ifname):
