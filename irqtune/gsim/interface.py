@@ -15,8 +15,11 @@ project builds):
           stats.  Per IRQ: /proc/irq/N/soft_moderation (the cover letter
           says "moderation").  Out-of-range values are clamped.
   latest  /proc/irq/sw_moderation/ with delay_us, target_intr_rate,
-          hardirq_percent, update_ms, stats; per IRQ
-          /proc/irq/N/allow_sw_moderation; out-of-range writes give ERANGE.
+          hardirq_percent, update_ms (stats there too, or, since the fixed
+          GSIM of kernel-patches/gsim, in debugfs irq_sw_moderation/stats
+          with a per-IRQ hold table); per IRQ
+          /proc/irq/N/allow_sw_moderation; out-of-range writes give ERANGE,
+          interrupts GSIM cannot moderate EOPNOTSUPP.
 
 Users name the rate target target_intr_rate on every shape; the interface
 maps it to the file or key the kernel has.  Values are range-checked here
@@ -129,6 +132,7 @@ class CpuStats:
 class GsimStats:
     cpus: list
     info: dict      # "name value" / "# mode ..." settings lines, values as text
+    irqs: dict = field(default_factory=dict)   # irq -> {"allowed": 0/1, "holds": n}
 
     def total_rate(self):
         return sum(c.irq_rate or 0 for c in self.cpus)
@@ -139,15 +143,20 @@ class GsimStats:
 
 def parse_stats(text):
     """GsimStats of any shape's statistics text."""
-    cpus, info, header = [], {}, None
+    cpus, info, irqs, header = [], {}, {}, None
     for line in text.splitlines():
         stripped = line.strip()
         if not stripped:
             continue
         bare = stripped.lstrip("#").strip()
         tokens = bare.split()
-        if tokens and tokens[0].lower() == "cpu" and len(tokens) > 1:
+        if tokens and tokens[0].lower() in ("cpu", "irq") and len(tokens) > 1:
             header = [t.lower() for t in tokens]
+            continue
+        if header and header[0] == "irq" and tokens and len(tokens) == len(header) \
+                and all(t.isdigit() for t in tokens):
+            # the fixed GSIM's per-IRQ table: "irq allowed holds"
+            irqs[int(tokens[0])] = dict(zip(header[1:], (int(t) for t in tokens[1:])))
             continue
         if header is not None and not stripped.startswith("#") and tokens \
                 and tokens[0].isdigit() and len(tokens) == len(header):
@@ -166,7 +175,7 @@ def parse_stats(text):
             cpus.append(CpuStats(columns=raw, **known))
             continue
         _parse_info(stripped, info)
-    return GsimStats(cpus, info)
+    return GsimStats(cpus, info, irqs)
 
 
 def _parse_info(line, info):
@@ -190,9 +199,10 @@ def _parse_info(line, info):
 class GsimInterface:
     """One detected GSIM shape under proc_root."""
 
-    def __init__(self, shape, proc_root="/proc"):
+    def __init__(self, shape, proc_root="/proc", debugfs_root="/sys/kernel/debug"):
         self.shape = shape
         self.proc_root = proc_root
+        self.debugfs_root = debugfs_root
         self.irq_dir = os.path.join(proc_root, "irq")
         if shape == SHAPE_LATEST:
             self.base = os.path.join(self.irq_dir, "sw_moderation")
@@ -306,7 +316,14 @@ class GsimInterface:
     # statistics
 
     def stats_path(self):
-        return self.base if self.shape == SHAPE_V1 else os.path.join(self.base, "stats")
+        """The statistics file: in procfs up to the first latest-shape
+        kernels, in debugfs (irq_sw_moderation/stats) since the fixed GSIM."""
+        if self.shape == SHAPE_V1:
+            return self.base
+        path = os.path.join(self.base, "stats")
+        if self.shape == SHAPE_LATEST and not os.path.exists(path):
+            return os.path.join(self.debugfs_root, "irq_sw_moderation", "stats")
+        return path
 
     def stats(self):
         return parse_stats(_read_text(self.stats_path()))

@@ -13,6 +13,8 @@
 #     that appears only after fails. Objects the lab config does not build
 #     are reported as skipped. LAB_CHECK_FULL=1 compares a whole W=1
 #     bzImage build instead (slow the first time, ccached afterwards).
+# A series whose series file says "# needs: A,B" (lab-only additions such as
+# gsim-lab) is checked on top of those series instead of the pristine base.
 # Exit status 0 only if every series passes. Logs: $LAB_CACHE/check/.
 
 set -euo pipefail
@@ -52,12 +54,20 @@ w1_build() {
 
 check_one() {
 	local s=$1 p n=0 errs=0 warns=0 checks=0 files=() objs=() log rc=0
+	local needs set=$1 baseref=base onto=base
 	log=$CHECKDIR/$s
 	mkdir -p "$log"
 	echo "=== series $s"
 
-	checkout_set "$s" || { echo "FAIL $s: git am on base failed"; return 1; }
-	echo "  git am: $(git -C "$TREE" rev-list --count base..HEAD) patches apply on base ($(sed -n 's/^debian=//p' "$TREE/.git/lab-base"))"
+	needs=$(sed -n 's/^# *needs: *//p' "$PATCHDIR/$s/series" | tr -d ' ')
+	if [ -n "$needs" ]; then
+		checkout_set "$needs" >/dev/null 2>&1 || { echo "FAIL $s: needed series $needs do not apply"; return 1; }
+		baseref=$(git -C "$TREE" rev-parse HEAD)
+		set=$needs,$s
+		onto="base + $needs"
+	fi
+	checkout_set "$set" || { echo "FAIL $s: git am on $onto failed"; return 1; }
+	echo "  git am: $(git -C "$TREE" rev-list --count "$baseref"..HEAD) patches apply on $onto ($(sed -n 's/^debian=//p' "$TREE/.git/lab-base"))"
 
 	while read -r p; do
 		n=$((n + 1))
@@ -78,7 +88,7 @@ check_one() {
 		rc=1
 	fi
 
-	mapfile -t files < <(git -C "$TREE" diff --name-only base..HEAD)
+	mapfile -t files < <(git -C "$TREE" diff --name-only "$baseref"..HEAD)
 	for p in "${files[@]}"; do
 		case $p in *.c) objs+=("${p%.c}.o") ;; esac
 	done
@@ -86,12 +96,12 @@ check_one() {
 		objs=(bzImage)
 	fi
 	if [ ${#objs[@]} -gt 0 ]; then
-		# Before: base with the same configuration.
-		git -C "$TREE" checkout -q -f base
-		configure "$s" "$BDIR"
+		# Before: base (or the needed series) with the same configuration.
+		git -C "$TREE" checkout -q -f "$baseref"
+		configure "$set" "$BDIR"
 		w1_build "$log/w1-base.log" "$log/w1-base.warnings" "${objs[@]}"
-		checkout_set "$s" >/dev/null 2>&1
-		configure "$s" "$BDIR"
+		checkout_set "$set" >/dev/null 2>&1
+		configure "$set" "$BDIR"
 		w1_build "$log/w1-series.log" "$log/w1-series.warnings" "${objs[@]}"
 		local new skipped failed
 		new=$(comm -13 "$log/w1-base.warnings" "$log/w1-series.warnings" || true)

@@ -396,6 +396,41 @@ def test_parse_stats_latest():
     assert stats.info["hardirq_time"] == "precise"
 
 
+# What kernel-patches/gsim (the fixed GSIM) prints in
+# /sys/kernel/debug/irq_sw_moderation/stats: irq_swmod_stats_show().
+FIXED_STATS = (
+    "# mode adaptive delay_us 500 target_intr_rate 2500 hardirq_percent 0 update_ms 20\n"
+    "cpu      irq_rate  global_rate hardirq_pm  delay_ns         irqs        holds      replays"
+    "    handovers     releases\n"
+    "0               0            0          0         0          112            0            0"
+    "            0            0\n"
+    "1            2480         2480         93    212000        40211        38020           14"
+    "            1        38019\n"
+    "irq       allowed        holds\n"
+    "25              1            0\n"
+    "27              1        38020\n")
+
+
+def test_parse_stats_fixed_gsim():
+    stats = gsim.parse_stats(FIXED_STATS)
+    assert [c.cpu for c in stats.cpus] == [0, 1]
+    assert stats.cpus[1].irq_rate == 2480 and stats.cpus[1].delay_ns == 212000
+    assert stats.cpus[1].columns["replays"] == 14
+    assert stats.irqs == {25: {"allowed": 1, "holds": 0}, 27: {"allowed": 1, "holds": 38020}}
+    assert stats.info["mode"] == "adaptive" and stats.info["update_ms"] == "20"
+
+
+def test_stats_found_in_debugfs(fake_kernel, tmp_path):
+    k = fake_kernel(gsim.SHAPE_LATEST)
+    os.unlink(os.path.join(k.proc, "irq/sw_moderation/stats"))
+    debugfs = tmp_path / "debug"
+    (debugfs / "irq_sw_moderation").mkdir(parents=True)
+    (debugfs / "irq_sw_moderation" / "stats").write_text(FIXED_STATS)
+    iface = gsim.GsimInterface(gsim.SHAPE_LATEST, k.proc, str(debugfs))
+    assert iface.stats_path() == str(debugfs / "irq_sw_moderation" / "stats")
+    assert iface.stats().irqs[27]["holds"] == 38020
+
+
 @pytest.mark.parametrize("shape", [gsim.SHAPE_V4, gsim.SHAPE_V1])
 def test_parse_stats_old_shapes(fake_kernel, shape):
     k = fake_kernel(shape)
