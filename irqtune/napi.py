@@ -285,26 +285,50 @@ class NapiTuner:
         if self.originals.pop(ifname, None) is not None:
             self._save_state()
 
+    def restore(self, ifname):
+        """Put back the originals of one device, then forget them.
+
+        Used when the device leaves the instance while it still exists
+        (`tuned-adm instance_acquire_devices`, hotplug remove): forgetting
+        without restoring would hand the tuned values to the next instance
+        as its originals.  A device that is gone only has its originals
+        dropped.
+        """
+        dev = self.originals.pop(ifname, None)
+        if dev is None:
+            return
+        self._restore({ifname: dev})
+        self._save_state()
+
     def restore_all(self):
-        """Put back every saved original and forget them.
+        """Put back every saved original and forget them."""
+        self._restore(self.originals)
+        self.originals = {}
+        if self.state is not None:
+            self.state.remove()
+
+    def _restore(self, originals):
+        """Write back, in one napi-set batch, only the values that differ.
 
         A NAPI gets the original saved for its position on its device, also
         when the driver recreated it meanwhile; positions with no NAPI now
         (link down, fewer channels) have nothing to restore; devices
         replaced by others of the same name are left alone.
         """
-        saved = {name: dev for name, dev in self.originals.items()
+        saved = {name: dev for name, dev in originals.items()
                  if _ifindex(name) == dev.get("ifindex")}
         by_index = {dev["ifindex"]: dev["napi"] for dev in saved.values() if dev["napi"]}
         if by_index:
             with NapiFamily() as nl:
                 current = {ifindex: [] for ifindex in by_index}
-                for napi in nl.all_napis():
+                napis = nl.napis(next(iter(by_index))) if len(by_index) == 1 \
+                    else nl.all_napis()
+                for napi in napis:
                     if napi.get("ifindex") in current:
                         current[napi["ifindex"]].append(napi)
                 changes = {}
-                for ifindex, napis in current.items():
-                    for pos, napi in positioned(napis):
+                for ifindex, found in current.items():
+                    for pos, napi in positioned(found):
                         values = by_index[ifindex].get(pos, {})
                         diff = {a: v for a, v in values.items()
                                 if v is not None and napi.get(a) != v}
@@ -318,9 +342,6 @@ class NapiTuner:
                     _write_int(self._sysfs_path(name, attr), value)
                 except OSError as err:
                     log.error("%s: cannot restore %s: %s", name, option_name(attr), err)
-        self.originals = {}
-        if self.state is not None:
-            self.state.remove()
 
     def _sysfs_path(self, ifname, attr):
         return os.path.join(self.sysfs_root, "class/net", ifname, SYSFS_FILES[attr])

@@ -136,8 +136,8 @@ class NetDevicePlugin(hotplug.Plugin):
 	Subclasses set instance._tuner (None when the options make tuning
 	impossible) and instance._option_errors in _instance_init, and implement
 	_device_verify.  The tuner offers apply(*devices), apply_new(device) for
-	objects a driver recreated, verify(device), forget(device) and
-	restore_all().  instance._lock serialises the daemon's calls with the
+	objects a driver recreated, verify(device), restore(device) (put back
+	and forget one device), forget(device) and restore_all().  instance._lock serialises the daemon's calls with the
 	link watcher's.
 
 	Device choice follows the stock net plugin (physical NICs) for the
@@ -268,9 +268,13 @@ class NetDevicePlugin(hotplug.Plugin):
 			instance._watcher = None
 
 	def _removed_device_unapply_tuning(self, instance, device_name):
+		# Also called when a device that still exists moves to another
+		# instance (tuned-adm instance_acquire_devices): its originals go
+		# back first, else the next instance would save tuned values as
+		# originals.  A device that is gone only has its originals dropped.
 		with instance._lock:
 			if instance._tuner is not None:
-				instance._tuner.forget(device_name)
+				instance._tuner.restore(device_name)
 
 
 def _ifname(ifindex):

@@ -6,7 +6,7 @@ import time
 
 import pytest
 
-from harness import wait_for
+from harness import run, wait_for
 from rawnapi import RawGenl
 
 PROFILE = "latency-suspend-test"
@@ -175,3 +175,43 @@ def test_churn_then_off_restores_the_originals_of_the_replaced_napis(fresh, devi
     fresh.off()
     wait_for(lambda: devices.napis_have(SELECTED, ORIGINAL),
              what="originals of the replaced NAPIs after churn + off")
+
+
+TRANSFER_PROFILE = """
+[main]
+summary=two napi instances, for moving a NIC between them (tests)
+
+[napi_first]
+type=napi
+devices=va0
+defer_hard_irqs=11
+gro_flush_timeout=11000
+
+[napi_second]
+type=napi
+devices=va1
+defer_hard_irqs=22
+gro_flush_timeout=22000
+"""
+FIRST = {"defer-hard-irqs": 11, "gro-flush-timeout": 11000}
+SECOND = {"defer-hard-irqs": 22, "gro-flush-timeout": 22000}
+
+
+def test_nic_moved_between_instances_keeps_its_originals(fresh, devices):
+    """instance_acquire_devices removes va0 from the first instance: it must
+    put va0's originals back before forgetting them, else the second
+    instance saves the first one's values as va0's originals."""
+    fresh.write_profile("irqtune-test-transfer", TRANSFER_PROFILE)
+    fresh.profile("irqtune-test-transfer")
+    wait_for(lambda: devices.napis_have(("va0",), FIRST), what="first instance on va0")
+    wait_for(lambda: devices.napis_have(("va1",), SECOND), what="second instance on va1")
+    # tuned-adm 2.20 has no instance_acquire_devices command; the daemon's
+    # D-Bus method (TuneD >= 2.15) is what the command calls later on.
+    reply = run("dbus-send", "--system", "--print-reply", "--dest=com.redhat.tuned",
+                "/Tuned", "com.redhat.tuned.control.instance_acquire_devices",
+                "string:va0", "string:napi_second").stdout
+    assert "boolean true" in reply, reply
+    wait_for(lambda: devices.napis_have(("va0",), SECOND), what="second instance on va0")
+    fresh.off()
+    wait_for(lambda: devices.napis_have(("va0", "va1"), ORIGINAL),
+             what="originals of va0 and va1 after the move and off")
