@@ -9,8 +9,8 @@ project builds):
           gives a per-CPU table and "name value" lines.  Per IRQ:
           /proc/irq/N/soft_moderation; reading it gives one line that
           starts with the state, e.g. "on irq 25 trigger 0x0 Edge
-          unmanaged lazy handle_irq handle_edge_irq+0x0/0x170".  Knob target_irq_rate
-          (later postings: target_intr_rate).
+          unmanaged lazy handle_irq handle_edge_irq+0x0/0x170".  Knob
+          target_irq_rate (later postings: target_intr_rate).
   v4      /proc/irq/soft_moderation/ directory, one file per knob plus
           stats.  Per IRQ: /proc/irq/N/soft_moderation (the cover letter
           says "moderation").  Out-of-range values are clamped.
