@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Exceptions shared by the library."""
 
+import os
+
 
 class IrqtuneError(Exception):
     """Base class of every error the library raises on purpose."""
@@ -22,3 +24,26 @@ class OptionError(IrqtuneError, ValueError):
 
 class UnsupportedError(IrqtuneError):
     """The running kernel or the device lacks a feature."""
+
+
+class DependencyError(IrqtuneError):
+    """An installed library is too old or lacks a feature irqtune needs.
+
+    Kept apart from UnsupportedError: a missing kernel feature makes a
+    tuner fall back or skip, a missing library feature is for the admin
+    to fix and must be named as the cause.
+    """
+
+
+class NetlinkRequestError(IrqtuneError):
+    """The kernel refused a request; carries errno and the extended ack text.
+
+    Defined here, not beside the pyroute2 code, so that callers can catch
+    it without importing pyroute2.
+    """
+
+    def __init__(self, what, code, extack=None):
+        self.code = code
+        self.extack = extack
+        detail = extack or os.strerror(code)
+        super().__init__("%s: %s (errno %d)" % (what, detail, code))

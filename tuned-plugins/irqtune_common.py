@@ -7,16 +7,17 @@ plugin; plugins import it as a module (not its classes) so that their own
 class stays the only Plugin subclass in their namespace.
 """
 
+import functools
 import logging
 import os
-import threading
-
 import socket
+import threading
 
 import tuned.consts as consts
 import tuned.logs
 from tuned.plugins import hotplug
 
+from irqtune.errors import IrqtuneError
 from irqtune.netlink.links import LinkWatcher
 
 log = tuned.logs.get()
@@ -126,11 +127,69 @@ def overlay_file_options(variables, instance_name, path, prefix, options):
 	return found
 
 
+# TuneD's entry points into a plugin: (what failed, what to do, value
+# returned instead).  No exception may reach TuneD ("BUG: Unhandled
+# exception", and in 2.20 the rest of the profile is not applied).
+ENTRY_POINTS = {
+	"_instance_init": ("setting up the instance",
+		"the instance tunes nothing; fix the cause and apply the profile again", None),
+	"_instance_cleanup": ("cleaning up the instance", "nothing to do", None),
+	"_instance_apply_static": ("applying",
+		"values may be set in part; fix the cause and apply the profile again "
+		"(tuned-adm verify names what is not set)", None),
+	"_instance_verify_static": ("verifying", "verify counts the instance as failed", False),
+	"_instance_unapply_static": ("restoring",
+		"originals not put back stay saved in /run/irqtune for the next unapply", None),
+	"_added_device_apply_tuning": ("tuning a new device",
+		"fix the cause and apply the profile again", None),
+	"_removed_device_unapply_tuning": ("releasing a device",
+		"its originals may not be back; compare with tuned-adm verify", None),
+	"_retune": ("tuning recreated NAPIs/IRQs again",
+		"tuned-adm verify names what is not set", None),
+}
+
+
+def describe_error(err):
+	"""One line for an exception: the library's own say what happened."""
+	if isinstance(err, (IrqtuneError, OSError)):
+		return str(err)
+	return "%s: %s (a bug in irqtune, please report it)" % (type(err).__name__, err)
+
+
+def _guard(name, func):
+	what, advice, fallback = ENTRY_POINTS[name]
+
+	@functools.wraps(func)
+	def guarded(self, instance, *args, **kwargs):
+		try:
+			return func(self, instance, *args, **kwargs)
+		except Exception as err:    # noqa: BLE001 - see ENTRY_POINTS
+			log.error("instance %s: %s failed: %s; %s" % (getattr(instance, "name", "?"),
+				what, describe_error(err), advice))
+			return fallback
+	guarded._irqtune_guarded = True
+	return guarded
+
+
+class Guarded:
+	"""Wraps every TuneD entry point a plugin class defines (ENTRY_POINTS) so
+	that an exception becomes one log line naming what failed and what to
+	do.  Done per class at definition, so subclasses need no decorators and
+	TuneD's differing call signatures pass through untouched."""
+
+	def __init_subclass__(cls, **kwargs):
+		super().__init_subclass__(**kwargs)
+		for name in ENTRY_POINTS:
+			func = cls.__dict__.get(name)
+			if func is not None and not getattr(func, "_irqtune_guarded", False):
+				setattr(cls, name, _guard(name, func))
+
+
 def is_virtual_netdev(name):
 	return "/virtual/" in os.path.realpath(os.path.join("/sys/class/net", name))
 
 
-class NetDevicePlugin(hotplug.Plugin):
+class NetDevicePlugin(Guarded, hotplug.Plugin):
 	"""Net devices with hotplug; per-instance apply/verify/restore by device.
 
 	Subclasses set instance._tuner (None when the options make tuning

@@ -29,7 +29,7 @@ def _full_rollback(rollback):
 	return rollback == _ROLLBACK_FULL
 
 
-class BusyPollOptinPlugin(base.Plugin):
+class BusyPollOptinPlugin(common.Guarded, base.Plugin):
 	"""
 	`busy_poll_optin`::
 

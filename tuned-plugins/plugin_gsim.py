@@ -14,7 +14,7 @@ from irqtune.state import StateFile
 log = tuned.logs.get()
 
 
-class GsimPlugin(base.Plugin):
+class GsimPlugin(common.Guarded, base.Plugin):
 	r"""
 	`gsim`::
 

@@ -19,22 +19,30 @@ from pyroute2.netlink import (NLM_F_ACK, NLM_F_DUMP, NLM_F_MULTI, NLM_F_REQUEST,
 from pyroute2.netlink.exceptions import NetlinkError
 from pyroute2.netlink.generic import GenericNetlinkSocket
 
-from ..errors import IrqtuneError, UnsupportedError
+from ..errors import DependencyError, NetlinkRequestError, UnsupportedError  # noqa: F401
 
 
-class NetlinkRequestError(IrqtuneError):
-    """The kernel refused a request; carries errno and the extended ack text."""
+def pyroute2_version():
+    """pyroute2's version text; Debian's build reports "unknown"."""
+    try:
+        import pyroute2
+        return str(getattr(pyroute2, "__version__", "unknown"))
+    except Exception:     # noqa: BLE001 - only for a message
+        return "unknown"
 
-    def __init__(self, what, code, extack=None):
-        self.code = code
-        self.extack = extack
-        detail = extack or _strerror(code)
-        super().__init__("%s: %s (errno %d)" % (what, detail, code))
 
-
-def _strerror(code):
-    import os
-    return os.strerror(code)
+def _open_genl_socket():
+    # pyroute2 < 0.7 has no ext_ack keyword (0.5.x: TypeError in
+    # GenlFamily); detected by the feature, since the version may be "unknown".
+    try:
+        return GenericNetlinkSocket(ext_ack=True)
+    except TypeError as err:
+        if "ext_ack" not in str(err):
+            raise
+        raise DependencyError(
+            "pyroute2 %s is too old: its GenericNetlinkSocket has no ext_ack "
+            "(pyroute2 < 0.7); irqtune needs pyroute2 0.7.2 or newer - install a "
+            "newer python3-pyroute2 and re-apply the profile" % pyroute2_version()) from None
 
 
 class uint_nla(nla.cdata):
@@ -67,7 +75,7 @@ class GenlFamily:
     version = 1
 
     def __init__(self):
-        self._sock = GenericNetlinkSocket(ext_ack=True)
+        self._sock = _open_genl_socket()
         try:
             self._sock.bind(self.family, self.message)
         except NetlinkError as err:
@@ -224,7 +232,7 @@ def _extack(err):
     # NetlinkError(code, msg): msg is the extack text when the kernel sent
     # one, else pyroute2's strerror() fallback, which adds nothing.
     text = err.args[1] if len(err.args) > 1 else None
-    if text and text != _strerror(err.code):
+    if text and text != os.strerror(err.code):
         return text
     return None
 

@@ -1,0 +1,104 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""No exception from a plugin entry point reaches TuneD: one log line names
+what failed and what to do.  pyroute2 older than 0.7 is named as the cause."""
+
+import logging
+import threading
+
+import pytest
+
+from tuned_loader import load_plugin_module
+
+from irqtune.errors import DependencyError, NetlinkRequestError
+from irqtune.netlink import genl
+
+
+class DumpFails:
+    """A tuner whose NAPI dump the kernel refuses (as an EIO would come back)."""
+
+    unsupported = {}
+
+    def apply(self, *ifnames):
+        raise NetlinkRequestError("dumping NAPIs", 5)
+
+    def verify(self, ifname):
+        raise RuntimeError("boom")
+
+
+class Instance:
+    name = "napi"
+    assigned_devices = {"eth0"}
+    processed_devices = {"eth0"}
+    _option_errors = []
+    _watcher = None
+
+    def __init__(self):
+        self._lock = threading.RLock()
+        self._tuner = DumpFails()
+
+
+def tuned_errors(caplog):
+    return [r.getMessage() for r in caplog.records
+            if r.name.startswith("tuned") and r.levelno >= logging.ERROR]
+
+
+@pytest.fixture
+def napi_plugin():
+    pytest.importorskip("tuned.plugins")
+    module = load_plugin_module("napi")
+    return object.__new__(module.NapiPlugin)
+
+
+def test_failed_napi_dump_during_apply_is_one_line(napi_plugin, caplog):
+    caplog.set_level(logging.DEBUG)
+    assert napi_plugin._instance_apply_static(Instance()) is None
+    errors = tuned_errors(caplog)
+    assert len(errors) == 1, errors
+    assert "instance napi: applying failed: dumping NAPIs: Input/output error (errno 5)" \
+        in errors[0]
+    assert "apply the profile again" in errors[0]
+
+
+def test_unexpected_error_in_verify_fails_verify_without_raising(napi_plugin, caplog):
+    caplog.set_level(logging.DEBUG)
+    assert napi_plugin._instance_verify_static(Instance(), False, {"eth0"}) is False
+    errors = tuned_errors(caplog)
+    assert any("verifying failed: RuntimeError: boom (a bug in irqtune" in e
+               for e in errors), errors
+
+
+def test_every_entry_point_of_every_plugin_is_guarded():
+    pytest.importorskip("tuned.plugins")
+    common = load_plugin_module("napi").common
+    for name in ("napi", "nic_housekeeping", "gsim", "busy_poll_optin"):
+        module = load_plugin_module(name)
+        plugin = [c for c in vars(module).values() if isinstance(c, type)
+                  and c.__module__ == module.__name__][0]
+        for entry in common.ENTRY_POINTS:
+            func = getattr(plugin, entry, None)
+            if func is not None and entry in vars(plugin):
+                assert getattr(func, "_irqtune_guarded", False), (name, entry)
+
+
+class Pyroute2Before07:
+    """GenericNetlinkSocket of pyroute2 0.5.x: no ext_ack keyword."""
+
+    def __init__(self):
+        pass
+
+
+def test_pyroute2_older_than_07_is_named_as_the_cause(monkeypatch):
+    monkeypatch.setattr(genl, "GenericNetlinkSocket", Pyroute2Before07)
+    monkeypatch.setattr(genl, "pyroute2_version", lambda: "unknown")
+    from irqtune.netlink.netdev import NapiFamily
+    with pytest.raises(DependencyError) as info:
+        NapiFamily()
+    assert "pyroute2 unknown is too old" in str(info.value)
+    assert "0.7.2 or newer" in str(info.value)
+
+
+def test_old_pyroute2_is_not_taken_for_a_kernel_without_the_family(monkeypatch):
+    monkeypatch.setattr(genl, "GenericNetlinkSocket", Pyroute2Before07)
+    from irqtune.caps import detect_napi_capabilities
+    with pytest.raises(DependencyError):
+        detect_napi_capabilities()
