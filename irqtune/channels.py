@@ -25,6 +25,7 @@ from dataclasses import dataclass
 
 from .cpus import housekeeping_cpus, parse_cpulist_option
 from .errors import OptionError, UnsupportedError
+from .tuner import Check, DeviceTuner  # noqa: F401 - Check is re-exported
 from .irqs import (affinity_error_reason, nic_queue_irqs, read_affinity,
                    read_effective_affinity, write_affinity)
 from .netlink.genl import NetlinkRequestError
@@ -130,17 +131,7 @@ def refusal_reason(err):
     return str(err)
 
 
-@dataclass
-class Check:
-    """One verify comparison."""
-    what: str
-    current: object
-    expected: object
-    ok: bool
-    note: str = ""
-
-
-class HousekeepingTuner:
+class HousekeepingTuner(DeviceTuner):
     """Applies one HousekeepingConfig to devices and restores what was there.
 
     originals: {ifname: {"ifindex": n, "channels": {"combined": 4},

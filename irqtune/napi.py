@@ -15,6 +15,7 @@ from dataclasses import dataclass, fields
 from .errors import OptionError
 from .netlink.genl import NetlinkRequestError
 from .netlink.netdev import THREADED_VALUES, NapiFamily, QueueFamily
+from .tuner import Check, DeviceTuner
 from .values import S32_MAX, parse_choice, parse_duration_ns, parse_index_list, parse_int
 
 log = logging.getLogger(__name__)
@@ -79,7 +80,7 @@ def parse_queues(text):
     return parse_index_list("queues", text)
 
 
-class NapiTuner:
+class NapiTuner(DeviceTuner):
     """Applies one NapiConfig to devices and restores what was there.
 
     originals: {ifname: {"ifindex": n, "napi": {position: {attr: v}},
@@ -258,8 +259,13 @@ class NapiTuner:
             log.error("%s: cannot set %s through %s: %s", ifname, option_name(attr), path,
                       err.strerror or err)
 
+    @property
+    def needs_watching(self):
+        # only NAPIs come back with defaults; sysfs values are per device
+        return bool(self.per_napi)
+
     def verify(self, ifname):
-        """[(what, current, expected)] for every value in scope."""
+        """[Check] for every value in scope."""
         results = []
         if self.per_napi:
             try:
@@ -270,14 +276,14 @@ class NapiTuner:
                 napis = []
             for _, napi in napis:
                 for attr, value in self.per_napi.items():
-                    results.append(("NAPI %d %s" % (napi["id"], option_name(attr)),
-                                    napi.get(attr), value))
+                    results.append(Check.compare("NAPI %d %s" % (napi["id"], option_name(attr)),
+                                                 napi.get(attr), value))
         for attr, value in self.per_device.items():
             try:
                 current = _read_int(self._sysfs_path(ifname, attr))
             except OSError:
                 current = None
-            results.append((option_name(attr), current, value))
+            results.append(Check.compare(option_name(attr), current, value))
         return results
 
     def forget(self, ifname):

@@ -267,7 +267,7 @@ class NetDevicePlugin(Guarded, hotplug.Plugin):
 
 	def _wants_watching(self, instance):
 		"""Whether drivers may recreate what this instance tunes."""
-		return True
+		return getattr(instance._tuner, "needs_watching", True)
 
 	def _added_device_apply_tuning(self, instance, device_name):
 		with instance._lock:

@@ -94,10 +94,6 @@ class NapiPlugin(common.NetDevicePlugin):
 	def _describe(self, result):
 		return "set %d NAPIs" % result
 
-	def _wants_watching(self, instance):
-		# only NAPIs can come back with defaults; sysfs values are per device
-		return bool(instance._tuner.per_napi)
-
 	def _instance_verify_common(self, instance):
 		ok = super()._instance_verify_common(instance)
 		if instance._tuner is not None:
@@ -109,8 +105,4 @@ class NapiPlugin(common.NetDevicePlugin):
 	def _device_verify(self, instance, device, ignore_missing):
 		if instance._tuner is None:
 			return None
-		ok = True
-		for name, current, expected in instance._tuner.verify(device):
-			if not common.verify_value(device, name, current, expected):
-				ok = False
-		return ok
+		return common.verify_checks(device, instance._tuner.verify(device))

@@ -4,6 +4,7 @@ import logging
 import pytest
 
 from irqtune.caps import NapiCapabilities
+from irqtune.tuner import Check
 from irqtune.napi import NapiConfig, NapiTuner
 
 FULL = NapiCapabilities(netdev_family=True, napi_get=True, napi_set=True,
@@ -89,10 +90,10 @@ def test_sysfs_fallback_applies_verifies_and_restores(tmp_path):
                   sysfs_root=str(tmp_path))
     t.apply("lo")
     assert (dev / "napi_defer_hard_irqs").read_text() == "100\n"
-    assert sorted(t.verify("lo")) == [("defer_hard_irqs", 100, 100),
-                                      ("gro_flush_timeout", 20000, 20000)]
+    assert [(c.what, c.current, c.expected, c.ok) for c in t.verify("lo")] == [
+        ("defer_hard_irqs", 100, 100, True), ("gro_flush_timeout", 20000, 20000, True)]
     (dev / "gro_flush_timeout").write_text("5\n")
-    assert ("gro_flush_timeout", 5, 20000) in t.verify("lo")
+    assert Check("gro_flush_timeout", 5, 20000, False) in t.verify("lo")
     t.restore_all()
     assert (dev / "napi_defer_hard_irqs").read_text() == "2\n"
     assert (dev / "gro_flush_timeout").read_text() == "0\n"

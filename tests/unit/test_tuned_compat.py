@@ -42,6 +42,7 @@ import sys
 import pytest
 
 from tuned_loader import load_plugin_module
+from irqtune.tuner import Check
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -191,7 +192,7 @@ class RecordingTuner:
     def verify(self, device):
         if hasattr(self, "_check"):
             return [self._check(True, "channels", 2, 2, None)]
-        return [("NAPI 1 defer_hard_irqs", 100, 100)]
+        return [Check("NAPI 1 defer_hard_irqs", 100, 100, True)]
 
     def forget(self, device):
         self.forgotten.append(device)

@@ -1,0 +1,72 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The contract every irqtune tuner follows, and its verify record.
+
+A tuner is built from already-parsed configuration (option errors are the
+builder's business, reported before the tuner exists) and is driven by a
+thin TuneD plugin through these calls only - the plugins' shared base
+(tuned-plugins/irqtune_common.py) holds the lock, the link watcher, option
+errors, the rollback shims and prints Checks in TuneD's verify format:
+
+apply(*devices)
+    Tune the devices; returns a short text (or number) for one summary log
+    line.  Originals are saved (ledger on disk, fsync) before anything is
+    changed; the first value seen wins, so re-applying never takes a tuned
+    value for an original.  Refusals are logged once, never raised.
+apply_new(device)
+    Tune only objects a driver recreated since the last apply (new NAPIs,
+    new queue IRQs); values changed deliberately behind TuneD's back are
+    left for verify to report, not fought.  Returns a falsy value when
+    nothing was done.
+verify(device) -> [Check]
+    One Check per value in scope; an empty list means nothing to check.
+restore(device)
+    Put back the device's originals, then forget them (device moved to
+    another instance, or removed: a device that is gone is only forgotten).
+forget(device)
+    Drop the device's originals without touching anything.
+restore_all()
+    Put back every original (writing only what differs) and remove the
+    ledger file.
+unsupported
+    {what: why} the running kernel cannot do; verify reports each as a
+    failure unless TuneD's --ignore-missing applies.
+needs_watching
+    True when drivers may recreate what the tuner set (NAPIs, IRQs), so the
+    plugin runs the link watcher and the periodic re-check.
+
+Exceptions: tuners raise only for bugs; the plugin base still turns any
+exception into one log line (see irqtune_common.ENTRY_POINTS).
+"""
+
+from dataclasses import dataclass
+
+
+@dataclass
+class Check:
+    """One verify comparison: what (as TuneD prints it), the value found,
+    the value wanted, whether it passed, and an optional hint for a failure."""
+
+    what: str
+    current: object
+    expected: object
+    ok: bool
+    note: str = ""
+
+    @classmethod
+    def compare(cls, what, current, expected, note=""):
+        """A Check that passes when current reads back as expected."""
+        return cls(what, current, expected,
+                   current is not None and str(current) == str(expected), note)
+
+
+class DeviceTuner:
+    """Defaults for the optional parts of the contract (see the module)."""
+
+    unsupported = {}
+    needs_watching = False
+
+    def apply_new(self, device):
+        return 0
+
+    def restore(self, device):
+        self.forget(device)
