@@ -57,8 +57,9 @@ class StateFile:
             else:
                 log.info("%s: saved originals belong to a device that is gone", ifname)
         if originals:
-            log.info("restoring saved originals of %s from %s",
-                     ", ".join(sorted(originals)), self.path)
+            names = sorted(originals)
+            log.info("restoring saved originals of %s from %s", ", ".join(names[:4]) +
+                     (" and %d more" % (len(names) - 4) if len(names) > 4 else ""), self.path)
         return originals
 
 

@@ -17,8 +17,9 @@ import tuned.consts as consts
 import tuned.logs
 from tuned.plugins import hotplug
 
-from irqtune.errors import IrqtuneError
+from irqtune.errors import IrqtuneError, OptionError
 from irqtune.netlink.links import LinkWatcher
+from irqtune.values import parse_int
 
 log = tuned.logs.get()
 
@@ -185,6 +186,14 @@ class Guarded:
 				setattr(cls, name, _guard(name, func))
 
 
+def summarise(names, shown=4):
+	"""A list of names for one log line: all of a few, the count of many."""
+	names = list(names)
+	if len(names) <= shown:
+		return ", ".join(names)
+	return "%d devices (%s, ...)" % (len(names), ", ".join(names[:shown]))
+
+
 def is_virtual_netdev(name):
 	return "/virtual/" in os.path.realpath(os.path.join("/sys/class/net", name))
 
@@ -204,7 +213,8 @@ class NetDevicePlugin(Guarded, hotplug.Plugin):
 	also reaches virtual devices (veth, ...), except lo.
 	"""
 
-	# Seconds between re-checks for recreated NAPIs/IRQs between link events.
+	# Seconds between re-checks for recreated NAPIs/IRQs between link
+	# events; the recheck_interval option overrides it, 0 turns it off.
 	recheck_interval = 5.0
 
 	def __init__(self, *args, **kwargs):
@@ -244,8 +254,17 @@ class NetDevicePlugin(Guarded, hotplug.Plugin):
 		instance._tuner = None
 		instance._option_errors = []
 		instance._watcher = None
+		instance._recheck_interval = self.recheck_interval
+		text = self._expanded_options(instance).get("recheck_interval")
+		if text is not None and str(text).strip() != "":
+			try:
+				instance._recheck_interval = parse_int("recheck_interval", text, 0, 86400)
+			except OptionError as err:
+				instance._option_errors = [err]
 
 	def _log_option_errors(self, instance, errors):
+		errors = [e for e in instance._option_errors
+			if getattr(e, "option", None) == "recheck_interval"] + list(errors)
 		instance._option_errors = errors
 		for err in errors:
 			log.error("instance %s: %s; the option is not applied" % (instance.name, err))
@@ -262,7 +281,7 @@ class NetDevicePlugin(Guarded, hotplug.Plugin):
 				and instance._watcher is None:
 			instance._watcher = LinkWatcher(
 				lambda ifindex: self._retune(instance, _ifname(ifindex)),
-				lambda: self._retune_all(instance), interval=self.recheck_interval)
+				lambda: self._retune_all(instance), interval=instance._recheck_interval)
 			instance._watcher.start()
 
 	def _wants_watching(self, instance):
@@ -276,7 +295,7 @@ class NetDevicePlugin(Guarded, hotplug.Plugin):
 	def _devices_apply(self, instance, devices):
 		if instance._tuner is not None and devices:
 			result = instance._tuner.apply(*devices)
-			log.info("instance %s: %s: %s" % (instance.name, ", ".join(devices),
+			log.info("instance %s: %s: %s" % (instance.name, summarise(devices),
 				self._describe(result)))
 
 	def _retune(self, instance, device):

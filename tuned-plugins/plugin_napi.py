@@ -41,7 +41,9 @@ class NapiPlugin(common.NetDevicePlugin):
 	The original value of every NAPI is saved (also in `/run/irqtune`, so
 	that a restarted daemon still restores it) and put back when the
 	profile is unapplied. NAPIs that a driver recreates with default values
-	(link down/up, channel changes) are tuned again. Virtual devices such
+	(link down/up, channel changes) are tuned again, on link events and
+	every [option]`recheck_interval` seconds (default 5; 0 leaves only the
+	link events). Virtual devices such
 	as veth are only tuned when [option]`devices` or
 	[option]`devices_udev_regex` selects devices explicitly.
 	+
@@ -66,6 +68,7 @@ class NapiPlugin(common.NetDevicePlugin):
 			"irq_suspend_timeout": None,
 			"threaded": None,
 			"queues": None,
+			"recheck_interval": None,
 		}
 
 	@classmethod
@@ -76,6 +79,7 @@ class NapiPlugin(common.NetDevicePlugin):
 			"irq_suspend_timeout": "duration (ns, or with unit ns/us/ms/s)",
 			"threaded": "disabled, enabled or busy-poll",
 			"queues": "rx queue indexes, e.g. 0-3,8 (default: all NAPIs)",
+			"recheck_interval": "seconds between re-checks for recreated NAPIs, 0 = link events only (default 5)",
 		}
 
 	def _instance_init(self, instance):

@@ -24,7 +24,8 @@ IFINFOMSG = struct.Struct("=BxHiII")
 
 
 class LinkWatcher:
-    """Calls on_change(ifindex) for link messages, and on_tick() every interval s."""
+    """Calls on_change(ifindex) for link messages, and on_tick() every
+    interval s (never when interval is 0)."""
 
     def __init__(self, on_change, on_tick, interval=5.0):
         self._on_change = on_change
@@ -48,7 +49,9 @@ class LinkWatcher:
 
     def _run(self):
         while True:
-            ready, _, _ = select.select([self._sock, self._wake_r], [], [], self._interval)
+            # interval 0: no periodic re-check, link events only
+            ready, _, _ = select.select([self._sock, self._wake_r], [], [],
+                                        self._interval or None)
             if self._wake_r in ready:
                 return
             try:

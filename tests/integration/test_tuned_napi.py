@@ -215,3 +215,33 @@ def test_nic_moved_between_instances_keeps_its_originals(fresh, devices):
     fresh.off()
     wait_for(lambda: devices.napis_have(("va0", "va1"), ORIGINAL),
              what="originals of va0 and va1 after the move and off")
+
+
+EVENTS_ONLY_PROFILE = """
+[main]
+summary=napi with the periodic re-check off: link events alone re-tune (tests)
+
+[napi]
+devices=va0
+defer_hard_irqs=100
+gro_flush_timeout=20000
+irq_suspend_timeout=20000000
+recheck_interval=0
+"""
+
+
+def test_link_events_alone_retune_recreated_napis(fresh, devices):
+    """With the periodic re-check off, a broken link-event path cannot hide
+    behind the timer."""
+    fresh.write_profile("irqtune-test-events-only", EVENTS_ONLY_PROFILE)
+    fresh.profile("irqtune-test-events-only")
+    wait_for(lambda: devices.napis_have(("va0",), TUNED), what="profile values")
+    before = {n["id"] for n in devices.napis("va0")}
+    devices.exec("ip", "link", "set", "va0", "down")
+    devices.up("va0")
+    after = {n["id"] for n in devices.napis("va0")}
+    assert after and after.isdisjoint(before), "veth kept its NAPIs: no churn to test"
+    wait_for(lambda: devices.napis_have(("va0",), TUNED), timeout=10,
+             what="recreated NAPIs tuned by the link event")
+    fresh.off()
+    wait_for(lambda: devices.napis_have(("va0",), ORIGINAL), what="originals after off")
