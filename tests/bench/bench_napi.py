@@ -107,6 +107,7 @@ def inner(pairs):
     print("%-34s %14.2f %14s" % ("netlink round trips per NAPI, restore",
                                  restore_calls / n, "-"))
     print("apply ratio irqtune/sysfs: %.2fx" % (t_apply / s_apply))
+    print("restore ratio irqtune/sysfs: %.2fx" % (t_restore / s_restore))
 
 
 def main():

@@ -88,14 +88,19 @@ def test_veth_added_later_is_tuned_and_removal_is_quiet(fresh, devices):
     wait_for(lambda: devices.napis_have(SELECTED, ORIGINAL), what="originals after off")
 
 
+def churn(devices, name):
+    """Link down/up: veth recreates its NAPIs with new ids."""
+    before = {n["id"] for n in devices.napis(name)}
+    devices.exec("ip", "link", "set", name, "down")
+    devices.up(name)
+    after = {n["id"] for n in devices.napis(name)}
+    assert after and after.isdisjoint(before), "veth kept its NAPIs: no churn to test"
+
+
 def test_link_down_up_brings_new_napis_that_get_tuned(fresh, devices):
     fresh.profile(PROFILE)
     wait_for(lambda: devices.napis_have(SELECTED, TUNED), what="profile values")
-    before = {n["id"] for n in devices.napis("va0")}
-    devices.exec("ip", "link", "set", "va0", "down")
-    devices.up("va0")
-    after = {n["id"] for n in devices.napis("va0")}
-    assert after and after.isdisjoint(before), "veth kept its NAPIs: no churn to test"
+    churn(devices, "va0")
     wait_for(lambda: devices.napis_have(("va0",), TUNED), what="recreated NAPIs tuned")
     result, log = fresh.verify()
     assert result.returncode == 0, log
@@ -166,11 +171,7 @@ def test_churn_then_off_restores_the_originals_of_the_replaced_napis(fresh, devi
     originals of those they replaced and `off` leaves no profile value."""
     fresh.profile(PROFILE)
     wait_for(lambda: devices.napis_have(SELECTED, TUNED), what="profile values")
-    before = {n["id"] for n in devices.napis("va0")}
-    devices.exec("ip", "link", "set", "va0", "down")
-    devices.up("va0")
-    after = {n["id"] for n in devices.napis("va0")}
-    assert after and after.isdisjoint(before), "veth kept its NAPIs: no churn to test"
+    churn(devices, "va0")
     wait_for(lambda: devices.napis_have(("va0",), TUNED), what="recreated NAPIs tuned")
     fresh.off()
     wait_for(lambda: devices.napis_have(SELECTED, ORIGINAL),
@@ -236,11 +237,7 @@ def test_link_events_alone_retune_recreated_napis(fresh, devices):
     fresh.write_profile("irqtune-test-events-only", EVENTS_ONLY_PROFILE)
     fresh.profile("irqtune-test-events-only")
     wait_for(lambda: devices.napis_have(("va0",), TUNED), what="profile values")
-    before = {n["id"] for n in devices.napis("va0")}
-    devices.exec("ip", "link", "set", "va0", "down")
-    devices.up("va0")
-    after = {n["id"] for n in devices.napis("va0")}
-    assert after and after.isdisjoint(before), "veth kept its NAPIs: no churn to test"
+    churn(devices, "va0")
     wait_for(lambda: devices.napis_have(("va0",), TUNED), timeout=10,
              what="recreated NAPIs tuned by the link event")
     fresh.off()
