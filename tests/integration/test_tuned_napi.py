@@ -242,3 +242,19 @@ def test_link_events_alone_retune_recreated_napis(fresh, devices):
              what="recreated NAPIs tuned by the link event")
     fresh.off()
     wait_for(lambda: devices.napis_have(("va0",), ORIGINAL), what="originals after off")
+
+
+def test_bad_queues_value_does_not_widen_to_every_napi(fresh, devices):
+    """queues= limits the scope: a bad value must not mean "all NAPIs"."""
+    fresh.write_profile("irqtune-test-bad-queues", "[main]\ninclude=%s\n[napi]\n"
+                        "devices=${suspend_nics}\nqueues=0-x\n" % PROFILE)
+    mark = fresh.profile("irqtune-test-bad-queues")
+    lines = [line for line in fresh.log_since(mark).splitlines()
+             if "invalid value '0-x'" in line]
+    assert len(lines) == 1 and "queues" in lines[0], lines
+    time.sleep(1.0)      # nothing may arrive late either (watcher, re-check)
+    assert devices.napis_have(SELECTED, ORIGINAL)
+    result, log = fresh.verify()
+    assert result.returncode != 0
+    assert "invalid value '0-x'" in log
+    fresh.off()
