@@ -9,6 +9,7 @@ lab; the host's own IRQ affinities are never touched.
 """
 
 import re
+import time
 
 import pytest
 
@@ -162,3 +163,20 @@ def test_refusals_are_reported_once_and_shown_by_verify(fresh, devices):
     assert "xbr0: channels: the driver cannot report or change channels" in vlog
     fresh.off()
     assert has_channels(devices, DEVICES, ORIGINAL)
+
+
+def test_bad_housekeeping_cpus_does_not_mean_every_cpu(fresh, devices):
+    """A bad CPU list is reported, and the instance changes nothing: read as
+    "every CPU" it would still cut the channels to the online CPU count."""
+    fresh.write_profile("nic-housekeeping-bad-cpus-test", "[main]\n[nic_housekeeping]\n"
+                        "devices=vh*\nchannels=housekeeping\nirq_affinity=housekeeping\n"
+                        "housekeeping_cpus=0-a\n")
+    mark = fresh.profile("nic-housekeeping-bad-cpus-test")
+    lines = [line for line in fresh.log_since(mark).splitlines()
+             if "housekeeping_cpus" in line and "invalid value '0-a'" in line]
+    assert len(lines) == 1, fresh.log_since(mark)
+    time.sleep(1.0)
+    assert has_channels(devices, DEVICES, ORIGINAL)
+    result, vlog = fresh.verify()
+    assert result.returncode != 0
+    fresh.off()
