@@ -430,12 +430,6 @@ class HousekeepingTuner(DeviceTuner):
         if self.originals.pop(ifname, None) is not None:
             self._save_state()
 
-    def restore_all(self):
-        for ifname in sorted(self.originals):
-            self.restore(ifname)
-        if self.state is not None:
-            self.state.remove()
-
 
 class _Borrowed:
     """A channels backend passed in by the caller: used, never closed."""

@@ -70,3 +70,11 @@ class DeviceTuner:
 
     def restore(self, device):
         self.forget(device)
+
+    def restore_all(self):
+        """For tuners with per-device originals (self.originals, self.state):
+        restore each device, then remove the ledger file."""
+        for device in sorted(self.originals):
+            self.restore(device)
+        if self.state is not None:
+            self.state.remove()
