@@ -124,15 +124,22 @@ uninstall: uninstall-preload uninstall-man
 # verified latency-suspend profile, then the per-NAPI values.
 deploy: deps install start-tuned
 	tuned-adm profile latency-suspend
-	tuned-adm verify || echo "verify reported differences: see /var/log/tuned/tuned.log"
+	@tuned-adm verify || { echo "make deploy: tuned-adm verify failed for latency-suspend; see /var/log/tuned/tuned.log" >&2; exit 1; }
 	$(PYTHON) -m irqtune status
 
+# A running daemon is judged by its pid file, not by tuned-adm's text: without
+# a daemon "tuned-adm active" prints "No current active profile.", which any
+# grep for "active profile" also matches.  Then wait until it answers D-Bus.
 start-tuned:
 	@if [ -d /run/systemd/system ]; then systemctl enable --now tuned; \
-	elif ! tuned-adm active 2>&1 | grep -q "active profile"; then \
+	elif ! kill -0 "$$(cat /run/tuned/tuned.pid 2>/dev/null)" 2>/dev/null; then \
 		mkdir -p /run/dbus; \
 		[ -S /run/dbus/system_bus_socket ] || dbus-daemon --system --fork; \
-		tuned --daemon; sleep 2; fi
+		tuned --daemon; fi
+	@for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do \
+		tuned-adm active 2>&1 | grep -q "Cannot talk to TuneD daemon" || exit 0; \
+		sleep 1; done; \
+	echo "make deploy: the TuneD daemon did not answer on D-Bus within 20 s" >&2; exit 1
 
 bench:
 	$(PYTHON) tests/bench/bench_napi.py 256
