@@ -54,16 +54,16 @@ def env(tmp_path):
     log = tmp_path / "tuned.log"
     log.write_text("2026-11-22 11:00:00,000 INFO     tuned.daemon: old line: verify: failed: "
                    "'from an earlier run'\n")
-    variables = tmp_path / "latency-suspend-variables.conf"
-    variables.write_text("defer_hard_irqs=100\n")
     fake = FakeTunedAdm(str(log))
     return {"fake": fake, "tuned": tp.Tuned(fake, str(log)), "state": str(tmp_path / "s.json"),
-            "vars": [str(variables)], "variables": variables}
+            "vars": [{"path": "/etc/tuned/latency-suspend-variables.conf",
+                      "content": "defer_hard_irqs=100\n"}]}
 
 
-def present(env, profiles=("latency-suspend", "gsim"), check=False):
+def present(env, profiles=("latency-suspend", "gsim"), check=False, variables=None):
     env["fake"].calls.clear()
-    return tp.present(env["tuned"], list(profiles), env["vars"], env["state"], check)
+    return tp.present(env["tuned"], list(profiles), variables or env["vars"], env["state"],
+                      check)
 
 
 def test_apply_records_previous_then_nothing_changes(env):
@@ -80,7 +80,7 @@ def test_apply_records_previous_then_nothing_changes(env):
 
 def test_changed_variables_reapply_the_same_stack(env):
     present(env)
-    env["variables"].write_text("defer_hard_irqs=50\n")
+    env["vars"][0]["content"] = "defer_hard_irqs=50\n"
     again = present(env)
     assert again["changed"] and "profile latency-suspend gsim" in env["fake"].calls
     assert json.load(open(env["state"]))["previous"] == "balanced"   # still the first one
@@ -92,6 +92,16 @@ def test_check_mode_changes_nothing(env):
     assert env["fake"].active == "balanced"
     with pytest.raises(FileNotFoundError):
         open(env["state"])
+
+
+def test_check_mode_sees_variables_not_written_yet(env):
+    present(env)
+    env["vars"][0]["content"] = "defer_hard_irqs=50\n"
+    result = present(env, check=True)
+    assert result["changed"] and env["fake"].calls == ["active"]
+    applied = [{"path": "/etc/tuned/latency-suspend-variables.conf",
+                "content": "defer_hard_irqs=100\n"}]
+    assert not present(env, check=True, variables=applied)["changed"]
 
 
 def test_failed_verify_reports_only_new_differences(env):

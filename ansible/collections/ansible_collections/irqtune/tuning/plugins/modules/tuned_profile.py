@@ -13,8 +13,8 @@ module: tuned_profile
 short_description: Activate a TuneD profile stack, verify it, and roll it back
 description:
   - V(present) activates O(profiles) with C(tuned-adm profile) when another
-    profile is active or the O(variables_files) changed since this module
-    last applied them, then runs C(tuned-adm verify). A failed verify fails
+    profile is active or the O(variables) differ from those this module
+    last applied, then runs C(tuned-adm verify). A failed verify fails
     the host with the C(verify failed) lines TuneD logged (each NAPI, IRQ
     or value that differs).
   - The first activation records the profile and selection mode that were
@@ -32,10 +32,13 @@ options:
     type: str
     choices: [present, absent]
     default: present
-  variables_files:
-    description: Files whose change requires the stack to be applied again.
+  variables:
+    description:
+      - The variables files the stack is applied with, as written before this
+        task (C([{path, content}])); a change in them applies the stack again.
+        Compared by content, so check mode sees a change not yet written.
     type: list
-    elements: path
+    elements: dict
     default: []
   verify:
     description: Run C(tuned-adm verify) after V(present).
@@ -65,7 +68,7 @@ EXAMPLES = r"""
 - name: Stack GSIM on latency-suspend and verify
   irqtune.tuning.tuned_profile:
     profiles: [latency-suspend, gsim]
-    variables_files: [/etc/tuned/latency-suspend-variables.conf, /etc/tuned/gsim-variables.conf]
+    variables: "{{ rendered.files }}"
 """
 
 RETURN = r"""
@@ -93,16 +96,11 @@ class TunedError(Exception):
     pass
 
 
-def digest(paths):
-    """sha256 over the files' names and contents (missing files count too)."""
+def digest(files):
+    """sha256 over [{path, content}], in path order."""
     hasher = hashlib.sha256()
-    for path in sorted(paths):
-        hasher.update(path.encode() + b"\0")
-        try:
-            with open(path, "rb") as stream:
-                hasher.update(stream.read())
-        except FileNotFoundError:
-            hasher.update(b"\0missing\0")
+    for item in sorted(files, key=lambda f: f["path"]):
+        hasher.update(("%s\0%s\0" % (item["path"], item["content"])).encode())
     return hasher.hexdigest()
 
 
@@ -193,12 +191,12 @@ def write_state(path, state):
     os.replace(tmp, path)
 
 
-def present(tuned, profiles, variables_files, state_file, check_mode, verify=True):
+def present(tuned, profiles, variables, state_file, check_mode, verify=True):
     """The result dict of state=present (raises TunedError)."""
     wanted = " ".join(profiles)
     active = tuned.active()
     state = read_state(state_file)
-    files_digest = digest(variables_files)
+    files_digest = digest(variables)
     applied = state and state.get("applied") == wanted and state.get("digest") == files_digest
     result = {"changed": False, "active": active, "before": active, "after": wanted}
     if active != wanted or not applied:
@@ -251,7 +249,7 @@ def main():
         argument_spec=dict(
             profiles=dict(type="list", elements="str"),
             state=dict(type="str", choices=["present", "absent"], default="present"),
-            variables_files=dict(type="list", elements="path", default=[]),
+            variables=dict(type="list", elements="dict", default=[]),
             verify=dict(type="bool", default=True),
             managed_profiles=dict(type="list", elements="str", default=[]),
             state_file=dict(type="path", default="/var/lib/irqtune/ansible/tuned-profile.json"),
@@ -273,7 +271,7 @@ def main():
                   p["log_file"], tuned_adm)
     try:
         if p["state"] == "present":
-            result = present(tuned, p["profiles"], p["variables_files"], p["state_file"],
+            result = present(tuned, p["profiles"], p["variables"], p["state_file"],
                              module.check_mode, p["verify"])
         else:
             result = absent(tuned, p["managed_profiles"], p["state_file"], module.check_mode)
