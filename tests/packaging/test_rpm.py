@@ -110,7 +110,7 @@ def test_plugin_package_puts_library_and_plugins_where_tuned_looks(packages):
                              r"(\.cpython-\d+(\.opt-\d)?)?\.pyc?$", f), f
     assert "/usr/share/man/man7/tuned-plugins-irqtune.7.gz" in files
     requires = rpm_q(packages["tuned-plugins-irqtune"], "--requires")
-    assert "python3-pyroute2" in requires
+    assert "python3-pyroute2 >= 0.7" in requires
 
 
 def test_profile_package_layout_and_requirements(packages, layout):
