@@ -71,7 +71,7 @@ lab-clean:
 #   make lab7-rootfs            the Debian unstable guest image
 #   make lab-bench              the seed's five-mode memcached benchmark
 LAB7_TESTS  ?= tests/lab/gen7
-LAB7_DEB_DEPS := mmdebstrap
+LAB7_DEB_DEPS := mmdebstrap python3-matplotlib
 .PHONY: lab7 lab7-deps lab7-kernel lab7-rootfs lab-bench
 
 lab7-deps: lab-deps
