@@ -9,7 +9,7 @@ never with the library under test.
 
 import pytest
 
-PROFILE = "latency-suspend"
+VARS = "latency-suspend"     # its variables file
 TUNED = {"defer-hard-irqs": 100, "gro-flush-timeout": 20000, "irq-suspend-timeout": 20000000}
 # Non-default originals, so a restore to zero (the defaults) cannot pass.
 ORIGINAL = {"defer-hard-irqs": 3, "gro-flush-timeout": 7000, "irq-suspend-timeout": 5000000}
@@ -29,7 +29,7 @@ def set_originals(h):
 def variables(h, **extra):
     v = {"suspend_nics": h.nic}
     v.update(extra)
-    return {PROFILE: v}
+    return {VARS: v}
 
 
 @pytest.fixture
@@ -42,7 +42,7 @@ def h(host7):
 
 def test_every_napi_tuned_verified_and_restored_by_off(h):
     assert len(h.napis()) == 4
-    h.profile(PROFILE, variables=variables(h))
+    h.profile(h.lab_profile(), variables=variables(h))
     napis = h.napis()
     assert {nid: values(n) for nid, n in napis.items()} == {nid: TUNED for nid in napis}
     ok, log = h.verify()
@@ -52,7 +52,7 @@ def test_every_napi_tuned_verified_and_restored_by_off(h):
 
 
 def test_profile_switch_restores_originals(h):
-    h.profile(PROFILE, variables=variables(h))
+    h.profile(h.lab_profile(), variables=variables(h))
     before = set(h.napis())
     h.profile("virtual-guest")
     napis = h.napis()
@@ -63,7 +63,7 @@ def test_profile_switch_restores_originals(h):
 def test_queues_select_exactly_their_napis(h):
     queues = h.rx_queue_napis()
     assert sorted(queues) == [0, 1, 2, 3], queues
-    h.profile(PROFILE, variables=variables(h, suspend_queues="0-1"))
+    h.profile(h.lab_profile(), variables=variables(h, suspend_queues="0-1"))
     napis = h.napis()
     selected = {queues[0], queues[1]}
     for nid, n in napis.items():
@@ -77,7 +77,7 @@ def test_persistent_napi_config_survives_down_up_without_rewrite(h):
     A value changed behind TuneD's back before the cycle must still be
     there after it (a tuner that rewrote every NAPI on the link event
     would erase it) and verify must name it."""
-    h.profile(PROFILE, variables=variables(h))
+    h.profile(h.lab_profile(), variables=variables(h))
     ids = sorted(h.napis())
     drifted = ids[0]
     h.napi_set(drifted, **{"defer-hard-irqs": 42})

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-PROFILE = "latency-suspend"
+VARS = "latency-suspend"     # its variables file
 TUNED = {"defer-hard-irqs": 100, "gro-flush-timeout": 20000, "irq-suspend-timeout": 20000000}
 ORIGINAL = {"defer-hard-irqs": 3, "gro-flush-timeout": 7000, "irq-suspend-timeout": 5000000}
 KEYS = tuple(TUNED)
@@ -62,7 +62,7 @@ def set_originals(h, dev):
 def test_netdevsim_keeps_napis_and_values_over_down_up(host7, netdevsim):
     h, dev = host7, netdevsim
     set_originals(h, dev)
-    h.profile(PROFILE, variables={PROFILE: {"suspend_nics": dev}})
+    h.profile(h.lab_profile(), variables={VARS: {"suspend_nics": dev}})
     napis = h.napis(dev)
     assert len(napis) == 4 and all(values(n) == TUNED for n in napis.values()), napis
     h.link_cycle(dev)
@@ -78,7 +78,7 @@ def test_netdevsim_keeps_napis_and_values_over_down_up(host7, netdevsim):
 def test_veth_recreated_napis_are_retuned_and_get_the_originals_back(host7, veth):
     h, dev = host7, veth
     set_originals(h, dev)
-    h.profile(PROFILE, variables={PROFILE: {"suspend_nics": dev}})
+    h.profile(h.lab_profile(), variables={VARS: {"suspend_nics": dev}})
     old = h.napis(dev)
     assert old and all(values(n) == TUNED for n in old.values()), old
     h.link_cycle(dev)

@@ -18,7 +18,7 @@ import sys
 
 import pytest
 
-PROFILE = "latency-suspend"
+VARS = "latency-suspend"     # its variables file
 DROPIN = "/etc/systemd/system/%s.service.d/50-irqtune-busypoll.conf"
 LIB = "libirqtune-busypoll.so"
 GUEST_IP = "10.77.0.2"
@@ -44,7 +44,7 @@ def h(host7):
 def test_optin_with_restart_and_off_under_systemd(h):
     for svc in ("memcached", "nginx"):
         assert LIB not in h.main_pid_maps(svc)
-    h.profile(PROFILE, variables={PROFILE: {"suspend_nics": h.nic,
+    h.profile(h.lab_profile(), variables={VARS: {"suspend_nics": h.nic,
                                             "optin_services": "memcached,nginx",
                                             "optin_restart": "true"}})
     for svc in ("memcached", "nginx"):
@@ -88,10 +88,10 @@ def test_suspension_cuts_interrupts_per_request(h):
     base_vars = {"suspend_nics": h.nic, "optin_services": "memcached", "optin_restart": "true"}
     results = {}
     results["base"] = measure(h, rate, seconds)
-    h.profile(PROFILE, variables={PROFILE: dict(base_vars, irq_suspend_timeout="0",
+    h.profile(h.lab_profile(), variables={VARS: dict(base_vars, irq_suspend_timeout="0",
                                                 optin_services="")})
     results["defer20"] = measure(h, rate, seconds)
-    h.profile(PROFILE, variables={PROFILE: base_vars})
+    h.profile(h.lab_profile(), variables={VARS: base_vars})
     assert LIB in h.main_pid_maps("memcached")
     results["suspend20"] = measure(h, rate, seconds)
     print("\n" + "\n".join("%-10s %s" % (k, json.dumps(v)) for k, v in results.items()))
@@ -122,7 +122,7 @@ def test_status_watch_shows_suspension_under_load(h):
     seen = {}
     for case in ("untuned", "suspend20"):
         if case == "suspend20":
-            h.profile(PROFILE, variables={PROFILE: {"suspend_nics": h.nic,
+            h.profile(h.lab_profile(), variables={VARS: {"suspend_nics": h.nic,
                                                     "optin_services": "memcached",
                                                     "optin_restart": "true"}})
         load = h.start_memcached_load(rate=3000, seconds=8)
