@@ -59,10 +59,12 @@ install-files:
 
 # Each series: its patches (cover letter included), series file and README.
 install-kernel-patches:
-	for d in kernel-patches/*/; do \
+	set -e; for s in kernel-patches/*/series kernel-patches/*/*/series; do \
+		d=$${s%series}; \
+		if grep -q '^# lab-only' $$s; then continue; fi; \
 		install -d $(DESTDIR)$(DATADIR)/$(NAME)/$$d; \
-		install -m 0644 $$d*.patch $$d/series $(DESTDIR)$(DATADIR)/$(NAME)/$$d; \
-		if [ -f $$d/README ]; then install -m 0644 $$d/README $(DESTDIR)$(DATADIR)/$(NAME)/$$d; fi; \
+		install -m 0644 $$d*.patch $$s $(DESTDIR)$(DATADIR)/$(NAME)/$$d; \
+		if [ -f $${d}README ]; then install -m 0644 $${d}README $(DESTDIR)$(DATADIR)/$(NAME)/$$d; fi; \
 	done
 	install -m 0644 kernel-patches/README.md $(DESTDIR)$(DATADIR)/$(NAME)/kernel-patches/
 
