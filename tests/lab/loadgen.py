@@ -36,8 +36,16 @@ def percentile(sorted_values, p):
 
 def run(host, port, rate, conns, seconds, warmup):
     socks = []
+    deadline = time.monotonic() + 10
     for _ in range(conns):
-        s = socket.create_connection((host, port), timeout=5)
+        while True:     # a server just restarted by systemd may not listen yet
+            try:
+                s = socket.create_connection((host, port), timeout=5)
+                break
+            except ConnectionRefusedError:
+                if time.monotonic() > deadline:
+                    raise
+                time.sleep(0.2)
         s.setsockopt(socket.IPPROTO_TCP, socket.TCP_NODELAY, 1)
         socks.append(s)
     socks[0].sendall(b"set %s 0 0 %d\r\n%s\r\n" % (KEY, len(VALUE), VALUE))

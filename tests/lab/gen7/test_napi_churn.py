@@ -36,6 +36,7 @@ def netdevsim(host7):
     host7.sh("modprobe netdevsim 2>/dev/null; echo '77 1 4' > /sys/bus/netdevsim/new_device")
     wait_for(lambda: host7.run("ls", "/sys/bus/netdevsim/devices/netdevsim77/net")[0] == 0,
              "netdevsim77 has no netdev")
+    host7.sh("udevadm settle")     # udev renames it (eth0 -> eni77np1)
     dev = host7.sh("ls /sys/bus/netdevsim/devices/netdevsim77/net").split()[0]
     host7.sh("ip link set %s up" % dev)
     yield dev

@@ -84,7 +84,7 @@ def test_suspension_cuts_interrupts_per_request(h):
     """Same offered load, three setups, one run; suspension must cut NIC
     queue interrupts per request to well under half of both no tuning and
     deferral alone."""
-    rate, seconds = 3000, 6
+    rate, seconds = 1000, 6
     base_vars = {"suspend_nics": h.nic, "optin_services": "memcached", "optin_restart": "true"}
     results = {}
     results["base"] = measure(h, rate, seconds)
@@ -125,13 +125,13 @@ def test_status_watch_shows_suspension_under_load(h):
             h.profile(h.lab_profile(), variables={VARS: {"suspend_nics": h.nic,
                                                     "optin_services": "memcached",
                                                     "optin_restart": "true"}})
-        load = h.start_memcached_load(rate=3000, seconds=8)
+        load = h.start_memcached_load(rate=1000, seconds=8)
         try:
             rows, summary, out = watch_once(h, 4)
         finally:
             load.communicate(timeout=120)
         assert len(rows) == 4, out
-        assert sum(r["rx_s"] or 0 for r in rows.values()) > 1000, out
+        assert sum(r["rx_s"] or 0 for r in rows.values()) > 300, out
         seen[case] = (sum(r["irq_s"] for r in rows.values()), summary, out)
     print("\n".join("%s: %.0f irq/s; %s" % (k, v[0], v[1]) for k, v in seen.items()))
     assert seen["suspend20"][0] < 0.5 * seen["untuned"][0], seen
