@@ -8,8 +8,11 @@ import pytest
 from host7 import BOOT_ARGS, KERNEL, Host7
 
 
-@pytest.fixture(scope="session")
+@pytest.fixture
 def host7(lab):
+    """Function-scoped: a test that boots another configuration (the
+    realtime flavour, RSS-capable NICs) powers this guest off; the next
+    test gets a fresh one from the pool, with the project installed."""
     g = lab.get(kernel=KERNEL, cmdline=BOOT_ARGS)
     h = Host7(g)
     if not getattr(g, "irqtune_installed", False):
