@@ -474,8 +474,7 @@ class ZeroCopyRxTuner:
                                         "queues " + _ranges(set(target["indir"])), ok,
                                         "" if ok else problems.get("rss", "changed since it was set")))
         if ifname in self.napi:
-            for what, current, expected in self.napi[ifname].verify(ifname):
-                check(what, "napi", current, expected)
+            checks.extend(self.napi[ifname].verify(ifname))
         if target.get("rules") and "flow rules" not in skip:
             rules = self._rules(ifname)
             at = {_rule_key(e): e["location"] for e in self.originals.get(ifname, {}).get("rules", [])}

@@ -15,6 +15,8 @@ import logging
 
 import pytest
 
+from irqtune.tuner import Check
+
 from irqtune.errors import OptionError
 from irqtune.netlink.ethtool_ntuple import FlowRule
 from irqtune.netlink.genl import NetlinkRequestError
@@ -334,7 +336,9 @@ class FakeNapiTuner:
         return 0
 
     def verify(self, ifname):
-        return [("NAPI of queue %d defer_hard_irqs" % q, v, 50) for q, v in self.values.items()]
+        # The tuner contract (irqtune/tuner.py): a list of Check records.
+        return [Check.compare("NAPI of queue %d defer_hard_irqs" % q, v, 50)
+                for q, v in self.values.items()]
 
     def restore_all(self):
         self.log.append(("restore_all",))

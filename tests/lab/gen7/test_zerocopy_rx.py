@@ -89,6 +89,8 @@ def verified(h, dev):
     TCG, sysctls the minimal kernel lacks: numa_balancing, nmi_watchdog,
     hung_task_timeout_secs)."""
     _ok, vlog = h.verify()
+    broken = [l for l in vlog.splitlines() if "verifying failed" in l or "Traceback" in l]
+    assert not broken, "\n".join(broken)
     lines = [l for l in vlog.splitlines() if "device %s:" % dev in l or "verify: %s:" % dev in l]
     failed = [l for l in lines if "verify: failed" in l]
     assert not failed, "\n".join(failed)
