@@ -28,6 +28,18 @@ KERNEL = os.environ.get("IRQTUNE_LAB7_KERNEL", "7.2-lab")
 BOOT_ARGS = "skew_tick=1 tsc=reliable rcupdate.rcu_normal_after_boot=1 " \
             "rcutree.nohz_full_patience_delay=1000"
 SRC = "/root/irqtune"
+# latency-suspend's defaults, and non-default originals set before it is
+# applied (so a restore to zero, the kernel default, cannot pass).
+SUSPEND_VALUES = {"defer-hard-irqs": 100, "gro-flush-timeout": 20000,
+                  "irq-suspend-timeout": 20000000}
+NON_DEFAULT_ORIGINALS = {"defer-hard-irqs": 3, "gro-flush-timeout": 7000,
+                         "irq-suspend-timeout": 5000000}
+
+
+def napi_values(napi):
+    """The three values latency-suspend sets, as a NAPI holds them."""
+    return {k: napi.get(k, 0) for k in SUSPEND_VALUES}
+
 GUEST_IP = "10.77.0.2"
 RAWNAPI = "/irqtune/tests/integration"
 

@@ -9,15 +9,11 @@ never with the library under test.
 
 import pytest
 
+from host7 import NON_DEFAULT_ORIGINALS, SUSPEND_VALUES, napi_values
+
 VARS = "latency-suspend"     # its variables file
-TUNED = {"defer-hard-irqs": 100, "gro-flush-timeout": 20000, "irq-suspend-timeout": 20000000}
-# Non-default originals, so a restore to zero (the defaults) cannot pass.
-ORIGINAL = {"defer-hard-irqs": 3, "gro-flush-timeout": 7000, "irq-suspend-timeout": 5000000}
-KEYS = tuple(TUNED)
-
-
-def values(napi):
-    return {k: napi.get(k, 0) for k in KEYS}
+TUNED, ORIGINAL = SUSPEND_VALUES, NON_DEFAULT_ORIGINALS
+values = napi_values
 
 
 def set_originals(h):

@@ -13,14 +13,11 @@ import time
 
 import pytest
 
+from host7 import NON_DEFAULT_ORIGINALS, SUSPEND_VALUES, napi_values
+
 VARS = "latency-suspend"     # its variables file
-TUNED = {"defer-hard-irqs": 100, "gro-flush-timeout": 20000, "irq-suspend-timeout": 20000000}
-ORIGINAL = {"defer-hard-irqs": 3, "gro-flush-timeout": 7000, "irq-suspend-timeout": 5000000}
-KEYS = tuple(TUNED)
-
-
-def values(n):
-    return {k: n.get(k, 0) for k in KEYS}
+TUNED, ORIGINAL = SUSPEND_VALUES, NON_DEFAULT_ORIGINALS
+values = napi_values
 
 
 def wait_for(predicate, what, timeout=60):
