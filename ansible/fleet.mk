@@ -35,7 +35,7 @@ fleet-check: $(FLEET_VENV)/.installed
 
 # Lab guests (QEMU) one at a time per host: under the lab lock.
 fleet-test: $(FLEET_VENV)/.installed
-	flock /tmp/irqtune-lab.lock $(FLEET_ENV) python -m pytest -p no:cacheprovider \
+	flock /tmp/irqtune-lab.lock env $(FLEET_ENV) python -m pytest -p no:cacheprovider \
 		$(FLEET_PYTEST) tests/fleet/lab
 
 check: fleet-check
