@@ -191,6 +191,38 @@ class Host7:
         return sum(sum(counts) for name, (irq, counts) in self.g.nic_queue_interrupts().items()
                    if name.startswith("input."))
 
+    def nic_rx_packets(self):
+        """Packets the NIC received so far (/proc/net/dev)."""
+        for line in self.g.read_file("/proc/net/dev").splitlines():
+            name, _, fields = line.partition(":")
+            if name.strip() == self.nic:
+                return int(fields.split()[1])
+        raise AssertionError("%s not in /proc/net/dev" % self.nic)
+
+    def net_rx_softirqs(self):
+        """NET_RX softirqs so far, all CPUs (/proc/softirqs)."""
+        for line in self.g.read_file("/proc/softirqs").splitlines():
+            if line.split()[:1] == ["NET_RX:"]:
+                return sum(int(x) for x in line.split()[1:])
+        raise AssertionError("no NET_RX line in /proc/softirqs")
+
+    def measure_memcached(self, rate, seconds, conns=1):
+        """memcached_load() plus what the kernel counted meanwhile: queue
+        interrupts and NET_RX softirqs per request, and the busy-polled
+        share of the NIC's rx packets (TcpExt:BusyPollRxPackets over
+        rx_packets: who took the packets, the application or the softirq)."""
+        def sample():
+            return (self.queue_interrupts(), self.net_rx_softirqs(), self.nic_rx_packets(),
+                    self.busy_poll_rx())
+        irq0, soft0, rx0, bp0 = sample()
+        res = self.memcached_load(rate=rate, seconds=seconds, conns=conns)
+        irq1, soft1, rx1, bp1 = sample()
+        answered = max(1, res["answered"])
+        res.update(irqs_per_request=round((irq1 - irq0) / answered, 4),
+                   softirqs_per_request=round((soft1 - soft0) / answered, 3),
+                   busy_share=round((bp1 - bp0) / max(1, rx1 - rx0), 3))
+        return res
+
     def cpu_busy(self):
         """(busy, total) jiffies of all guest CPUs from /proc/stat."""
         fields = [int(x) for x in self.g.read_file("/proc/stat").splitlines()[0].split()[1:]]

@@ -8,9 +8,10 @@ polling" is observed where the kernel shows it: the netns counter
 TcpExt:BusyPollRxPackets grows only while an opted-in server answers load.
 
 The effect test drives memcached from the host through the tap with the
-open-loop generator (tests/lab/loadgen.py) and compares NIC queue
-interrupts per request under no tuning, deferral alone and
-latency-suspend, in one run (ratios, never absolute times).
+open-loop generator (tests/lab/loadgen.py) and compares, in one run, who
+took the rx packets (the application's busy poll or the softirq) and the
+queue interrupts per request under no tuning, latency-suspend without the
+suspension, and latency-suspend (ratios, never absolute times).
 """
 
 import json
@@ -72,34 +73,52 @@ def test_optin_with_restart_and_off_under_systemd(h):
     assert h.busy_poll_rx() == before
 
 
-def measure(h, rate, seconds):
-    irq0 = h.queue_interrupts()
-    res = h.memcached_load(rate=rate, seconds=seconds)
-    res["irqs"] = h.queue_interrupts() - irq0
-    res["irqs_per_request"] = res["irqs"] / max(1, res["answered"])
-    return res
+# One connection: all requests reach one rx queue and one memcached worker
+# thread, whose epoll context then busy polls that queue's NAPI (the seed
+# steers by NAPI for the same reason).  8000 req/s is what the Python
+# generator offers reliably from the host; it keeps that worker busy enough
+# that requests arrive while it is still processing.
+RATE, CONNS, SECONDS, ROUNDS = 8000, 1, 5, 2
 
 
-def test_suspension_cuts_interrupts_per_request(h):
-    """Same offered load, three setups, one run; suspension must cut NIC
-    queue interrupts per request to well under half of both no tuning and
-    deferral alone."""
-    rate, seconds = 1000, 6
-    base_vars = {"suspend_nics": h.nic, "optin_services": "memcached", "optin_restart": "true"}
-    results = {}
-    results["base"] = measure(h, rate, seconds)
-    h.profile(h.lab_profile(), variables={VARS: dict(base_vars, irq_suspend_timeout="0",
-                                                optin_services="")})
-    results["defer20"] = measure(h, rate, seconds)
-    h.profile(h.lab_profile(), variables={VARS: base_vars})
-    assert LIB in h.main_pid_maps("memcached")
-    results["suspend20"] = measure(h, rate, seconds)
-    print("\n" + "\n".join("%-10s %s" % (k, json.dumps(v)) for k, v in results.items()))
-    per = {k: v["irqs_per_request"] for k, v in results.items()}
-    for k, v in results.items():
-        assert v["answered"] >= 0.9 * v["sent"], (k, v)
-    assert per["suspend20"] < 0.5 * per["base"], per
-    assert per["suspend20"] < 0.5 * per["defer20"], per
+def test_suspension_engages_for_the_opted_in_server(h):
+    """IRQ suspension's mechanism, observed where the kernel counts it.
+
+    With prefer_busy_poll, an epoll_wait that finds events arms the NAPI
+    watchdog with irq-suspend-timeout (20 ms) instead of gro-flush-timeout
+    (20 us): packets arriving while memcached processes stay queued for
+    its next busy poll instead of being taken by the timer's softirq.  So
+    the share of rx packets busy polling took (TcpExt:BusyPollRxPackets
+    over rx_packets) rises only when suspension engages.  The control
+    differs from latency-suspend in irq-suspend-timeout alone (the same
+    deferral, the same opted-in memcached).  Hard interrupts are compared
+    with no tuning only: in this guest deferral alone already removes over
+    90 % of them, so suspension cannot be told apart by that count.
+    Rounds are interleaved so that a slow phase of the host hits every
+    setup alike.
+    """
+    suspend = {"suspend_nics": h.nic, "optin_services": "memcached", "optin_restart": "true"}
+    setups = {"base": None, "no-suspend": dict(suspend, irq_suspend_timeout="0"),
+              "suspend20": suspend}
+    results = {name: [] for name in setups}
+    for _ in range(ROUNDS):
+        for name, variables in setups.items():
+            if variables is None:
+                h.off()
+            else:
+                h.profile(h.lab_profile(), variables={VARS: variables})
+                assert LIB in h.main_pid_maps("memcached")
+            results[name].append(h.measure_memcached(RATE, SECONDS, conns=CONNS))
+    for name, runs in results.items():
+        for r in runs:
+            print("%-10s %s" % (name, json.dumps(r)))
+            assert r["answered"] >= 0.9 * r["sent"], (name, r)
+    share = {name: [r["busy_share"] for r in runs] for name, runs in results.items()}
+    per_request = {name: [r["irqs_per_request"] for r in runs] for name, runs in results.items()}
+    assert max(share["base"]) == 0, share
+    assert min(share["suspend20"]) >= 0.10, share
+    assert min(share["suspend20"]) >= 4 * max(max(share["no-suspend"]), 0.01), share
+    assert max(per_request["suspend20"]) < 0.5 * min(per_request["base"]), per_request
 
 
 def watch_once(h, seconds):
@@ -125,7 +144,7 @@ def test_status_watch_shows_suspension_under_load(h):
             h.profile(h.lab_profile(), variables={VARS: {"suspend_nics": h.nic,
                                                     "optin_services": "memcached",
                                                     "optin_restart": "true"}})
-        load = h.start_memcached_load(rate=1000, seconds=8)
+        load = h.start_memcached_load(rate=RATE, seconds=8, conns=CONNS)
         try:
             rows, summary, out = watch_once(h, 4)
         finally:
@@ -137,4 +156,4 @@ def test_status_watch_shows_suspension_under_load(h):
     assert seen["suspend20"][0] < 0.5 * seen["untuned"][0], seen
     share = lambda s: int(s.rsplit("(", 1)[1].split()[0]) if "%" in s else 0  # noqa: E731
     assert share(seen["untuned"][1]) == 0
-    assert share(seen["suspend20"][1]) >= 50, seen["suspend20"][1]
+    assert share(seen["suspend20"][1]) >= 10, seen["suspend20"][1]
