@@ -155,9 +155,26 @@ $(VENV)/bin/python:
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q "pyroute2>=0.9,<0.10" pytest
 
-check: deps install $(VENV)/bin/python
+check: deps install $(VENV)/bin/python $(TUNED_SID)/.unpacked
 	$(PYTHON) -m pytest -v -p no:cacheprovider $(PYTEST_ARGS)
 	$(VENV)/bin/python -m pytest -v -p no:cacheprovider tests/unit tests/netlink $(PYTEST_ARGS)
+	PYTHONPATH=$(CURDIR)/$(TUNED_SID)/root/usr/lib/python3/dist-packages \
+	IRQTUNE_TUNED_VERSION=$$(cat $(TUNED_SID)/version) \
+		$(PYTHON) -m pytest -v -p no:cacheprovider tests/unit $(PYTEST_ARGS)
+
+# The unit suite runs once more against Debian unstable's TuneD (2.27 at the
+# time of writing): RHEL 9.5+, RHEL 10 and Fedora run 2.24-2.28, Debian 12
+# has 2.20.  The package is fetched with a private apt configuration
+# (tools/sid-apt) and only unpacked under build/, never installed.
+TUNED_SID := build/tuned-sid
+$(TUNED_SID)/.unpacked:
+	rm -rf $(TUNED_SID) && mkdir -p $(TUNED_SID)/deb
+	cd $(TUNED_SID)/deb && $(CURDIR)/tools/sid-apt download tuned
+	dpkg-deb -x $(TUNED_SID)/deb/tuned_*_all.deb $(TUNED_SID)/root
+	$(PYTHON) -c 'import sys; sys.path.insert(0, sys.argv[1]); from tuned import version; \
+		print(version.TUNED_VERSION_STR)' $(TUNED_SID)/root/usr/lib/python3/dist-packages \
+		> $(TUNED_SID)/version
+	touch $@
 
 # Fragments owned by the parts they build.
 -include preload/preload.mk tests/lab/lab.mk

@@ -11,6 +11,7 @@ import glob
 import gzip
 import json
 import os
+import pathlib
 import re
 import shutil
 import subprocess
@@ -40,13 +41,26 @@ def rpm_q(path, *query):
                           text=True).stdout.splitlines()
 
 
+TUNED_SID = os.path.join(ROOT, "build", "tuned-sid")
+
+
 def build(top, layout):
-    defines = []
+    """make rpm; %check runs the unit suite against a TuneD of the layout's
+    era: the old layout (RHEL 9, TuneD < 2.23) against the host's 2.20, the
+    new one (RHEL 10, Fedora) against Debian unstable's, unpacked."""
     if layout == "old":
         defines = ['RPM_DEFINES=--define "tuned_profile_dir /usr/lib/tuned"']
+    else:
+        subprocess.run(["make", "-C", ROOT, "build/tuned-sid/.unpacked"], check=True,
+                       capture_output=True)
+        with open(os.path.join(TUNED_SID, "version")) as f:
+            version = f.read().strip()
+        defines = ['RPM_DEFINES=--define "tuned_pythonpath %s" --define "tuned_version %s"'
+                   % (os.path.join(TUNED_SID, "root/usr/lib/python3/dist-packages"), version)]
     result = subprocess.run(["make", "-C", ROOT, "rpm", "RPMTOP=%s" % top, *defines],
                             capture_output=True, text=True)
     assert result.returncode == 0, result.stdout[-3000:] + result.stderr[-3000:]
+    (top / "build.log").write_text(result.stdout + result.stderr)
     found = {}
     for path in glob.glob(str(top / "RPMS/*/*.rpm")):
         found[rpm_q(path, "--qf", "%{NAME}")[0]] = path
@@ -88,6 +102,15 @@ def sitelib_of(packages):
 
 
 # -- contents -------------------------------------------------------------
+
+def test_check_ran_against_the_tuned_of_the_layout(packages, layout):
+    """The guard test of the unit suite ran (not skipped) in the new
+    layout's %check, so that suite really ran under the newer TuneD."""
+    log = (pathlib.Path(packages["src"]).parents[1] / "build.log").read_text()
+    assert re.search(r"^=+ \d+ passed", log, re.M), log[-2000:]
+    skipped_guard = "IRQTUNE_TUNED_VERSION not set" in log
+    assert skipped_guard == (layout == "old"), log[-2000:]
+
 
 def test_packages_and_architectures(packages):
     assert set(packages) - {"src"} == NAMES

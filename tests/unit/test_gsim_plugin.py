@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tuned_loader import Cfg, load_plugin_module
+from tuned_loader import Cfg, create_instance, load_plugin_module
 
 from irqtune import gsim
 
@@ -47,7 +47,7 @@ def plugin(tmp_path, monkeypatch):
         for key, value in (variables or {}).items():
             v.add_variable(key, value)
         p = cls(None, StorageFactory(provider), None, None, None, InstanceFactory(), Cfg(), v)
-        inst = p.create_instance("gsim", None, None, None, None, options)
+        inst = create_instance(p, "gsim", options)
         p.initialize_instance(inst)
         made.append((p, inst))
         return p, inst

@@ -616,7 +616,7 @@ def tuned_plugin(tmp_path):
         cls.__module__ = module.__name__
         plugin = cls(None, StorageFactory(provider), None, None, None,
                      InstanceFactory(), tuned_loader.Cfg(), Variables())
-        instance = plugin.create_instance("optin", None, None, None, None, options)
+        instance = tuned_loader.create_instance(plugin, "optin", options)
         plugin.initialize_instance(instance)
         return plugin, instance
 

@@ -423,3 +423,14 @@ def test_upstream_tree(tree):
         result = results["%s|%s" % (name, event)]
         assert result["applied"] == "kept" and result["verified"] is True, (name, result)
         assert result["after"] == EXPECTED[name][event], (tree, name, event, result)
+
+
+def test_the_tuned_under_test_is_the_one_asked_for():
+    """`make check` runs this suite twice: under the host's TuneD and under
+    Debian unstable's, unpacked (IRQTUNE_TUNED_VERSION names it).  Without
+    this, a PYTHONPATH that missed would test the host's TuneD twice."""
+    from tuned import version
+    wanted = os.environ.get("IRQTUNE_TUNED_VERSION")
+    if not wanted:
+        pytest.skip("IRQTUNE_TUNED_VERSION not set (make check sets it for its second run)")
+    assert version.TUNED_VERSION_STR == wanted

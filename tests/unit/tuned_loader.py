@@ -31,3 +31,13 @@ class Cfg(dict):
 
     def get(self, key, default=None):
         return dict.get(self, key, default)
+
+
+def create_instance(plugin, name, options, devices=None):
+    """plugin.create_instance() with the argument list of the installed
+    TuneD: 2.23 inserted `priority` after the name (RHEL 9.5+, RHEL 10,
+    Fedora run such versions; Debian 12 has 2.20)."""
+    import inspect
+    params = list(inspect.signature(plugin.create_instance).parameters)
+    head = (name, 0) if "priority" in params else (name,)
+    return plugin.create_instance(*head, devices, None, None, None, options)
