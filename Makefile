@@ -56,6 +56,9 @@ install-files:
 	for f in $(VARIABLE_FILES); do \
 		test -e $(DESTDIR)$(SYSCONFDIR)/tuned/$$(basename $$f) || \
 		install -D -m 0644 $$f $(DESTDIR)$(SYSCONFDIR)/tuned/$$(basename $$f); done
+	install -d $(DESTDIR)$(BINDIR)
+	sed '1s|.*|#!$(PYTHON)|' irqtune/cli.py > $(DESTDIR)$(BINDIR)/irqtune
+	chmod 0755 $(DESTDIR)$(BINDIR)/irqtune
 
 # Each series: its patches (cover letter included), series file and README.
 install-kernel-patches:
@@ -121,13 +124,14 @@ uninstall: uninstall-preload uninstall-man
 	rm -f $(addprefix $(DESTDIR)$(TUNED_PLUGIN_DIR)/,$(notdir $(PLUGIN_FILES)))
 	rm -rf $(addprefix $(DESTDIR)$(TUNED_PROFILE_DIR)/,$(PROFILES))
 	rm -f $(addprefix $(DESTDIR)$(SYSCONFDIR)/tuned/,$(notdir $(VARIABLE_FILES)))
+	rm -f $(DESTDIR)$(BINDIR)/irqtune
 
 # The README's first command: everything from a fresh machine to an active,
 # verified latency-suspend profile, then the per-NAPI values.
 deploy: deps install start-tuned
 	tuned-adm profile latency-suspend
 	@tuned-adm verify || { echo "make deploy: tuned-adm verify failed for latency-suspend; see /var/log/tuned/tuned.log" >&2; exit 1; }
-	$(PYTHON) -m irqtune status
+	$(BINDIR)/irqtune status
 
 # A running daemon is judged by its pid file, not by tuned-adm's text: without
 # a daemon "tuned-adm active" prints "No current active profile.", which any

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""`python3 -m irqtune status`: what the kernel offers and what each NAPI holds."""
+"""`irqtune status` (also `python3 -m irqtune status`): what the kernel offers
+and what each NAPI holds; `--watch` shows suspension at work."""
 
 import argparse
 import os
@@ -34,7 +35,7 @@ def status(devices):
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(prog="python3 -m irqtune")
+    parser = argparse.ArgumentParser(prog="irqtune")
     sub = parser.add_subparsers(dest="command", required=True)
     st = sub.add_parser("status", help="kernel capabilities and per-NAPI values")
     st.add_argument("devices", nargs="*", help="network devices (default: all)")

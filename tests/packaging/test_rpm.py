@@ -403,6 +403,21 @@ def test_preload_runner_names_the_packaged_library(packages, installed):
         assert lib in f.read()
 
 
+def test_irqtune_command_runs_on_the_python_of_the_library(packages, installed):
+    """/usr/bin/irqtune names the Python whose site-packages hold the
+    library, not whatever python3 comes first on PATH; and it runs."""
+    path = str(installed) + "/usr/bin/irqtune"
+    with open(path) as f:
+        shebang = f.readline().strip()
+    python = shebang[2:]
+    assert shebang.startswith("#!/") and os.path.basename(python).startswith("python3"), shebang
+    assert os.access(path, os.X_OK)
+    site = str(installed) + sitelib_of(packages)
+    result = subprocess.run([python, path, "--help"], capture_output=True, text=True,
+                            env=dict(os.environ, PYTHONPATH=site), cwd="/")
+    assert result.returncode == 0 and "status" in result.stdout, result.stderr
+
+
 def read_man(path):
     with gzip.open(path, "rt") as f:
         return f.read()

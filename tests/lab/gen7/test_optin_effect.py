@@ -122,7 +122,7 @@ def test_suspension_engages_for_the_opted_in_server(h):
 
 
 def watch_once(h, seconds):
-    rc, out = h.run("python3", "-m", "irqtune", "status", "--watch", "--count", "1",
+    rc, out = h.run("irqtune", "status", "--watch", "--count", "1",
                     "--interval", str(seconds), h.nic, timeout=seconds + 60)
     assert rc == 0, out
     rows = {}

@@ -1,0 +1,12 @@
+#!/usr/bin/python3
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The `irqtune` command.  Installed to the bin directory with its first
+line set to the Python the library was installed for (TuneD's), so that it
+works whatever `python3` comes first on PATH."""
+
+import sys
+
+from irqtune.__main__ import main
+
+if __name__ == "__main__":
+    sys.exit(main())
