@@ -155,6 +155,11 @@ bench:
 # pyroute2 0.9 in a virtualenv.  Integration suites drive the real daemon in
 # network namespaces (root).  The kernel lab is `make lab` (tests/lab).
 VENV := build/venv-pyroute2-0.9
+# The unit suite runs once more against Debian unstable's TuneD (2.27 at the
+# time of writing): RHEL 9.5+, RHEL 10 and Fedora run 2.24-2.28, Debian 12
+# has 2.20.  The package is fetched with a private apt configuration
+# (tools/sid-apt) and only unpacked under build/, never installed.
+TUNED_SID := build/tuned-sid
 $(VENV)/bin/python:
 	python3 -m venv $(VENV)
 	$(VENV)/bin/pip install -q "pyroute2>=0.9,<0.10" pytest
@@ -166,11 +171,6 @@ check: deps install $(VENV)/bin/python $(TUNED_SID)/.unpacked
 	IRQTUNE_TUNED_VERSION=$$(cat $(TUNED_SID)/version) \
 		$(PYTHON) -m pytest -v -p no:cacheprovider tests/unit $(PYTEST_ARGS)
 
-# The unit suite runs once more against Debian unstable's TuneD (2.27 at the
-# time of writing): RHEL 9.5+, RHEL 10 and Fedora run 2.24-2.28, Debian 12
-# has 2.20.  The package is fetched with a private apt configuration
-# (tools/sid-apt) and only unpacked under build/, never installed.
-TUNED_SID := build/tuned-sid
 $(TUNED_SID)/.unpacked:
 	rm -rf $(TUNED_SID) && mkdir -p $(TUNED_SID)/deb
 	cd $(TUNED_SID)/deb && $(CURDIR)/tools/sid-apt download tuned
