@@ -210,9 +210,19 @@ def test_license_per_package(packages):
         assert rpm_q(packages[name], "--qf", "%{LICENSE}") == [wanted], name
 
 
-def test_no_scriptlets(packages):
-    for name in NAMES:
+def test_only_an_update_of_the_plugins_restarts_tuned(packages):
+    """The one scriptlet: postun of tuned-plugins-irqtune, restarting a
+    running TuneD on update ($1 >= 1) only."""
+    for name in NAMES - {"tuned-plugins-irqtune"}:
         assert rpm_q(packages[name], "--scripts") == [], name
+    script = rpm_q(packages["tuned-plugins-irqtune"], "--scripts")
+    assert script[0].startswith("postuninstall scriptlet"), script
+    body = "\n".join(script[1:])
+    assert 'if [ "$1" -ge 1 ]' in body and "systemctl try-restart tuned.service" in body, body
+    probe = body.replace("systemctl try-restart tuned.service >/dev/null 2>&1 || :", "echo RESTART")
+    ran = {arg: subprocess.run(["sh", "-c", probe, "postun", arg], capture_output=True,
+                               text=True).stdout.strip() for arg in ("0", "1", "2")}
+    assert ran == {"0": "", "1": "RESTART", "2": "RESTART"}, ran     # 0: erase
 
 
 # -- rpmlint --------------------------------------------------------------

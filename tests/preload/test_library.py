@@ -238,3 +238,24 @@ def test_run_command_missing_library(built, tmp_path):
     proc = run_cmd(built, ["/bin/true"], env=env)
     assert proc.returncode == 2
     assert "library not found" in proc.stderr
+
+
+def test_service_still_runs_when_the_preload_package_is_gone(built, kernel_params, tmp_path):
+    """Erasing irqtune-preload while a drop-in still names the library: the
+    dynamic loader skips the missing object with one message and the
+    program runs (docs/packaging.md, "Scriptlets").  The environment is the
+    one the plugin's drop-in sets."""
+    import sys
+    sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", ".."))
+    from irqtune.service_optin import OptInValues, dropin_content
+    gone = str(tmp_path / "usr/lib64/irqtune/libirqtune-busypoll.so")
+    env = clean_env()
+    for line in dropin_content(gone, OptInValues()).splitlines():
+        if line.startswith("Environment="):
+            key, _, value = line[len("Environment="):].strip('"').partition("=")
+            env[key] = value
+    assert env["LD_PRELOAD"] == gone
+    proc = subprocess.run([built["probe"]], env=env, capture_output=True, text=True)
+    assert proc.returncode == 0, proc.stderr
+    assert "cannot be preloaded" in proc.stderr and gone in proc.stderr, proc.stderr
+    assert_all(parse_probe(proc.stdout), (0, 0, 0))     # runs as if never opted in
