@@ -32,7 +32,11 @@ LAYOUTS = {
     "old": ("/usr/lib/tuned", ["/usr/lib/tuned", "/etc/tuned"]),
     "new": ("/usr/lib/tuned/profiles", ["/usr/lib/tuned/profiles", "/etc/tuned/profiles"]),
 }
-NAMES = {"tuned-plugins-irqtune", "tuned-profiles-irqtune", "irqtune-kernel-patches",
+REALTIME_PROFILES = {"realtime-virtual-host-irqtune"}
+PROFILE_PACKAGES = {"tuned-profiles-irqtune": sorted(set(PROFILES) - REALTIME_PROFILES),
+                    "tuned-profiles-irqtune-realtime": sorted(REALTIME_PROFILES)}
+NAMES = {"tuned-plugins-irqtune", "tuned-profiles-irqtune", "tuned-profiles-irqtune-realtime",
+         "irqtune-kernel-patches",
          "irqtune-preload"}
 
 
@@ -136,31 +140,37 @@ def test_plugin_package_puts_library_and_plugins_where_tuned_looks(packages):
     assert "python3-pyroute2 >= 0.7" in requires
 
 
-def test_profile_package_layout_and_requirements(packages, layout):
-    path = packages["tuned-profiles-irqtune"]
-    files = rpm_q(path, "-l")
+def test_profile_packages_layout_and_requirements(packages, layout):
     profile_dir = LAYOUTS[layout][0]
-    for profile in PROFILES:
-        assert "%s/%s/tuned.conf" % (profile_dir, profile) in files
-        other = LAYOUTS["new" if layout == "old" else "old"][0]
-        assert "%s/%s/tuned.conf" % (other, profile) not in files
-    configs = rpm_q(path, "-c")
-    for variables in glob.glob(os.path.join(ROOT, "profiles/*/*-variables.conf")):
-        assert "/etc/tuned/" + os.path.basename(variables) in configs
-    # %config(noreplace): flag bit 4 (RPMFILE_NOREPLACE) with bit 0 (CONFIG)
-    flags = rpm_q(path, "--qf", "[%{FILEFLAGS} %{FILENAMES}\n]")
-    for line in flags:
-        flag, name = line.split(" ", 1)
-        if name.startswith("/etc/tuned/"):
-            assert int(flag) & 0x11 == 0x11, line
+    other = LAYOUTS["new" if layout == "old" else "old"][0]
+    for name, profiles in PROFILE_PACKAGES.items():
+        path = packages[name]
+        files, configs = rpm_q(path, "-l"), rpm_q(path, "-c")
+        assert {f.split("/")[-2] for f in files if f.endswith("/tuned.conf")} == set(profiles), name
+        for profile in profiles:
+            assert "%s/%s/tuned.conf" % (profile_dir, profile) in files
+            assert "%s/%s/tuned.conf" % (other, profile) not in files
+            if os.path.exists(os.path.join(ROOT, "profiles", profile, profile + "-variables.conf")):
+                assert "/etc/tuned/%s-variables.conf" % profile in configs, profile
+        # %config(noreplace): flag bit 4 (RPMFILE_NOREPLACE) with bit 0 (CONFIG)
+        for line in rpm_q(path, "--qf", "[%{FILEFLAGS} %{FILENAMES}\n]"):
+            flag, fname = line.split(" ", 1)
+            if fname.startswith("/etc/tuned/"):
+                assert int(flag) & 0x11 == 0x11, line
+    path = packages["tuned-profiles-irqtune"]
     version = rpm_q(path, "--qf", "%{VERSION}-%{RELEASE}")[0]
     assert "tuned-plugins-irqtune = " + version in rpm_q(path, "--requires")
-    assert "/usr/share/man/man7/tuned-profiles-irqtune.7.gz" in files
+    assert "/usr/share/man/man7/tuned-profiles-irqtune.7.gz" in rpm_q(path, "-l")
     tuned_req = [r for r in rpm_q(path, "--requires") if r.startswith("tuned ")]
     assert tuned_req == ["tuned >= " + ("2.20" if layout == "old" else "2.23")]
     tuned_req = [r for r in rpm_q(packages["tuned-plugins-irqtune"], "--requires")
                  if r.startswith("tuned ")]
     assert tuned_req == ["tuned >= 2.20"]
+    # the realtime flavour includes realtime-virtual-host: a hard dependency
+    realtime = rpm_q(packages["tuned-profiles-irqtune-realtime"], "--requires")
+    assert "tuned-profiles-nfv-host" in realtime and "tuned-profiles-irqtune = " + version in realtime
+    assert not [r for r in rpm_q(path, "--requires") + rpm_q(path, "--recommends")
+                if "nfv" in r]
 
 
 def test_kernel_patch_package(packages):
@@ -409,7 +419,7 @@ def test_tuned_adm_list_would_show_the_profiles(tuned_view):
 
 
 def test_profiles_read_their_packaged_variables_files(packages, installed, layout):
-    configs = rpm_q(packages["tuned-profiles-irqtune"], "-c")
+    configs = [c for name in PROFILE_PACKAGES for c in rpm_q(packages[name], "-c")]
     for profile in PROFILES:
         conf = "%s%s/%s/tuned.conf" % (installed, LAYOUTS[layout][0], profile)
         with open(conf) as f:
