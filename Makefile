@@ -57,7 +57,7 @@ install-files:
 		test -e $(DESTDIR)$(SYSCONFDIR)/tuned/$$(basename $$f) || \
 		install -D -m 0644 $$f $(DESTDIR)$(SYSCONFDIR)/tuned/$$(basename $$f); done
 	install -d $(DESTDIR)$(BINDIR)
-	sed '1s|.*|#!$(PYTHON)|' irqtune/cli.py > $(DESTDIR)$(BINDIR)/irqtune
+	{ echo '#!$(PYTHON)'; cat irqtune/cli.py; } > $(DESTDIR)$(BINDIR)/irqtune
 	chmod 0755 $(DESTDIR)$(BINDIR)/irqtune
 
 # Each series: its patches (cover letter included), series file and README.
@@ -84,11 +84,13 @@ $(MAN_PLUGINS): docs/man/plugin-man.py docs/man/tuned-plugins-irqtune.7.in $(PLU
 	$(PYTHON) docs/man/plugin-man.py $(VERSION) $@
 
 install-man: man
-	install -d $(DESTDIR)$(MANDIR)/man7
+	install -d $(DESTDIR)$(MANDIR)/man7 $(DESTDIR)$(MANDIR)/man8
 	install -m 0644 $(MAN7_PAGES) $(DESTDIR)$(MANDIR)/man7/
+	install -m 0644 docs/man/irqtune.8 $(DESTDIR)$(MANDIR)/man8/
 
 uninstall-man:
 	rm -f $(addprefix $(DESTDIR)$(MANDIR)/man7/,$(notdir $(MAN7_PAGES)))
+	rm -f $(DESTDIR)$(MANDIR)/man8/irqtune.8
 
 # Packages are built from what is committed (git archive of HEAD).
 # On Debian: --nodeps (its rpm database is empty), and brp-compress under

@@ -1,4 +1,3 @@
-#!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The `irqtune` command.  Installed to the bin directory with its first
 line set to the Python the library was installed for (TuneD's), so that it
