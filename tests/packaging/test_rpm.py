@@ -461,7 +461,7 @@ def test_man_pages_render_without_warnings(installed):
     if not shutil.which("groff"):
         pytest.skip("groff is not installed")
     pages = glob.glob(str(installed) + "/usr/share/man/man*/*.gz")
-    assert len(pages) == 3, pages
+    assert len(pages) == 4, pages
     for page in pages:
         out = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z"], input=read_man(page),
                              capture_output=True, text=True)
