@@ -490,3 +490,54 @@ def test_profile_man_page_names_every_profile_and_variable(installed):
         assert names, profile
         for name in names:
             assert "\\fB%s\\fR" % name in text, (profile, name)
+
+
+# -- the spec as each target's rpm expands it --------------------------------
+
+TARGETS = {
+    # --define: (profile directory, TuneD floor of the profiles package)
+    "fedora 41": ("/usr/lib/tuned/profiles", "2.23"),
+    "rhel 9": ("/usr/lib/tuned", "2.20"),
+    "rhel 10": ("/usr/lib/tuned/profiles", "2.23"),
+}
+
+
+def expanded_spec(define):
+    if not shutil.which("rpmspec"):
+        pytest.skip("rpmspec is not installed")
+    result = subprocess.run(["rpmspec", "-P", "--define", define,
+                             os.path.join(ROOT, "spec/irqtune.spec")],
+                            capture_output=True, text=True)
+    assert result.returncode == 0, result.stderr
+    sections, current = {}, "preamble"
+    for line in result.stdout.splitlines():
+        if line.startswith("%package") or line.startswith("%files"):
+            words = line.split()
+            current = words[0] + " " + (words[-1] if "-n" in words else "irqtune-" + words[-1])
+        sections.setdefault(current, []).append(line)
+    return sections
+
+
+@pytest.mark.parametrize("target", sorted(TARGETS))
+def test_spec_per_target(target):
+    profile_dir, tuned_floor = TARGETS[target]
+    spec = expanded_spec(target)
+
+    def requires(package):
+        return [line.split(":", 1)[1].strip() for line in spec["%package " + package]
+                if line.startswith("Requires:")]
+
+    profiles = [line for line in spec["%files tuned-profiles-irqtune"]
+                + spec["%files tuned-profiles-irqtune-realtime"] if "/tuned/" in line]
+    assert profiles and all(line.startswith(profile_dir + "/") or line.startswith("%config")
+                            for line in profiles), profiles
+    for profile in PROFILES:
+        assert any(line == "%s/%s/" % (profile_dir, profile) for line in profiles), profile
+    assert "tuned >= " + tuned_floor in requires("tuned-profiles-irqtune")
+    assert "tuned >= 2.20" in requires("tuned-plugins-irqtune")
+    assert "python3-pyroute2 >= 0.7" in requires("tuned-plugins-irqtune")
+    assert "tuned-profiles-nfv-host" in requires("tuned-profiles-irqtune-realtime")
+    assert not [r for r in requires("tuned-profiles-irqtune") if "nfv" in r]
+    plugin_files = [line for line in spec["%files tuned-plugins-irqtune"] if "plugin_" in line]
+    assert plugin_files and all(re.match(r"/usr/lib/python3\.\d+/site-packages/tuned/plugins/",
+                                         line) for line in plugin_files), plugin_files
