@@ -23,25 +23,33 @@ PLUGIN_FILES  := $(wildcard tuned-plugins/*.py)
 PROFILES      := $(notdir $(wildcard profiles/*))
 VARIABLE_FILES := $(wildcard profiles/*/*-variables.conf)
 
-# Debian 12 / Fedora / RHEL package names of what the project runs on.
-# rpm, rpmlint and groff-base are for the packaging tests (rpmbuild,
-# rpmlint, man page checks).
-DEB_DEPS := tuned python3-pyroute2 python3-pytest dbus udev iproute2 ethtool \
-	rpm rpmlint groff-base gcc make memcached libmemcached-tools
-RPM_DEPS := tuned python3-pyroute2 python3-pytest dbus-daemon systemd-udev iproute \
-	ethtool rpm-build rpmlint groff-base gcc make memcached
+# Debian 12 / Fedora / RHEL package names: what the project runs and is
+# built on (make deploy installs only these), then what its tests need
+# (rpm-build, rpmlint and groff for the packaging tests, memcached for the
+# preload tests).
+DEB_RUN_DEPS  := tuned python3-pyroute2 dbus udev iproute2 ethtool gcc make libc6-dev
+DEB_TEST_DEPS := python3-pytest rpm rpmlint groff-base memcached libmemcached-tools
+RPM_RUN_DEPS  := tuned python3-pyroute2 dbus-daemon systemd-udev iproute ethtool gcc make
+RPM_TEST_DEPS := python3-pytest rpm-build rpmlint groff-base memcached
 
-.PHONY: all deps install install-files install-kernel-patches uninstall check bench lab rpm srpm clean deploy start-tuned \
+# $(call install-packages,DEBIAN PACKAGES,RPM PACKAGES)
+install-packages = \
+	if command -v apt-get >/dev/null; then \
+		dpkg -s $(1) >/dev/null 2>&1 || { \
+		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(1); }; \
+	elif command -v dnf >/dev/null; then dnf install -y $(2); \
+	else echo "neither apt-get nor dnf found; install: $(2)" >&2; exit 1; fi
+
+.PHONY: all deps deploy-deps install install-files install-kernel-patches uninstall check bench lab rpm srpm clean deploy start-tuned \
 	man install-man uninstall-man rpmlint
 
 all: preload
 
 deps:
-	@if command -v apt-get >/dev/null; then \
-		dpkg -s $(DEB_DEPS) >/dev/null 2>&1 || { \
-		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(DEB_DEPS); }; \
-	elif command -v dnf >/dev/null; then dnf install -y $(RPM_DEPS); \
-	else echo "deps: neither apt-get nor dnf found; install: $(RPM_DEPS)" >&2; exit 1; fi
+	@$(call install-packages,$(DEB_RUN_DEPS) $(DEB_TEST_DEPS),$(RPM_RUN_DEPS) $(RPM_TEST_DEPS))
+
+deploy-deps:
+	@$(call install-packages,$(DEB_RUN_DEPS),$(RPM_RUN_DEPS))
 
 install: install-files install-preload install-man
 
@@ -130,9 +138,12 @@ uninstall: uninstall-preload uninstall-man
 
 # The README's first command: everything from a fresh machine to an active,
 # verified latency-suspend profile, then the per-NAPI values.
-deploy: deps install start-tuned
+deploy: deploy-deps install start-tuned
 	tuned-adm profile latency-suspend
-	@tuned-adm verify || { echo "make deploy: tuned-adm verify failed for latency-suspend; see /var/log/tuned/tuned.log" >&2; exit 1; }
+	@log=/var/log/tuned/tuned.log; mark=$$(stat -c %s $$log 2>/dev/null || echo 0); \
+	tuned-adm verify || { \
+		echo "make deploy: tuned-adm verify failed for latency-suspend (from $$log):" >&2; \
+		tail -c +$$((mark + 1)) $$log | grep "verify: failed" >&2; exit 1; }
 	$(BINDIR)/irqtune status
 
 # A running daemon is judged by its pid file, not by tuned-adm's text: without
