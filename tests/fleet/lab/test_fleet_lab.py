@@ -105,12 +105,21 @@ class Fleet:
         path.write_text(json.dumps({"irqtune": {"hosts": hosts}}, indent=1))
         return path
 
+    def archive(self):
+        """The source the role installs, made once: what a fleet rolls out is
+        one release, whatever is committed meanwhile."""
+        path = self.workdir / "irqtune-source.tar"
+        if not path.exists():
+            subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", "--prefix=irqtune/",
+                            "-o", str(path), "HEAD"], check=True)
+        return path
+
     def play(self, defers, *args, order=None):
         env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_HOST_KEY_CHECKING="False",
                    ANSIBLE_PIPELINING="True", ANSIBLE_TIMEOUT="120",
                    ANSIBLE_RETRY_FILES_ENABLED="0", ANSIBLE_FORCE_COLOR="0")
         argv = [shutil.which("ansible-playbook"), "-i", str(self.inventory(defers, order)),
-                str(PLAYBOOK), *args]
+                str(PLAYBOOK), "-e", "irqtune_source_archive=%s" % self.archive(), *args]
         proc = subprocess.run(argv, cwd=PLAYBOOK.parent, env=env, capture_output=True,
                               text=True, timeout=1800)
         run = Run(proc)
