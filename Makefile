@@ -28,9 +28,10 @@ VARIABLE_FILES := $(wildcard profiles/*/*-variables.conf)
 # (rpm-build, rpmlint and groff for the packaging tests, memcached for the
 # preload tests).
 DEB_RUN_DEPS  := tuned python3-pyroute2 dbus udev iproute2 ethtool gcc make libc6-dev
-DEB_TEST_DEPS := python3-pytest rpm rpmlint groff-base memcached libmemcached-tools
+DEB_TEST_DEPS := python3-pytest rpm rpmlint groff-base memcached libmemcached-tools \
+	python3-pip python3-wheel python3-setuptools
 RPM_RUN_DEPS  := tuned python3-pyroute2 dbus-daemon systemd-udev iproute ethtool gcc make
-RPM_TEST_DEPS := python3-pytest rpm-build rpmlint groff-base memcached
+RPM_TEST_DEPS := python3-pytest rpm-build rpmlint groff-base memcached pyproject-rpm-macros
 
 # $(call install-packages,DEBIAN PACKAGES,RPM PACKAGES)
 install-packages = \
@@ -40,7 +41,7 @@ install-packages = \
 	elif command -v dnf >/dev/null; then dnf install -y $(2); \
 	else echo "neither apt-get nor dnf found; install: $(2)" >&2; exit 1; fi
 
-.PHONY: all deps deploy-deps install install-files install-kernel-patches uninstall check bench lab rpm srpm clean deploy start-tuned \
+.PHONY: all deps deploy-deps install install-files install-library install-plugins install-profiles install-kernel-patches uninstall check bench lab rpm srpm clean deploy start-tuned \
 	man install-man uninstall-man rpmlint
 
 all: preload
@@ -53,20 +54,30 @@ deploy-deps:
 
 install: install-files install-preload install-man
 
-# What TuneD needs: library, plugins, profiles and their variables files.
-install-files:
-	@test -n "$(TUNED_PLUGIN_DIR)" || { echo "TuneD not found for $(PYTHON)" >&2; exit 1; }
+# What TuneD needs: library (and the irqtune command), plugins, profiles
+# and their variables files.  The RPM installs the library as a Python
+# distribution (pyproject.toml) and uses install-plugins and
+# install-profiles only.
+install-files: install-library install-plugins install-profiles
+
+install-library:
+	@test -n "$(PYTHON_SITELIB)" || { echo "TuneD not found for $(PYTHON)" >&2; exit 1; }
 	for f in $(LIB_FILES); do install -D -m 0644 $$f $(DESTDIR)$(PYTHON_SITELIB)/$$f; done
+	install -d $(DESTDIR)$(BINDIR)
+	{ echo '#!$(PYTHON)'; cat irqtune/cli.py; } > $(DESTDIR)$(BINDIR)/irqtune
+	chmod 0755 $(DESTDIR)$(BINDIR)/irqtune
+
+install-plugins:
+	@test -n "$(TUNED_PLUGIN_DIR)" || { echo "TuneD not found for $(PYTHON)" >&2; exit 1; }
 	install -d $(DESTDIR)$(TUNED_PLUGIN_DIR)
 	install -m 0644 $(PLUGIN_FILES) $(DESTDIR)$(TUNED_PLUGIN_DIR)/
+
+install-profiles:
 	for p in $(PROFILES); do \
 		install -D -m 0644 profiles/$$p/tuned.conf $(DESTDIR)$(TUNED_PROFILE_DIR)/$$p/tuned.conf; done
 	for f in $(VARIABLE_FILES); do \
 		test -e $(DESTDIR)$(SYSCONFDIR)/tuned/$$(basename $$f) || \
 		install -D -m 0644 $$f $(DESTDIR)$(SYSCONFDIR)/tuned/$$(basename $$f); done
-	install -d $(DESTDIR)$(BINDIR)
-	{ echo '#!$(PYTHON)'; cat irqtune/cli.py; } > $(DESTDIR)$(BINDIR)/irqtune
-	chmod 0755 $(DESTDIR)$(BINDIR)/irqtune
 
 # Each series: its patches (cover letter included), series file and README.
 install-kernel-patches:
