@@ -35,7 +35,8 @@ LAYOUTS = {
 REALTIME_PROFILES = {"realtime-virtual-host-irqtune"}
 PROFILE_PACKAGES = {"tuned-profiles-irqtune": sorted(set(PROFILES) - REALTIME_PROFILES),
                     "tuned-profiles-irqtune-realtime": sorted(REALTIME_PROFILES)}
-NAMES = {"tuned-plugins-irqtune", "tuned-profiles-irqtune", "tuned-profiles-irqtune-realtime",
+NAMES = {"python3-irqtune", "tuned-plugins-irqtune", "tuned-profiles-irqtune",
+         "tuned-profiles-irqtune-realtime",
          "irqtune-kernel-patches",
          "irqtune-preload"}
 
@@ -99,7 +100,7 @@ def files_of(packages):
 
 
 def sitelib_of(packages):
-    lib = [f for f in rpm_q(packages["tuned-plugins-irqtune"], "-l")
+    lib = [f for f in rpm_q(packages["python3-irqtune"], "-l")
            if f.endswith("/irqtune/__init__.py")]
     assert len(lib) == 1, lib
     return os.path.dirname(os.path.dirname(lib[0]))
@@ -136,8 +137,23 @@ def test_plugin_package_puts_library_and_plugins_where_tuned_looks(packages):
             assert re.search(r"/tuned/plugins/(__pycache__/)?(plugin_[a-z_]+|irqtune_common)"
                              r"(\.cpython-\d+(\.opt-\d)?)?\.pyc?$", f), f
     assert "/usr/share/man/man7/tuned-plugins-irqtune.7.gz" in files
+    assert not [f for f in files if "/irqtune/" in f and "/tuned/" not in f], files
+    version = rpm_q(packages["tuned-plugins-irqtune"], "--qf", "%{VERSION}-%{RELEASE}")[0]
     requires = rpm_q(packages["tuned-plugins-irqtune"], "--requires")
-    assert "python3-pyroute2 >= 0.7" in requires
+    assert "python3-irqtune = " + version in requires
+
+
+def test_library_package_is_a_python_distribution(packages):
+    """python3-irqtune: the package, its dist-info (what python3dist()
+    requirements and pip see), the irqtune command; pyroute2's floor."""
+    files = rpm_q(packages["python3-irqtune"], "-l")
+    site = sitelib_of(packages)
+    version = rpm_q(packages["python3-irqtune"], "--qf", "%{VERSION}")[0]
+    meta = "%s/irqtune-%s.dist-info/METADATA" % (site, version)
+    assert meta in files and site + "/irqtune/napi.py" in files, files
+    assert "/usr/bin/irqtune" in files and "/usr/share/man/man8/irqtune.8.gz" in files
+    assert not [f for f in files if "/tuned/" in f], files
+    assert "python3-pyroute2 >= 0.7" in rpm_q(packages["python3-irqtune"], "--requires")
 
 
 def test_profile_packages_layout_and_requirements(packages, layout):
@@ -535,7 +551,8 @@ def test_spec_per_target(target):
         assert any(line == "%s/%s/" % (profile_dir, profile) for line in profiles), profile
     assert "tuned >= " + tuned_floor in requires("tuned-profiles-irqtune")
     assert "tuned >= 2.20" in requires("tuned-plugins-irqtune")
-    assert "python3-pyroute2 >= 0.7" in requires("tuned-plugins-irqtune")
+    assert "python3-pyroute2 >= 0.7" in requires("python3-irqtune")
+    assert "python3-irqtune = 0.1.0-1" in requires("tuned-plugins-irqtune")
     assert "tuned-profiles-nfv-host" in requires("tuned-profiles-irqtune-realtime")
     assert not [r for r in requires("tuned-profiles-irqtune") if "nfv" in r]
     plugin_files = [line for line in spec["%files tuned-plugins-irqtune"] if "plugin_" in line]
