@@ -31,6 +31,7 @@ def test_make_deploy_on_a_fresh_systemd_guest(lab):
         h.sh("mkdir -p /root/src && tar -C /root/src -xf /irqtune/build/%s" % ARCHIVE.name)
         rc, out = h.run("sh", "-c", "cd /root/src/irqtune && make deploy 2>&1", timeout=900)
         failures = re.findall(r"verify: failed: (.*)", out)
+        print("make deploy: rc %d\n%s" % (rc, out[-1500:]))
         if rc != 0:
             assert "make deploy: tuned-adm verify failed for latency-suspend" in out, out[-3000:]
             assert failures and all("'boost'" in f for f in failures), out[-3000:]
