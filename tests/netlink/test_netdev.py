@@ -46,6 +46,24 @@ def test_errors_carry_errno_and_the_kernels_extack(netns):
         assert err.value.code == errno.ENOENT
 
 
+def test_one_refused_request_in_a_batch_carries_its_extack_and_the_rest_applies(netns):
+    """napi-set for both NAPIs in one batch, the first with a value the
+    kernel's policy refuses: that request alone fails, with the kernel's
+    extack; the second NAPI gets its values (read back without the library)."""
+    with NapiFamily() as nl:
+        first, second = sorted(n["id"] for n in nl.napis(socket.if_nametoindex("vn0")))
+        errors = nl.set_napis({first: {"defer-hard-irqs": 2**31},
+                               second: {"defer-hard-irqs": 7, "gro-flush-timeout": 3000}})
+    assert set(errors) == {first}, errors
+    assert errors[first].code == errno.ERANGE and errors[first].extack, vars(errors[first])
+    assert "NAPI %d" % first in str(errors[first]) and errors[first].extack in str(errors[first])
+    raw = RawGenl()
+    got = {n["id"]: n for n in raw.napis("vn0")}
+    raw.close()
+    assert got[second]["defer-hard-irqs"] == 7 and got[second]["gro-flush-timeout"] == 3000
+    assert got[first]["defer-hard-irqs"] == 0
+
+
 def test_veth_links_no_queues_to_napis(netns):
     with QueueFamily() as qf:
         assert qf.rx_queue_napis(socket.if_nametoindex("vn0")) == {}
