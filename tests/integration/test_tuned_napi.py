@@ -258,3 +258,30 @@ def test_bad_queues_value_does_not_widen_to_every_napi(fresh, devices):
     assert result.returncode != 0
     assert "invalid value '0-x'" in log
     fresh.off()
+
+
+DEFAULT_DEVICES_PROFILE = """
+[main]
+summary=napi with the default devices=* (tests)
+
+[napi]
+defer_hard_irqs=100
+gro_flush_timeout=20000
+irq_suspend_timeout=20000000
+"""
+
+
+def test_default_devices_skip_virtual_nics(fresh, devices):
+    """devices=* (the default) means physical NICs, as for TuneD's own net
+    plugin: the namespace's veths are virtual, so nothing is touched; the
+    same values with devices= naming them do apply."""
+    fresh.write_profile("irqtune-test-default-devices", DEFAULT_DEVICES_PROFILE)
+    fresh.profile("irqtune-test-default-devices")
+    time.sleep(1.0)      # the watcher and the first re-check have had their chance
+    assert devices.napis_have(SELECTED + UNSELECTED, ORIGINAL)
+    fresh.write_profile("irqtune-test-named-devices",
+                        DEFAULT_DEVICES_PROFILE.replace("[napi]\n", "[napi]\ndevices=va0\n"))
+    fresh.profile("irqtune-test-named-devices")
+    wait_for(lambda: devices.napis_have(("va0",), TUNED), what="named virtual device tuned")
+    fresh.off()
+    wait_for(lambda: devices.napis_have(("va0",), ORIGINAL), what="originals after off")
