@@ -18,8 +18,7 @@ import struct
 from pyroute2.netlink import NLM_F_ACK, NLM_F_REQUEST, NLMSG_ERROR
 
 from .ethtool import ChannelsFamily
-from .genl import NETLINK_GENERIC, NetlinkRequestError, _acks, netlink_messages
-from .policy import parse_nlas
+from .genl import NETLINK_GENERIC, NetlinkRequestError, _acks, netlink_messages, parse_nlas
 
 CMD_FEATURES_GET = 11
 CMD_FEATURES_SET = 12

@@ -128,6 +128,36 @@ class GenlFamily:
                 if m["header"]["type"] == self._sock.prid]
         return msgs[0] if msgs else None
 
+    def dump_ints(self, what, cmd, **attrs):
+        """dump() for families whose objects carry only u32/uint attributes
+        (netdev's NAPIs and queues), sent and decoded here with struct:
+        pyroute2's decoder costs several times what the kernel takes to
+        produce the dump (80 % of a 512-NAPI restore)."""
+        sock = self._raw_socket()
+        seq = next(_batch_seq) * 0x10000
+        sock.send(self._encode(cmd, attrs, seq, NLM_F_REQUEST | NLM_F_DUMP))
+        names = {number: name for name, (number, _) in self._attr_table().items()}
+        objects = []
+        while True:
+            for msg_type, flags, mseq, msg in netlink_messages(sock.recv(1 << 20)):
+                if mseq != seq:
+                    continue
+                if msg_type in (NLMSG_DONE, NLMSG_ERROR):
+                    code, extack = _ack(flags, msg) if len(msg) >= 20 else (0, None)
+                    if code:
+                        raise NetlinkRequestError(what, code, extack)
+                    return objects
+                if msg_type == self._sock.prid:
+                    objects.append({names[n]: int.from_bytes(v, sys.byteorder)
+                                    for n, v in parse_nlas(msg[20:]) if n in names})
+
+    def _raw_socket(self):
+        if self._raw is None:
+            self._raw = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW,
+                                      NETLINK_GENERIC,
+                                      fileno=os.dup(self._sock.fileno()))
+        return self._raw
+
     def do_batch(self, cmd, requests):
         """Send many ack-only requests in one write; [None or (errno, extack)] in order.
 
@@ -139,31 +169,27 @@ class GenlFamily:
         """
         if not requests:
             return []
-        if self._raw is None:
-            self._raw = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW,
-                                      NETLINK_GENERIC,
-                                      fileno=os.dup(self._sock.fileno()))
+        sock = self._raw_socket()
         first = next(_batch_seq) * 0x10000
-        self._raw.send(b"".join(self._encode(cmd, attrs, first + i)
-                                for i, attrs in enumerate(requests)))
+        sock.send(b"".join(self._encode(cmd, attrs, first + i, NLM_F_REQUEST | NLM_F_ACK)
+                           for i, attrs in enumerate(requests)))
         results = [None] * len(requests)
         pending = len(requests)
         while pending:
-            for seq, code, extack in _acks(self._raw.recv(1 << 20)):
+            for seq, code, extack in _acks(sock.recv(1 << 20)):
                 if first <= seq < first + len(requests):
                     results[seq - first] = (code, extack) if code else None
                     pending -= 1
         return results
 
-    def _encode(self, cmd, attrs, seq):
+    def _encode(self, cmd, attrs, seq, flags):
         payload = b""
         for name, value in attrs.items():
             number, kind = self._attr_table()[name]
             data = struct.pack("=Q" if kind == "uint" else "=I", value)
             payload += struct.pack("=HH", 4 + len(data), number) + data
         body = struct.pack("=BBH", cmd, self.version, 0) + payload
-        return struct.pack("=IHHII", 16 + len(body), self._sock.prid,
-                           NLM_F_REQUEST | NLM_F_ACK, seq, 0) + body
+        return struct.pack("=IHHII", 16 + len(body), self._sock.prid, flags, seq, 0) + body
 
     @classmethod
     def _attr_table(cls):
@@ -186,6 +212,19 @@ NLM_F_ACK_TLVS = 0x200
 NLMSGERR_ATTR_MSG = 1
 
 
+def parse_nlas(data):
+    """[(type, payload bytes)] of a run of netlink attributes."""
+    out = []
+    offset = 0
+    while offset + 4 <= len(data):
+        length, nla_type = struct.unpack_from("HH", data, offset)
+        if length < 4:
+            break
+        out.append((nla_type & 0x3FFF, data[offset + 4:offset + length]))
+        offset += (length + 3) & ~3
+    return out
+
+
 def netlink_messages(data):
     """(type, flags, seq, message bytes) of each netlink message in a
     receive buffer."""
@@ -200,19 +239,27 @@ def netlink_messages(data):
 
 def _acks(data):
     """(seq, errno, extack text) of each NLMSG_ERROR in a receive buffer."""
-    from .policy import parse_nlas
     for msg_type, flags, seq, msg in netlink_messages(data):
-        if msg_type != NLMSG_ERROR:
-            continue
-        code = -struct.unpack_from("=i", msg, 16)[0]
-        extack = None
-        if flags & NLM_F_ACK_TLVS:
+        if msg_type == NLMSG_ERROR:
+            yield (seq,) + _ack(flags, msg)
+
+
+def _ack(flags, msg):
+    """(errno, extack text or None) of an NLMSG_ERROR, or of an NLMSG_DONE
+    that ends a dump (its payload is the dump's error code too)."""
+    code = -struct.unpack_from("=i", msg, 16)[0]
+    extack = None
+    if flags & NLM_F_ACK_TLVS:
+        if msg[4:6] == struct.pack("=H", NLMSG_DONE):
+            tlv_start = 20
+        else:
             echoed = 16 if (flags & NLM_F_CAPPED or not code) else \
                 struct.unpack_from("=I", msg, 20)[0]
-            tlvs = dict(parse_nlas(msg[20 + echoed:]))
-            if NLMSGERR_ATTR_MSG in tlvs:
-                extack = tlvs[NLMSGERR_ATTR_MSG].rstrip(b"\0").decode(errors="replace")
-        yield seq, code, extack
+            tlv_start = 20 + echoed
+        tlvs = dict(parse_nlas(msg[tlv_start:]))
+        if NLMSGERR_ATTR_MSG in tlvs:
+            extack = tlvs[NLMSGERR_ATTR_MSG].rstrip(b"\0").decode(errors="replace")
+    return code, extack
 
 
 def _until_done(msg):

@@ -10,7 +10,7 @@ import struct
 
 from pyroute2.netlink import genlmsg
 
-from .genl import GenlFamily
+from .genl import GenlFamily, parse_nlas
 
 CTRL_CMD_GETPOLICY = 10
 CTRL_ATTR_POLICY = 8
@@ -36,19 +36,6 @@ class ctrl_policy_msg(genlmsg):
         ("CTRL_ATTR_OP_POLICY", "cdata"),
         ("CTRL_ATTR_OP", "uint32"),
     )
-
-
-def parse_nlas(data):
-    """[(type, payload bytes)] of a run of netlink attributes."""
-    out = []
-    offset = 0
-    while offset + 4 <= len(data):
-        length, nla_type = struct.unpack_from("HH", data, offset)
-        if length < 4:
-            break
-        out.append((nla_type & 0x3FFF, data[offset + 4:offset + length]))
-        offset += (length + 3) & ~3
-    return out
 
 
 def _u(payload):

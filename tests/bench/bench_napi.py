@@ -62,8 +62,15 @@ def inner(pairs):
         calls["set"] += len(requests)
         return real_batch(self, cmd, requests)
 
+    real_dump = genl.GenlFamily.dump_ints
+
+    def counting_dump(self, *args, **kwargs):
+        calls["n"] += 1
+        return real_dump(self, *args, **kwargs)
+
     genl.GenlFamily._request = counting
     genl.GenlFamily.do_batch = counting_batch
+    genl.GenlFamily.dump_ints = counting_dump
     tuner = NapiTuner(NapiConfig(defer_hard_irqs=100, gro_flush_timeout=20000,
                                  irq_suspend_timeout=20000000), detect_napi_capabilities())
     napis = {"n": 0}
