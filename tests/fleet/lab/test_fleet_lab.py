@@ -106,12 +106,15 @@ class Fleet:
         return path
 
     def archive(self):
-        """The source the role installs, made once: what a fleet rolls out is
-        one release, whatever is committed meanwhile."""
+        """The release the fleet rolls out, made once from HEAD: the archive
+        the role installs, and its unpacked tree as the controller's
+        irqtune_source_dir (the validation imports the library from it), so
+        that nothing committed or edited meanwhile changes a run."""
         path = self.workdir / "irqtune-source.tar"
         if not path.exists():
             subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", "--prefix=irqtune/",
                             "-o", str(path), "HEAD"], check=True)
+            subprocess.run(["tar", "-C", str(self.workdir), "-xf", str(path)], check=True)
         return path
 
     def play(self, defers, *args, order=None):
@@ -119,7 +122,8 @@ class Fleet:
                    ANSIBLE_PIPELINING="True", ANSIBLE_TIMEOUT="120",
                    ANSIBLE_RETRY_FILES_ENABLED="0", ANSIBLE_FORCE_COLOR="0")
         argv = [shutil.which("ansible-playbook"), "-i", str(self.inventory(defers, order)),
-                str(PLAYBOOK), "-e", "irqtune_source_archive=%s" % self.archive(), *args]
+                str(PLAYBOOK), "-e", "irqtune_source_archive=%s" % self.archive(),
+                "-e", "irqtune_source_dir=%s" % (self.workdir / "irqtune"), *args]
         proc = subprocess.run(argv, cwd=PLAYBOOK.parent, env=env, capture_output=True,
                               text=True, timeout=1800)
         run = Run(proc)
