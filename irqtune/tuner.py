@@ -24,6 +24,8 @@ restore(device)
     another instance, or removed: a device that is gone is only forgotten).
 forget(device)
     Drop the device's originals without touching anything.
+follow_rename(new_name, ifindex)
+    A renamed device keeps its originals under the new name.
 restore_all()
     Put back every original (writing only what differs) and remove the
     ledger file.
@@ -70,6 +72,18 @@ class DeviceTuner:
 
     def restore(self, device):
         self.forget(device)
+
+    def follow_rename(self, new_name, ifindex):
+        """TuneD 2.25+ reports a renamed NIC by its new name only: the
+        device whose originals were saved with this ifindex takes the new
+        name, so that verify and restore find it.  Returns the old name, or
+        None when no device of this tuner has that ifindex."""
+        for old, saved in list(self.originals.items()):
+            if old != new_name and saved.get("ifindex") == ifindex:
+                self.originals[new_name] = self.originals.pop(old)
+                self._save_state()
+                return old
+        return None
 
     def restore_all(self):
         """For tuners with per-device originals (self.originals, self.state):

@@ -233,6 +233,32 @@ class NetDevicePlugin(Guarded, hotplug.Plugin):
 	def _hardware_events_cleanup(self):
 		self._hardware_inventory.unsubscribe(self)
 
+	def _move_device(self, device_name):
+		# TuneD 2.25+ calls this for a renamed NIC with the new name only;
+		# the tuner knows the device by its ifindex.  TuneD's own device sets
+		# take the new name too, so verify and a later remove event find it.
+		try:
+			ifindex = socket.if_nametoindex(device_name)
+			for instance in list(self._instances.values()):
+				tuner = getattr(instance, "_tuner", None)
+				if tuner is None or not hasattr(tuner, "follow_rename"):
+					continue
+				with instance._lock:
+					old = tuner.follow_rename(device_name, ifindex)
+					if old is None:
+						continue
+					for names in (instance.processed_devices, instance.assigned_devices,
+							self._assigned_devices):
+						if old in names:
+							names.discard(old)
+							names.add(device_name)
+				log.info("instance %s: %s is now called %s; its originals follow it"
+					% (instance.name, old, device_name))
+				return
+		except Exception as err:    # noqa: BLE001 - never into TuneD
+			log.error("following the rename of %s failed: %s; re-apply the profile"
+				% (device_name, describe_error(err)))
+
 	def _get_device_objects(self, devices):
 		return [self._hardware_inventory.get_device("net", x) for x in devices]
 

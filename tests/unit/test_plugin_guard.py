@@ -102,3 +102,49 @@ def test_old_pyroute2_is_not_taken_for_a_kernel_without_the_family(monkeypatch):
     from irqtune.caps import detect_napi_capabilities
     with pytest.raises(DependencyError):
         detect_napi_capabilities()
+
+
+class Originals:
+    """A tuner with per-device originals, as NapiTuner keeps them."""
+
+    from irqtune.tuner import DeviceTuner
+    follow_rename = DeviceTuner.follow_rename
+    state = None
+
+    def __init__(self, originals):
+        self.originals = originals
+        self.saved = 0
+
+    def _save_state(self):
+        self.saved += 1
+
+
+def test_a_renamed_nic_keeps_its_originals_under_the_new_name(napi_plugin, monkeypatch, caplog):
+    """TuneD 2.25+ move event: only the new name is reported; the device is
+    found by ifindex, its originals and TuneD's device sets take the new name."""
+    caplog.set_level(logging.DEBUG)
+    instance = Instance()
+    instance.assigned_devices, instance.processed_devices = set(), {"eth0"}
+    instance._tuner = Originals({"eth0": {"ifindex": 7, "napi": {"0": {"defer-hard-irqs": 3}}},
+                                 "eth1": {"ifindex": 8, "napi": {}}})
+    napi_plugin._instances = {"napi": instance}
+    napi_plugin._assigned_devices = {"eth0", "eth1"}
+    import socket
+    monkeypatch.setattr(socket, "if_nametoindex", lambda name: {"lan0": 7}[name])
+    napi_plugin._move_device("lan0")
+    assert set(instance._tuner.originals) == {"lan0", "eth1"}
+    assert instance._tuner.originals["lan0"]["napi"] == {"0": {"defer-hard-irqs": 3}}
+    assert instance._tuner.saved == 1
+    assert instance.processed_devices == {"lan0"}
+    assert napi_plugin._assigned_devices == {"lan0", "eth1"}
+    assert any("eth0 is now called lan0" in r.getMessage() for r in caplog.records)
+    # a name nobody tuned changes nothing; an error is one line, never raised
+    monkeypatch.setattr(socket, "if_nametoindex", lambda name: 99)
+    napi_plugin._move_device("wlan0")
+    assert set(instance._tuner.originals) == {"lan0", "eth1"}
+
+    def gone(name):
+        raise OSError(19, "No such device")
+    monkeypatch.setattr(socket, "if_nametoindex", gone)
+    napi_plugin._move_device("gone0")
+    assert any("following the rename of gone0 failed" in r.getMessage() for r in caplog.records)
