@@ -5,7 +5,7 @@ On a host whose CPUs are mostly isolated, a NIC should have no more queues
 than there are housekeeping CPUs, and its queue IRQs should fire on those
 CPUs only; otherwise moving every vector onto the few housekeeping CPUs
 exhausts their interrupt vectors.  HousekeepingTuner does both for a set of
-devices, saves what it changes (in memory and in a StateFile) and restores
+devices, saves what it changes (in memory and in a Ledger) and restores
 it exactly.
 
 Order matters: originals of the queue IRQ affinities are read before the
@@ -24,12 +24,13 @@ import socket
 from dataclasses import dataclass
 
 from .cpus import housekeeping_cpus, parse_cpulist_option
+from .kfs import KFS
 from .errors import OptionError, UnsupportedError
 from .tuner import Check, DeviceTuner  # noqa: F401 - Check is re-exported
 from .irqs import (affinity_error_reason, nic_queue_irqs, read_affinity,
                    read_effective_affinity, write_affinity)
 from .netlink.genl import NetlinkRequestError
-from .state import device_originals
+from .ledger import device_entry
 from .values import format_index_list, parse_index_list, parse_int
 
 log = logging.getLogger(__name__)
@@ -144,18 +145,15 @@ class HousekeepingTuner(DeviceTuner):
     None (see irqs.nic_queue_irqs).
     """
 
-    def __init__(self, config, state=None, proc_root="/proc", sys_root="/sys",
-                 channels=None, ifindex=None, napi=None):
+    def __init__(self, config, ledger=None, kfs=KFS, channels=None, ifindex=None, napi=None):
         self.config = config
-        self.state = state
-        self.proc_root = proc_root
-        self.sys_root = sys_root
+        self.ledger = ledger
+        self.kfs = kfs
         self._channels = channels
         self._ifindex = ifindex or _ifindex
         self._napi = napi
         self.housekeeping = housekeeping_cpus(
-            list(config.housekeeping_cpus) if config.housekeeping_cpus else None,
-            sys_root, proc_root)
+            list(config.housekeeping_cpus) if config.housekeeping_cpus else None, kfs)
         if config.irq_affinity == HOUSEKEEPING:
             self.affinity = tuple(self.housekeeping.cpus)
         else:
@@ -174,20 +172,21 @@ class HousekeepingTuner(DeviceTuner):
         return ChannelsFamily()
 
     def _load_state(self):
-        if self.state is None:
+        if self.ledger is None:
             return {}
-        originals = self.state.load_devices(self._ifindex)
+        originals = self.ledger.load_devices(self._ifindex)
         for saved in originals.values():
             saved.setdefault("channels", {})
             saved.setdefault("irqs", {})
         return originals
 
-    def _save_state(self):
-        if self.state is not None:
-            self.state.save(self.originals)
+    def _save_state(self, before_change=True):
+        """The ledger on disk; see irqtune.ledger for the error policy."""
+        if self.ledger is not None:
+            (self.ledger.save if before_change else self.ledger.update)(self.originals)
 
     def _saved(self, ifname, ifindex):
-        return device_originals(self.originals, ifname, ifindex, channels={}, irqs={})
+        return device_entry(self.originals, ifname, ifindex, channels={}, irqs={})
 
     def _problem(self, ifname, what, reason, level=logging.WARNING):
         """Record a refusal; log it the first time only."""
@@ -200,7 +199,7 @@ class HousekeepingTuner(DeviceTuner):
         self.problems.get(ifname, {}).pop(what, None)
 
     def queue_irqs(self, ifname):
-        return nic_queue_irqs(ifname, self.proc_root, self.sys_root, self._napi)
+        return nic_queue_irqs(ifname, self.kfs, self._napi)
 
     # -- apply ------------------------------------------------------------
 
@@ -254,7 +253,7 @@ class HousekeepingTuner(DeviceTuner):
             if str(q.irq) in saved["irqs"]:
                 continue
             try:
-                saved["irqs"][str(q.irq)] = format_index_list(read_affinity(q.irq, self.proc_root))
+                saved["irqs"][str(q.irq)] = format_index_list(read_affinity(q.irq, self.kfs))
             except (OSError, OptionError) as err:
                 log.debug("%s: cannot read the affinity of IRQ %d: %s", ifname, q.irq, err)
         self._save_state()
@@ -277,8 +276,8 @@ class HousekeepingTuner(DeviceTuner):
         for q in irqs:
             what = "IRQ %d (%s)" % (q.irq, q.name or "?")
             try:
-                if set(read_affinity(q.irq, self.proc_root)) != target:
-                    write_affinity(q.irq, self.affinity, self.proc_root)
+                if set(read_affinity(q.irq, self.kfs)) != target:
+                    write_affinity(q.irq, self.affinity, self.kfs)
                     moved += 1
                 self._resolve(ifname, what)
             except OSError as err:
@@ -289,6 +288,11 @@ class HousekeepingTuner(DeviceTuner):
             log.info("%s: %d queue IRQs made affine to CPUs %s", ifname, moved,
                      format_index_list(self.affinity))
         return "%d queue IRQs on CPUs %s" % (len(irqs), format_index_list(self.affinity))
+
+    @property
+    def needs_watching(self):
+        """Drivers re-create queue IRQs on resets; channel counts stay."""
+        return self.affinity is not None
 
     def apply_new(self, ifname):
         """Queue IRQs that appeared since the last apply (driver reset,
@@ -345,14 +349,14 @@ class HousekeepingTuner(DeviceTuner):
         for q in self.queue_irqs(ifname):
             what = "IRQ %d (%s)" % (q.irq, q.name or "?")
             try:
-                cpus = read_affinity(q.irq, self.proc_root)
+                cpus = read_affinity(q.irq, self.kfs)
             except (OSError, OptionError):
                 continue      # gone between listing and reading
             note = problems.get(what, "")
             if note.startswith("managed IRQ"):
                 # The kernel places managed IRQs (isolcpus=managed_irq): judge
                 # where they actually fire.
-                eff = read_effective_affinity(q.irq, self.proc_root)
+                eff = read_effective_affinity(q.irq, self.kfs)
                 ok = bool(eff) and set(eff) <= target
                 out.append(Check(what + " effective affinity", format_index_list(eff or []),
                                  expected, ok, "" if ok else
@@ -378,13 +382,13 @@ class HousekeepingTuner(DeviceTuner):
             return
         ifindex = self._ifindex(ifname)
         if ifindex is None or ifindex != saved.get("ifindex"):
-            self._save_state()
+            self._save_state(before_change=False)
             return
         if saved["channels"]:
             self._restore_channels(ifname, ifindex, saved["channels"])
         if saved["irqs"]:
             self._restore_affinity(ifname, saved["irqs"])
-        self._save_state()
+        self._save_state(before_change=False)
 
     def _restore_channels(self, ifname, ifindex, counts):
         try:
@@ -411,8 +415,8 @@ class HousekeepingTuner(DeviceTuner):
                 continue
             try:
                 want = parse_index_list("smp_affinity_list", cpulist)
-                if read_affinity(irq, self.proc_root) != want:
-                    write_affinity(irq, want, self.proc_root)
+                if read_affinity(irq, self.kfs) != want:
+                    write_affinity(irq, want, self.kfs)
                     restored += 1
             except OSError as err:
                 if err.errno != errno.EIO:     # managed: never changed by us
@@ -428,7 +432,7 @@ class HousekeepingTuner(DeviceTuner):
         self.targets.pop(ifname, None)
         self.problems.pop(ifname, None)
         if self.originals.pop(ifname, None) is not None:
-            self._save_state()
+            self._save_state(before_change=False)
 
 
 class _Borrowed:

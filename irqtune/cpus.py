@@ -10,7 +10,7 @@ Sources, first match wins:
    housekeeping = online CPUs minus the union of these;
 3. every online CPU.
 
-Every function takes sys_root/proc_root so tests run on fixture trees.
+Every function takes a kfs (irqtune.kfs.KernelFs) so tests run on fixture trees.
 """
 
 import logging
@@ -18,6 +18,7 @@ import os
 from dataclasses import dataclass
 
 from .errors import OptionError
+from .kfs import KFS
 from .values import format_index_list, parse_index_list
 
 log = logging.getLogger(__name__)
@@ -42,14 +43,6 @@ class Housekeeping:
         return text + (": " + self.detail if self.detail else "") + ")"
 
 
-def _read(path):
-    try:
-        with open(path) as f:
-            return f.read().strip()
-    except OSError:
-        return None
-
-
 def _cpulist(what, text):
     """A kernel CPU list; empty, absent or "(null)" give []."""
     if not text or text == "(null)":
@@ -61,8 +54,8 @@ def _cpulist(what, text):
         return []
 
 
-def online_cpus(sys_root="/sys"):
-    text = _read(os.path.join(sys_root, "devices/system/cpu/online"))
+def online_cpus(kfs=KFS):
+    text = kfs.read_optional(kfs.sys_path("devices/system/cpu/online"))
     cpus = _cpulist("online CPUs", text)
     if not cpus:
         count = os.cpu_count() or 1
@@ -71,12 +64,12 @@ def online_cpus(sys_root="/sys"):
     return cpus
 
 
-def cmdline_isolcpus(proc_root="/proc"):
+def cmdline_isolcpus(kfs=KFS):
     """CPUs of isolcpus= on the kernel command line ([] when absent).
 
     isolcpus=[flag,...,]cpulist; the last isolcpus= wins, like the kernel.
     """
-    cmdline = _read(os.path.join(proc_root, "cmdline")) or ""
+    cmdline = kfs.read_optional(kfs.proc_path("cmdline")) or ""
     cpus = []
     for arg in cmdline.split():
         if not arg.startswith("isolcpus="):
@@ -88,15 +81,16 @@ def cmdline_isolcpus(proc_root="/proc"):
     return cpus
 
 
-def isolated_cpus(sys_root="/sys", proc_root="/proc"):
+def isolated_cpus(kfs=KFS):
     """(sorted isolated CPUs, [where each part came from])."""
-    base = os.path.join(sys_root, "devices/system/cpu")
+    def cpu_file(name):
+        return kfs.read_optional(kfs.sys_path("devices/system/cpu", name))
     found = set()
     sources = []
     for what, cpus in (
-            ("isolated", _cpulist("isolated CPUs", _read(os.path.join(base, "isolated")))),
-            ("nohz_full", _cpulist("nohz_full CPUs", _read(os.path.join(base, "nohz_full")))),
-            ("isolcpus=", cmdline_isolcpus(proc_root))):
+            ("isolated", _cpulist("isolated CPUs", cpu_file("isolated"))),
+            ("nohz_full", _cpulist("nohz_full CPUs", cpu_file("nohz_full"))),
+            ("isolcpus=", cmdline_isolcpus(kfs))):
         if cpus:
             found.update(cpus)
             sources.append("%s %s" % (what, format_index_list(cpus)))
@@ -110,13 +104,13 @@ def parse_cpulist_option(option, text):
     return parse_index_list(option, text)
 
 
-def housekeeping_cpus(explicit=None, sys_root="/sys", proc_root="/proc"):
+def housekeeping_cpus(explicit=None, kfs=KFS):
     """The Housekeeping set (see the module docstring).
 
     explicit: a list of CPUs or None.  Offline CPUs in it are dropped with a
     warning; if none is online, the kernel's isolation is used instead.
     """
-    online = online_cpus(sys_root)
+    online = online_cpus(kfs)
     if explicit:
         cpus = sorted(set(explicit) & set(online))
         dropped = sorted(set(explicit) - set(online))
@@ -127,7 +121,7 @@ def housekeeping_cpus(explicit=None, sys_root="/sys", proc_root="/proc"):
             return Housekeeping(tuple(cpus), "explicit")
         log.warning("none of the explicit housekeeping CPUs %s is online; using the "
                     "kernel's isolation instead", format_index_list(explicit))
-    isolated, sources = isolated_cpus(sys_root, proc_root)
+    isolated, sources = isolated_cpus(kfs)
     if isolated:
         cpus = sorted(set(online) - set(isolated))
         if cpus:

@@ -1,9 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """/proc/interrupts: every numbered line as an IrqInfo."""
 
-import os
 import re
 from dataclasses import dataclass
+
+from .kfs import KFS
 
 @dataclass(frozen=True)
 class IrqInfo:
@@ -59,8 +60,7 @@ def parse_interrupts(text):
     return result
 
 
-def read_interrupts(proc_root="/proc"):
-    with open(os.path.join(proc_root, "interrupts")) as f:
-        return parse_interrupts(f.read())
+def read_interrupts(kfs=KFS):
+    return parse_interrupts(kfs.read_text(kfs.proc_path("interrupts")))
 
 

@@ -12,8 +12,8 @@ covers every driver:
 - for devices without MSI, the ``/proc/interrupts`` actions named after
   the interface with a queue suffix (``eth0-TxRx-3``, ``eth0-rx-0``).
 
-Every function takes ``proc_root`` / ``sys_root`` so tests run on fixture
-trees; nothing here writes anywhere but under ``proc_root``.
+Every function takes a ``kfs`` (irqtune.kfs.KernelFs) so tests run on
+fixture trees; nothing here writes anywhere but procfs.
 """
 
 import errno
@@ -23,6 +23,7 @@ import re
 from dataclasses import dataclass
 
 from .interrupts import read_interrupts
+from .kfs import KFS
 from .values import format_index_list, parse_index_list
 
 log = logging.getLogger(__name__)
@@ -42,27 +43,27 @@ class QueueIrq:
     source: str        # "napi", "msi" or "name": how it was found
 
 
-def interrupt_names(proc_root="/proc"):
+def interrupt_names(kfs=KFS):
     """{irq number: action name(s)} of the numbered lines of /proc/interrupts."""
     try:
-        return {irq: info.name for irq, info in read_interrupts(proc_root).items()}
+        return {irq: info.name for irq, info in read_interrupts(kfs).items()}
     except OSError as err:
         log.debug("cannot read /proc/interrupts: %s", err)
         return {}
 
 
-def msi_irqs(ifname, sys_root="/sys"):
+def msi_irqs(ifname, kfs=KFS):
     """MSI/MSI-X IRQ numbers of the device behind ifname (empty when none).
 
     virtio-net's netdev parent is the virtio device; its PCI function, one
     level up, holds msi_irqs/.  A few levels are searched, never above the
     first PCI function found.
     """
-    dev = os.path.join(sys_root, "class/net", ifname, "device")
+    dev = kfs.net_path(ifname, "device")
     if not os.path.exists(dev):
         return set()
     dev = os.path.realpath(dev)
-    devices_root = os.path.realpath(os.path.join(sys_root, "devices"))
+    devices_root = os.path.realpath(kfs.sys_path("devices"))
     for _ in range(3):
         msi = os.path.join(dev, "msi_irqs")
         if os.path.isdir(msi):
@@ -96,17 +97,17 @@ def is_queue_name(name, ifname=None):
     return False
 
 
-def nic_queue_irqs(ifname, proc_root="/proc", sys_root="/sys", napi=None):
+def nic_queue_irqs(ifname, kfs=KFS, napi=None):
     """[QueueIrq] of ifname, sorted by IRQ number.
 
     napi: IRQ numbers from napi-get; None asks the kernel (the caller's
     network namespace), an empty collection skips netlink (fixtures).
     """
-    names = interrupt_names(proc_root)
+    names = interrupt_names(kfs)
     found = {}
     for irq in sorted(napi_irqs(ifname) if napi is None else napi):
         found[irq] = QueueIrq(irq, names.get(irq, ""), "napi")
-    msi = msi_irqs(ifname, sys_root)
+    msi = msi_irqs(ifname, kfs)
     for irq in sorted(msi):
         if irq not in found and is_queue_name(names.get(irq, "")):
             found[irq] = QueueIrq(irq, names[irq], "msi")
@@ -121,43 +122,31 @@ def nic_queue_irqs(ifname, proc_root="/proc", sys_root="/sys", napi=None):
     return [found[k] for k in sorted(found)]
 
 
-def queue_irqs(ifname, proc_root="/proc", sys_root="/sys", napi=None):
+def queue_irqs(ifname, kfs=KFS, napi=None):
     """Sorted IRQ numbers of ifname's queue interrupts (see nic_queue_irqs)."""
-    return [q.irq for q in nic_queue_irqs(ifname, proc_root, sys_root, napi)]
+    return [q.irq for q in nic_queue_irqs(ifname, kfs, napi)]
 
 
 # -- affinity -------------------------------------------------------------
 
-def _irq_file(proc_root, irq, name):
-    return os.path.join(proc_root, "irq", str(irq), name)
-
-
-def read_affinity(irq, proc_root="/proc"):
+def read_affinity(irq, kfs=KFS):
     """CPUs in /proc/irq/N/smp_affinity_list, as a sorted list."""
-    with open(_irq_file(proc_root, irq, "smp_affinity_list")) as f:
-        return parse_index_list("smp_affinity_list", f.read().strip())
+    return parse_index_list("smp_affinity_list",
+                            kfs.read_text(kfs.irq_path(irq, "smp_affinity_list")))
 
 
-def read_effective_affinity(irq, proc_root="/proc"):
+def read_effective_affinity(irq, kfs=KFS):
     """CPUs in effective_affinity_list, or None when the file is absent."""
     try:
-        with open(_irq_file(proc_root, irq, "effective_affinity_list")) as f:
-            text = f.read().strip()
+        text = kfs.read_text(kfs.irq_path(irq, "effective_affinity_list"))
     except FileNotFoundError:
         return None
     return parse_index_list("effective_affinity_list", text) if text else []
 
 
-def write_affinity(irq, cpus, proc_root="/proc"):
+def write_affinity(irq, cpus, kfs=KFS):
     """Write smp_affinity_list; raises OSError (EIO: managed IRQ, EINVAL...)."""
-    path = _irq_file(proc_root, irq, "smp_affinity_list")
-    text = format_index_list(cpus) + "\n"
-    # One write() call: procfs takes the whole list at once.
-    fd = os.open(path, os.O_WRONLY | os.O_TRUNC)
-    try:
-        os.write(fd, text.encode())
-    finally:
-        os.close(fd)
+    kfs.write_text(kfs.irq_path(irq, "smp_affinity_list"), format_index_list(cpus))
 
 
 def affinity_error_reason(err):

@@ -8,11 +8,12 @@ device - so they are never written when napi-set can do the job).
 """
 
 import logging
-import os
 import socket
 from dataclasses import dataclass, fields
 
 from .errors import OptionError
+from .kfs import KFS, attr_name, option_name
+from .ledger import positioned
 from .netlink.genl import NetlinkRequestError
 from .netlink.netdev import THREADED_VALUES, NapiFamily, QueueFamily
 from .tuner import Check, DeviceTuner
@@ -66,12 +67,8 @@ class NapiConfig:
 
     def attrs(self):
         """{netlink attribute name: value} of the values to set."""
-        return {f.name.replace("_", "-"): getattr(self, f.name)
+        return {attr_name(f.name): getattr(self, f.name)
                 for f in fields(self) if getattr(self, f.name) is not None}
-
-
-def option_name(attr):
-    return attr.replace("-", "_")
 
 
 def parse_queues(text):
@@ -98,12 +95,12 @@ class NapiTuner(DeviceTuner):
     original of the one it replaced.
     """
 
-    def __init__(self, config, caps, queues=None, state=None, sysfs_root="/sys"):
+    def __init__(self, config, caps, queues=None, ledger=None, kfs=KFS):
         self.config = config
         self.caps = caps
         self.queues = queues
-        self.state = state
-        self.sysfs_root = sysfs_root
+        self.ledger = ledger
+        self.kfs = kfs
         self.originals = self._load_state()
         self.per_napi, self.per_device, self.unsupported = self._plan()
 
@@ -144,18 +141,19 @@ class NapiTuner(DeviceTuner):
     # -- state ------------------------------------------------------------
 
     def _load_state(self):
-        if self.state is None:
+        if self.ledger is None:
             return {}
-        originals = self.state.load_devices(_ifindex)
+        originals = self.ledger.load_devices(_ifindex)
         for saved in originals.values():
             saved["napi"] = {int(k): v for k, v in saved.get("napi", {}).items()}
             saved["ids"] = set(saved.get("ids", ()))
         return originals
 
-    def _save_state(self):
-        if self.state is not None:
-            self.state.save({name: dict(dev, ids=sorted(dev["ids"]))
-                             for name, dev in self.originals.items()})
+    def _save_state(self, before_change=True):
+        """The ledger on disk; see irqtune.ledger for the error policy."""
+        if self.ledger is not None:
+            data = {name: dict(dev, ids=sorted(dev["ids"])) for name, dev in self.originals.items()}
+            (self.ledger.save if before_change else self.ledger.update)(data)
 
     def _saved(self, ifname):
         return self.originals.setdefault(
@@ -250,11 +248,11 @@ class NapiTuner(DeviceTuner):
     def _apply_sysfs(self, ifname, attr, value):
         path = self._sysfs_path(ifname, attr)
         try:
-            current = _read_int(path)
+            current = self.kfs.read_int(path)
             self._saved(ifname)["sysfs"].setdefault(attr, current)
             self._save_state()
             if current != value:
-                _write_int(path, value)
+                self.kfs.write_int(path, value)
         except OSError as err:
             log.error("%s: cannot set %s through %s: %s", ifname, option_name(attr), path,
                       err.strerror or err)
@@ -280,8 +278,8 @@ class NapiTuner(DeviceTuner):
                                                  napi.get(attr), value))
         for attr, value in self.per_device.items():
             try:
-                current = _read_int(self._sysfs_path(ifname, attr))
-            except OSError:
+                current = self.kfs.read_int(self._sysfs_path(ifname, attr))
+            except (OSError, ValueError):
                 current = None
             results.append(Check.compare(option_name(attr), current, value))
         return results
@@ -289,7 +287,7 @@ class NapiTuner(DeviceTuner):
     def forget(self, ifname):
         """The device is gone: drop its originals without touching anything."""
         if self.originals.pop(ifname, None) is not None:
-            self._save_state()
+            self._save_state(before_change=False)
 
     def restore(self, ifname):
         """Put back the originals of one device, then forget them.
@@ -304,14 +302,14 @@ class NapiTuner(DeviceTuner):
         if dev is None:
             return
         self._restore({ifname: dev})
-        self._save_state()
+        self._save_state(before_change=False)
 
     def restore_all(self):
         """Put back every saved original and forget them."""
         self._restore(self.originals)
         self.originals = {}
-        if self.state is not None:
-            self.state.remove()
+        if self.ledger is not None:
+            self.ledger.remove()
 
     def _restore(self, originals):
         """Write back, in one napi-set batch, only the values that differ.
@@ -345,18 +343,12 @@ class NapiTuner(DeviceTuner):
         for name, dev in saved.items():
             for attr, value in dev["sysfs"].items():
                 try:
-                    _write_int(self._sysfs_path(name, attr), value)
+                    self.kfs.write_int(self._sysfs_path(name, attr), value)
                 except OSError as err:
                     log.error("%s: cannot restore %s: %s", name, option_name(attr), err)
 
     def _sysfs_path(self, ifname, attr):
-        return os.path.join(self.sysfs_root, "class/net", ifname, SYSFS_FILES[attr])
-
-
-def positioned(napis):
-    """[(position, NAPI)] of one device's NAPIs: the index in id order, which
-    drivers keep when they recreate their NAPIs (ids only grow)."""
-    return list(enumerate(sorted(napis, key=lambda napi: napi["id"])))
+        return self.kfs.net_path(ifname, SYSFS_FILES[attr])
 
 
 def _ifindex(ifname):
@@ -364,13 +356,3 @@ def _ifindex(ifname):
         return socket.if_nametoindex(ifname)
     except OSError:
         return None
-
-
-def _read_int(path):
-    with open(path) as f:
-        return int(f.read().strip())
-
-
-def _write_int(path, value):
-    with open(path, "w") as f:
-        f.write("%d\n" % value)

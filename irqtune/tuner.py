@@ -8,7 +8,8 @@ thin TuneD plugin through these calls only - the plugins' shared base
 errors, the rollback shims and prints Checks in TuneD's verify format:
 
 apply(*devices)
-    Tune the devices; returns a short text (or number) for one summary log
+    Tune the devices (system-wide tuners - GSIM, service opt-in - take
+    none); returns a short text (or number) for one summary log
     line.  Originals are saved (ledger on disk, fsync) before anything is
     changed; the first value seen wins, so re-applying never takes a tuned
     value for an original.  Refusals are logged once, never raised.
@@ -32,12 +33,22 @@ restore_all()
 unsupported
     {what: why} the running kernel cannot do; verify reports each as a
     failure unless TuneD's --ignore-missing applies.
+rejected
+    {what: why} values the kernel (or systemd) refused at apply; verify
+    reports each as a failure, like an option error.
+ledger
+    The irqtune.ledger.Ledger of the originals (None: in memory only).
 needs_watching
     True when drivers may recreate what the tuner set (NAPIs, IRQs), so the
     plugin runs the link watcher and the periodic re-check.
 
-Exceptions: tuners raise only for bugs; the plugin base still turns any
-exception into one log line (see irqtune_common.ENTRY_POINTS).
+Exceptions: tuners raise only for bugs and for a ledger that cannot be
+written (irqtune.ledger.LedgerError: nothing is changed without its
+original on disk); the plugin base turns any exception into one log line
+(see irqtune_common.ENTRY_POINTS).
+
+Kernel files are reached through an irqtune.kfs.KernelFs (the tuners'
+kfs argument), originals kept through an irqtune.ledger.Ledger.
 """
 
 from dataclasses import dataclass
@@ -46,26 +57,31 @@ from dataclasses import dataclass
 @dataclass
 class Check:
     """One verify comparison: what (as TuneD prints it), the value found,
-    the value wanted, whether it passed, and an optional hint for a failure."""
+    the value wanted, whether it passed, an optional hint for a failure, and
+    the device it belongs to when that is not the one verified (an IRQ of a
+    system-wide tuner)."""
 
     what: str
     current: object
     expected: object
     ok: bool
     note: str = ""
+    device: str = None
 
     @classmethod
-    def compare(cls, what, current, expected, note=""):
+    def compare(cls, what, current, expected, note="", device=None):
         """A Check that passes when current reads back as expected."""
         return cls(what, current, expected,
-                   current is not None and str(current) == str(expected), note)
+                   current is not None and str(current) == str(expected), note, device)
 
 
 class DeviceTuner:
     """Defaults for the optional parts of the contract (see the module)."""
 
     unsupported = {}
+    rejected = {}
     needs_watching = False
+    ledger = None
 
     def apply_new(self, device):
         return 0
@@ -86,9 +102,9 @@ class DeviceTuner:
         return None
 
     def restore_all(self):
-        """For tuners with per-device originals (self.originals, self.state):
+        """For tuners with per-device originals (self.originals, self.ledger):
         restore each device, then remove the ledger file."""
         for device in sorted(self.originals):
             self.restore(device)
-        if self.state is not None:
-            self.state.remove()
+        if self.ledger is not None:
+            self.ledger.remove()

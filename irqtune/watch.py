@@ -17,7 +17,6 @@ else the queue vector whose name carries the rx queue number
 (``virtio0-input.2``, ``eth0-TxRx-2``).
 """
 
-import os
 import re
 import socket
 import time
@@ -26,6 +25,7 @@ from dataclasses import dataclass
 from .errors import IrqtuneError
 from .interrupts import read_interrupts
 from .irqs import nic_queue_irqs
+from .kfs import KFS
 
 _RX_QUEUE = re.compile(r"(?i)(?:input|rx|txrx|combined|queue|que|ch|fp)[-_.]?(\d+)\b")
 _TX_ONLY = re.compile(r"(?i)(?:^|[^a-z])(?:output|tx)[-_.]?\d+")
@@ -48,16 +48,16 @@ def rx_queue_of(name):
     return int(m.group(1)) if m else None
 
 
-def busy_poll_rx_packets(proc_root="/proc"):
+def busy_poll_rx_packets(kfs=KFS):
     """TcpExt:BusyPollRxPackets of the caller's network namespace."""
-    with open(os.path.join(proc_root, "net/netstat")) as f:
-        rows = [line.split() for line in f if line.startswith("TcpExt:")]
+    text = kfs.read_text(kfs.proc_path("net/netstat"))
+    rows = [line.split() for line in text.splitlines() if line.startswith("TcpExt:")]
     if len(rows) < 2:
         return 0
     return int(dict(zip(rows[0][1:], rows[1][1:])).get("BusyPollRxPackets", 0))
 
 
-def sample(ifname, proc_root="/proc", sys_root="/sys"):
+def sample(ifname, kfs=KFS):
     """[NapiCounters] of ifname's NAPIs now."""
     from .netlink.netdev import NapiFamily, QueueFamily
     from .netlink.qstats import QstatsFamily
@@ -71,9 +71,9 @@ def sample(ifname, proc_root="/proc", sys_root="/sys"):
             packets = qs.rx_packets(ifindex)
     except IrqtuneError:   # drivers without per-queue stats: EOPNOTSUPP
         packets = {}
-    counts = {irq: info.count for irq, info in read_interrupts(proc_root).items()}
+    counts = {irq: info.count for irq, info in read_interrupts(kfs).items()}
     irq_of_queue = {}
-    for q in nic_queue_irqs(ifname, proc_root, sys_root, napi=()):
+    for q in nic_queue_irqs(ifname, kfs, napi=()):
         queue = rx_queue_of(q.name)
         if queue is not None:
             irq_of_queue.setdefault(queue, q.irq)

@@ -15,13 +15,35 @@ import threading
 
 import tuned.consts as consts
 import tuned.logs
-from tuned.plugins import hotplug
+from tuned.plugins import base, hotplug
 
 from irqtune.errors import IrqtuneError, OptionError
+from irqtune.kfs import option_name
 from irqtune.netlink.links import LinkWatcher
+from irqtune.overlay import read_overlay_file
 from irqtune.values import parse_int
 
-log = tuned.logs.get()
+_common_log = tuned.logs.get()
+_calling = threading.local()
+
+
+class _PluginLog:
+	"""TuneD's logger of the plugin whose entry point this thread runs (set
+	by the guard, see Guarded), else this module's: lines logged by the
+	shared base and by the library carry the plugin's name in TuneD's log."""
+
+	def __getattr__(self, name):
+		return getattr(getattr(_calling, "log", None) or _common_log, name)
+
+
+log = _PluginLog()
+
+
+def _plugin_logger(plugin):
+	module = type(plugin).__module__
+	if module.startswith("tuned."):
+		return logging.getLogger(module)
+	return _common_log
 
 
 class _ToTunedLog(logging.Handler):
@@ -53,32 +75,33 @@ def wants_restore(rollback):
 	return rollback != 0
 
 
-def verify_value(device, name, current, expected):
-	"""Log one comparison in TuneD's verify: format; True when it passed."""
-	if current is not None and str(current) == str(expected):
-		log.info(consts.STR_VERIFY_PROFILE_DEVICE_VALUE_OK % (device, name, current))
-		return True
-	log.error(consts.STR_VERIFY_PROFILE_DEVICE_VALUE_FAIL % (device, name, current, expected))
-	return False
-
-
 def verify_failed(text):
 	log.error(consts.STR_VERIFY_PROFILE_FAIL % text)
 	return False
 
 
 def verify_checks(device, checks):
-	"""Log a tuner's [Check] in TuneD's verify format; True when all passed."""
+	"""Log a tuner's [Check] in TuneD's verify format; True when all passed.
+
+	A Check's own device (an IRQ, say) wins over the device it is verified
+	for; without either the line has TuneD's device-less format."""
 	ok = True
 	for check in checks:
+		where = getattr(check, "device", None) or device
 		if check.ok:
-			log.info(consts.STR_VERIFY_PROFILE_DEVICE_VALUE_OK % (device, check.what, check.current))
+			if where is None:
+				log.info(consts.STR_VERIFY_PROFILE_VALUE_OK % (check.what, check.current))
+			else:
+				log.info(consts.STR_VERIFY_PROFILE_DEVICE_VALUE_OK % (where, check.what, check.current))
 			continue
 		ok = False
-		log.error(consts.STR_VERIFY_PROFILE_DEVICE_VALUE_FAIL
-			% (device, check.what, check.current, check.expected))
+		if where is None:
+			log.error(consts.STR_VERIFY_PROFILE_VALUE_FAIL % (check.what, check.current, check.expected))
+		else:
+			log.error(consts.STR_VERIFY_PROFILE_DEVICE_VALUE_FAIL
+				% (where, check.what, check.current, check.expected))
 		if check.note:
-			verify_failed("%s: %s: %s" % (device, check.what, check.note))
+			verify_failed("%s: %s: %s" % (where or "-", check.what, check.note))
 	return ok
 
 
@@ -93,39 +116,10 @@ def expanded_option(variables, instance, name):
 
 
 def overlay_file_options(variables, instance_name, path, prefix, options):
-	"""<prefix><option>=value lines of path, as {option: value}.
-
-	TuneD merges the [variables] sections of stacked profiles into one,
-	so an overlay's "include=" would replace the base profile's own
-	variables file: an overlay's plugin names its file in a
-	variables_file option and reads it here instead.
-	"""
-	if not path:
-		return {}
-	try:
-		with open(path) as f:
-			lines = f.read().splitlines()
-	except FileNotFoundError:
-		log.debug("instance %s: no %s, using the profile's values" % (instance_name, path))
-		return {}
-	except OSError as err:
-		log.error("instance %s: cannot read %s: %s" % (instance_name, path, err))
-		return {}
-	found = {}
-	names = set(options) - {"variables_file"}
-	for number, line in enumerate(lines, 1):
-		line = line.strip()
-		if not line or line.startswith("#"):
-			continue
-		key, sep, value = line.partition("=")
-		key = key.strip()
-		option = key[len(prefix):] if key.startswith(prefix) else None
-		if not sep or option not in names:
-			log.error("instance %s: %s:%d: ignored, not %s<option>=value with option "
-				"one of %s" % (instance_name, path, number, prefix, ", ".join(sorted(names))))
-			continue
-		found[option] = str(variables.expand(value.strip())).strip()
-	return found
+	"""<prefix><option>=value lines of an overlay's variables file (see
+	irqtune.overlay), with profile variables expanded."""
+	return read_overlay_file(path, prefix, set(options) - {"variables_file"},
+		expand=lambda value: str(variables.expand(value)).strip())
 
 
 # TuneD's entry points into a plugin: (what failed, what to do, value
@@ -162,12 +156,16 @@ def _guard(name, func):
 
 	@functools.wraps(func)
 	def guarded(self, instance, *args, **kwargs):
+		outer = getattr(_calling, "log", None)
+		_calling.log = _plugin_logger(self)
 		try:
 			return func(self, instance, *args, **kwargs)
 		except Exception as err:    # noqa: BLE001 - see ENTRY_POINTS
 			log.error("instance %s: %s failed: %s; %s" % (getattr(instance, "name", "?"),
 				what, describe_error(err), advice))
 			return fallback
+		finally:
+			_calling.log = outer
 	guarded._irqtune_guarded = True
 	return guarded
 
@@ -198,28 +196,201 @@ def is_virtual_netdev(name):
 	return "/virtual/" in os.path.realpath(os.path.join("/sys/class/net", name))
 
 
-class NetDevicePlugin(Guarded, hotplug.Plugin):
-	"""Net devices with hotplug; per-instance apply/verify/restore by device.
+class TunerPlugin(Guarded):
+	"""What every irqtune plugin does around its tuner (irqtune.tuner's
+	contract): the lock, the link watcher, option errors, the rollback
+	rules and verify's lines.  A plugin keeps only its options, its docs
+	and _make_tuner(instance, options), which returns the tuner (None
+	when the options make tuning impossible) after reporting option
+	errors through _option_errors_found.
 
-	Subclasses set instance._tuner (None when the options make tuning
-	impossible) and instance._option_errors in _instance_init, and implement
-	_device_verify.  The tuner offers apply(*devices), apply_new(device) for
-	objects a driver recreated, verify(device), restore(device) (put back
-	and forget one device), forget(device) and restore_all().  instance._lock serialises the daemon's calls with the
-	link watcher's.
+	instance._lock serialises the daemon's calls with the link watcher's.
+	"""
+
+	# Seconds between re-checks for recreated NAPIs/IRQs between link
+	# events; the recheck_interval option overrides it, 0 turns it off.
+	recheck_interval = 5.0
+	# Whether a recheck_interval option exists (device plugins).
+	_has_recheck_option = False
+	# Whether the watcher may run at all (unit tests turn it off).
+	_watch = True
+
+	def __init__(self, *args, **kwargs):
+		super().__init__(*args, **kwargs)
+		forward_library_log()
+
+	def _expanded_options(self, instance):
+		return {k: (self._variables.expand(v) if isinstance(v, str) else v)
+				for k, v in instance.options.items()}
+
+	def _instance_init(self, instance):
+		instance._has_static_tuning = True
+		instance._has_dynamic_tuning = False
+		instance._lock = threading.RLock()
+		instance._tuner = None
+		instance._option_errors = []
+		instance._watcher = None
+		instance._recheck_interval = self.recheck_interval
+		options = self._expanded_options(instance)
+		text = options.get("recheck_interval") if self._has_recheck_option else None
+		if text is not None and str(text).strip() != "":
+			try:
+				instance._recheck_interval = parse_int("recheck_interval", text, 0, 86400)
+			except OptionError as err:
+				self._option_errors_found(instance, [err])
+		instance._tuner = self._make_tuner(instance, options)
+
+	def _make_tuner(self, instance, options):
+		raise NotImplementedError
+
+	def _option_errors_found(self, instance, errors):
+		"""Log each option error once; verify reports them again."""
+		for err in errors:
+			log.error("instance %s: %s; the option is not applied" % (instance.name, err))
+		instance._option_errors = list(instance._option_errors) + list(errors)
+
+	# compatibility name of the plugins before the contract
+	def _log_option_errors(self, instance, errors):
+		self._option_errors_found(instance, errors)
+
+	def _instance_cleanup(self, instance):
+		self._instance_stop_background(instance)
+
+	# -- apply ------------------------------------------------------------
+
+	def _apply_devices(self, instance, devices):
+		"""tuner.apply(*devices) and its one summary line."""
+		if instance._tuner is None:
+			return
+		result = instance._tuner.apply(*devices)
+		if devices:
+			log.info("instance %s: %s: %s" % (instance.name, summarise(devices),
+				self._describe(result)))
+		elif result:
+			log.info("instance %s: %s" % (instance.name, self._describe(result)))
+
+	def _describe(self, result):
+		"""The log text for what a tuner's apply returned."""
+		return str(result)
+
+	def _start_watching(self, instance):
+		if instance._tuner is None or instance._watcher is not None or not self._watch \
+				or not getattr(instance._tuner, "needs_watching", True):
+			return
+		instance._watcher = LinkWatcher(
+			lambda ifindex: self._retune_link(instance, ifindex),
+			lambda: self._retune_all(instance), interval=instance._recheck_interval)
+		instance._watcher.start()
+
+	def _retune(self, instance, device):
+		with instance._lock:
+			if instance._tuner is None:
+				return
+			result = instance._tuner.apply_new(device)
+			if result:
+				log.info("instance %s: %s tuned again: %s" % (instance.name,
+					"%s:" % device if device else "", self._describe(result)))
+
+	# -- verify -----------------------------------------------------------
+
+	def _instance_verify_static(self, instance, ignore_missing, devices):
+		"""Option errors, values refused at apply, unsupported values, then
+		the tuner's Checks.  None when nothing was there to check."""
+		with instance._lock:
+			ok = True
+			for err in instance._option_errors:
+				ok = verify_failed("%s: %s" % (instance.name, err))
+			tuner = instance._tuner
+			if tuner is None:
+				return ok if instance._option_errors else None
+			for what, why in sorted(getattr(tuner, "rejected", {}).items()):
+				ok = verify_failed("%s: %s" % (instance.name, why))
+			skipped = 0
+			for what, why in sorted(self._unsupported(tuner).items()):
+				what = option_name(what)
+				if ignore_missing:
+					log.info(consts.STR_VERIFY_PROFILE_VALUE_MISSING
+						% ("%s %s" % (self.name, what)))
+					skipped += 1
+				else:
+					ok = verify_failed("%s: %s: unsupported: %s" % (instance.name, what, why))
+			checked = False
+			for device in self._verify_targets(devices):
+				checks = tuner.verify(device)
+				checked = checked or bool(checks)
+				if not verify_checks(device, checks):
+					ok = False
+			if ok and skipped and not checked and not instance._option_errors:
+				return None
+			return self._verify_result(ok, checked or not ok or bool(instance._option_errors))
+
+	def _unsupported(self, tuner):
+		"""{what: why} verify reports as unsupported (the contract's)."""
+		return getattr(tuner, "unsupported", {})
+
+	def _verify_targets(self, devices):
+		return sorted(devices)
+
+	def _verify_result(self, ok, checked):
+		return ok
+
+	# -- unapply ----------------------------------------------------------
+
+	def _wants_restore(self, rollback):
+		return wants_restore(rollback)
+
+	def _instance_unapply_static(self, instance, rollback=None):
+		# The watcher may wait for the lock: stop it before taking it.
+		self._instance_stop_background(instance)
+		with instance._lock:
+			tuner = instance._tuner
+			if tuner is None:
+				return
+			if self._wants_restore(rollback):
+				tuner.restore_all()
+			else:
+				ledger = getattr(tuner, "ledger", None)
+				log.info("instance %s: values left in place for the next start%s"
+					% (instance.name, "; originals kept in %s" % ledger.path if ledger else ""))
+
+	def _instance_stop_background(self, instance):
+		watcher = getattr(instance, "_watcher", None)
+		if watcher is not None:
+			instance._watcher = None
+			watcher.stop()
+
+
+class InstancePlugin(TunerPlugin, base.Plugin):
+	"""A tuner of the whole system (no devices): apply() and verify(None)."""
+
+	def _instance_apply_static(self, instance):
+		with instance._lock:
+			self._apply_devices(instance, ())
+		self._start_watching(instance)
+
+	def _retune_link(self, instance, ifindex):
+		self._retune(instance, None)
+
+	def _retune_all(self, instance):
+		self._retune(instance, None)
+
+	def _verify_targets(self, devices):
+		return [None]
+
+	def _verify_result(self, ok, checked):
+		# Nothing configured, nothing checked: TuneD counts None as skipped.
+		return ok if checked else None
+
+
+class NetDevicePlugin(TunerPlugin, hotplug.Plugin):
+	"""Net devices with hotplug; the tuner's calls take device names.
 
 	Device choice follows the stock net plugin (physical NICs) for the
 	default devices=*, but any explicit devices= or devices_udev_regex=
 	also reaches virtual devices (veth, ...), except lo.
 	"""
 
-	# Seconds between re-checks for recreated NAPIs/IRQs between link
-	# events; the recheck_interval option overrides it, 0 turns it off.
-	recheck_interval = 5.0
-
-	def __init__(self, *args, **kwargs):
-		super().__init__(*args, **kwargs)
-		forward_library_log()
+	_has_recheck_option = True
 
 	def _init_devices(self):
 		self._devices_supported = True
@@ -269,107 +440,30 @@ class NetDevicePlugin(Guarded, hotplug.Plugin):
 			matched = {d for d in matched if not is_virtual_netdev(d)}
 		return matched
 
-	def _expanded_options(self, instance):
-		return {k: (self._variables.expand(v) if isinstance(v, str) else v)
-				for k, v in instance.options.items()}
-
-	def _instance_init(self, instance):
-		instance._has_static_tuning = True
-		instance._has_dynamic_tuning = False
-		instance._lock = threading.RLock()
-		instance._tuner = None
-		instance._option_errors = []
-		instance._watcher = None
-		instance._recheck_interval = self.recheck_interval
-		text = self._expanded_options(instance).get("recheck_interval")
-		if text is not None and str(text).strip() != "":
-			try:
-				instance._recheck_interval = parse_int("recheck_interval", text, 0, 86400)
-			except OptionError as err:
-				instance._option_errors = [err]
-
-	def _log_option_errors(self, instance, errors):
-		errors = [e for e in instance._option_errors
-			if getattr(e, "option", None) == "recheck_interval"] + list(errors)
-		instance._option_errors = errors
-		for err in errors:
-			log.error("instance %s: %s; the option is not applied" % (instance.name, err))
-
-	def _instance_cleanup(self, instance):
-		self._instance_stop_background(instance)
-
-	# -- apply ------------------------------------------------------------
-
 	def _instance_apply_static(self, instance):
 		with instance._lock:
-			self._devices_apply(instance, sorted(instance.assigned_devices))
-		if instance._tuner is not None and self._wants_watching(instance) \
-				and instance._watcher is None:
-			instance._watcher = LinkWatcher(
-				lambda ifindex: self._retune(instance, _ifname(ifindex)),
-				lambda: self._retune_all(instance), interval=instance._recheck_interval)
-			instance._watcher.start()
-
-	def _wants_watching(self, instance):
-		"""Whether drivers may recreate what this instance tunes."""
-		return getattr(instance._tuner, "needs_watching", True)
+			devices = sorted(instance.assigned_devices)
+			if devices:
+				self._apply_devices(instance, devices)
+		self._start_watching(instance)
 
 	def _added_device_apply_tuning(self, instance, device_name):
 		with instance._lock:
-			self._devices_apply(instance, [device_name])
-
-	def _devices_apply(self, instance, devices):
-		if instance._tuner is not None and devices:
-			result = instance._tuner.apply(*devices)
-			log.info("instance %s: %s: %s" % (instance.name, summarise(devices),
-				self._describe(result)))
+			self._apply_devices(instance, [device_name])
 
 	def _retune(self, instance, device):
-		with instance._lock:
-			if instance._tuner is None or device not in instance.processed_devices:
-				return
-			result = instance._tuner.apply_new(device)
-			if result:
-				log.info("instance %s: %s: tuned again: %s" % (instance.name, device,
-					self._describe(result)))
+		if device is not None and device in instance.processed_devices:
+			super()._retune(instance, device)
 
-	def _describe(self, result):
-		"""The log text for what a tuner's apply returned."""
-		return str(result)
+	def _retune_link(self, instance, ifindex):
+		self._retune(instance, _ifname(ifindex))
 
 	def _retune_all(self, instance):
 		for device in sorted(instance.processed_devices):
 			self._retune(instance, device)
 
-	# -- verify -----------------------------------------------------------
-
-	def _instance_verify_static(self, instance, ignore_missing, devices):
-		with instance._lock:
-			ok = self._instance_verify_common(instance)
-			for device in sorted(devices):
-				if self._device_verify(instance, device, ignore_missing) is False:
-					ok = False
-			return ok
-
-	def _instance_verify_common(self, instance):
-		ok = True
-		for err in instance._option_errors:
-			ok = verify_failed("%s: %s" % (instance.name, err))
+	def _verify_result(self, ok, checked):
 		return ok
-
-	# -- unapply ----------------------------------------------------------
-
-	def _instance_unapply_static(self, instance, rollback=None):
-		# The watcher may wait for the lock: stop it before taking it.
-		self._instance_stop_background(instance)
-		with instance._lock:
-			if instance._tuner is not None and wants_restore(rollback):
-				instance._tuner.restore_all()
-
-	def _instance_stop_background(self, instance):
-		if getattr(instance, "_watcher", None) is not None:
-			instance._watcher.stop()
-			instance._watcher = None
 
 	def _removed_device_unapply_tuning(self, instance, device_name):
 		# Also called when a device that still exists moves to another

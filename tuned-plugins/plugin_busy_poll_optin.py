@@ -8,7 +8,7 @@ from tuned.plugins import irqtune_common as common
 
 from irqtune import service_optin
 from irqtune.errors import IrqtuneError, UnsupportedError
-from irqtune.state import StateFile
+from irqtune.ledger import Ledger
 
 log = tuned.logs.get()
 
@@ -107,7 +107,7 @@ class BusyPollOptinPlugin(common.Guarded, base.Plugin):
 		instance._optin_applied = False
 		# What an earlier daemon wrote (kill -9, or kept over a shutdown
 		# until /run was cleared): the next apply takes it over.
-		instance._optin_state = StateFile("busy_poll_optin-" + instance.name,
+		instance._optin_state = Ledger("busy_poll_optin-" + instance.name,
 			self._optin_state_dir)
 		try:
 			values = service_optin.OptInValues(

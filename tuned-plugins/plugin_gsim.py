@@ -1,20 +1,15 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-import threading
-
-from . import base
-import tuned.consts as consts
 import tuned.logs
 from tuned.plugins import irqtune_common as common
 
 from irqtune import gsim, irqs
-from irqtune.errors import OptionError
-from irqtune.netlink.links import LinkWatcher
-from irqtune.state import StateFile
+from irqtune.kfs import KernelFs
+from irqtune.ledger import Ledger
 
 log = tuned.logs.get()
 
 
-class GsimPlugin(common.Guarded, base.Plugin):
+class GsimPlugin(common.InstancePlugin):
 	r"""
 	`gsim`::
 
@@ -73,7 +68,7 @@ class GsimPlugin(common.Guarded, base.Plugin):
 	====
 	"""
 
-	# Seams for tests: procfs and sysfs roots, state directory, rescan
+	# Seams for tests: procfs and sysfs roots, ledger directory, rescan
 	# period (s), whether a watcher thread runs, NAPI IRQ lookup.
 	_gsim_proc_root = "/proc"
 	_gsim_sysfs_root = "/sys"
@@ -82,9 +77,13 @@ class GsimPlugin(common.Guarded, base.Plugin):
 	_gsim_watch = True
 	_gsim_napi_irqs = staticmethod(irqs.napi_irqs)
 
-	def __init__(self, *args, **kwargs):
-		super(GsimPlugin, self).__init__(*args, **kwargs)
-		common.forward_library_log()
+	@property
+	def recheck_interval(self):
+		return self._gsim_rescan_interval
+
+	@property
+	def _watch(self):
+		return self._gsim_watch
 
 	@classmethod
 	def _get_config_options(cls):
@@ -108,127 +107,13 @@ class GsimPlugin(common.Guarded, base.Plugin):
 			"variables_file": "file of gsim_<option>=value lines overriding the options",
 		}
 
-	def _option(self, instance, name):
-		return common.expanded_option(self._variables, instance, name)
-
-	def _instance_init(self, instance):
-		instance._has_static_tuning = True
-		instance._has_dynamic_tuning = False
-		instance._lock = threading.RLock()
-		instance._watcher = None
-		instance._tuner = None
-		instance._gsim_missing = None
-		options = {name: self._option(instance, name) for name in self._get_config_options()}
-		options.update(common.overlay_file_options(self._variables, instance.name,
-			options.pop("variables_file"), "gsim_", self._get_config_options()))
-		config, errors = gsim.GsimConfig.from_options(options)
-		try:
-			selection = gsim.IrqSelection.parse(options["irqs"])
-		except OptionError as err:
-			errors.append(err)
-			selection = gsim.IrqSelection()     # the targets still apply, no switch is touched
-		for err in errors:
-			log.error("instance %s: %s; the option is not applied" % (instance.name, err))
-		instance._option_errors = errors
-		instance._config = config
-		if not config.items() and not selection:
-			return
-		iface = gsim.detect(self._gsim_proc_root)
-		if iface is None:
-			instance._gsim_missing = gsim.MISSING_MESSAGE
-			log.warning("instance %s: %s" % (instance.name, gsim.MISSING_MESSAGE))
-			return
-		log.info("instance %s: GSIM interface %s" % (instance.name, iface))
-		instance._tuner = gsim.GsimTuner(config, selection, iface,
-			state=StateFile("gsim-" + instance.name, self._gsim_state_dir),
-			sysfs_root=self._gsim_sysfs_root, napi_irqs=self._gsim_napi_irqs)
-
-	def _instance_cleanup(self, instance):
-		self._stop_watcher(instance)
-
-	def _instance_apply_static(self, instance):
-		tuner = instance._tuner
-		if tuner is None:
-			return
-		with instance._lock:
-			knobs, switched = tuner.apply()
-		log.info("instance %s: GSIM: %d values written, moderation allowed on %d IRQs"
-			% (instance.name, knobs, switched))
-		if tuner.selection and self._gsim_watch and instance._watcher is None:
-			instance._watcher = LinkWatcher(
-				lambda ifindex: self._rescan(instance),
-				lambda: self._rescan(instance),
-				interval=self._gsim_rescan_interval)
-			instance._watcher.start()
-
-	def _rescan(self, instance):
-		with instance._lock:
-			if instance._tuner is not None:
-				instance._tuner.apply_new_irqs()
-
-	def _stop_watcher(self, instance):
-		watcher = getattr(instance, "_watcher", None)
-		if watcher is not None:
-			instance._watcher = None
-			watcher.stop()
-
-	def _instance_verify_static(self, instance, ignore_missing, devices):
-		ok = True
-		for err in instance._option_errors:
-			ok = common.verify_failed("%s: %s" % (instance.name, err))
-		if instance._gsim_missing is not None:
-			return self._verify_missing(instance, ignore_missing) and ok
-		tuner = instance._tuner
-		if tuner is None:
-			return ok if instance._option_errors else None
-		with instance._lock:
-			for option, why in sorted(tuner.unsupported.items()):
-				if ignore_missing:
-					log.info(consts.STR_VERIFY_PROFILE_VALUE_MISSING % ("gsim " + option))
-				else:
-					ok = common.verify_failed("%s: %s: unsupported: %s"
-						% (instance.name, option, why))
-			for option, why in sorted(tuner.rejected.items(), key=lambda x: x[0]):
-				ok = common.verify_failed("%s: %s" % (instance.name, why))
-			for option, where, current, expected in tuner.verify_knobs():
-				name = "%s (%s)" % (option, where)
-				if current is not None and current == expected:
-					log.info(consts.STR_VERIFY_PROFILE_VALUE_OK % (name, current))
-				else:
-					log.error(consts.STR_VERIFY_PROFILE_VALUE_FAIL % (name, current, expected))
-					ok = False
-			for irq, name, path, current, expected in tuner.verify_switches():
-				device = "irq%d (%s)" % (irq, name)
-				if not common.verify_value(device, path, current, expected):
-					ok = False
-		return ok
-
-	def _verify_missing(self, instance, ignore_missing):
-		"""Without GSIM each set option is unsupported, never passed."""
-		wanted = sorted(instance._config.items())
-		if self._option(instance, "irqs"):
-			wanted.append("irqs")
-		ok = True
-		for option in wanted:
-			if ignore_missing:
-				log.info(consts.STR_VERIFY_PROFILE_VALUE_MISSING % ("gsim " + option))
-			else:
-				ok = common.verify_failed("%s: %s: unsupported: the kernel has no GSIM "
-					"interface (/proc/irq/sw_moderation or /proc/irq/soft_moderation)"
-					% (instance.name, option))
-		if ignore_missing:
-			return None if ok else False
-		return ok
-
-	def _instance_unapply_static(self, instance, rollback=False):
-		# The watcher may wait for the lock: stop it before taking it.
-		self._stop_watcher(instance)
-		tuner = instance._tuner
-		if tuner is None:
-			return
-		with instance._lock:
-			if common.wants_restore(rollback):
-				tuner.restore_all()
-			else:
-				log.info("instance %s: GSIM settings left in place; originals kept in %s"
-					% (instance.name, tuner.state.path))
+	def _make_tuner(self, instance, options):
+		tuner, errors = gsim.build_tuner(
+			{name: common.expanded_option(self._variables, instance, name)
+				for name in self._get_config_options()},
+			ledger=Ledger("gsim-" + instance.name, self._gsim_state_dir),
+			kfs=KernelFs(self._gsim_proc_root, self._gsim_sysfs_root),
+			napi_irqs=self._gsim_napi_irqs,
+			expand=lambda value: str(self._variables.expand(value)).strip())
+		self._option_errors_found(instance, errors)
+		return tuner

@@ -5,7 +5,7 @@ from tuned.plugins import irqtune_common as common
 from irqtune.caps import detect_napi_capabilities
 from irqtune.errors import OptionError
 from irqtune.napi import NapiConfig, NapiTuner, parse_queues
-from irqtune.state import StateFile
+from irqtune.ledger import Ledger
 
 log = tuned.logs.get()
 
@@ -82,31 +82,16 @@ class NapiPlugin(common.NetDevicePlugin):
 			"recheck_interval": "seconds between re-checks for recreated NAPIs, 0 = link events only (default 5)",
 		}
 
-	def _instance_init(self, instance):
-		super()._instance_init(instance)
-		options = self._expanded_options(instance)
+	def _make_tuner(self, instance, options):
 		config, errors = NapiConfig.from_options(options)
 		try:
 			queues = parse_queues(options.get("queues"))
 		except OptionError as err:
-			self._log_option_errors(instance, errors + [err])
-			return    # a bad scope must not widen to every NAPI
-		self._log_option_errors(instance, errors)
-		instance._tuner = NapiTuner(config, detect_napi_capabilities(), queues=queues,
-			state=StateFile("napi-" + instance.name))
+			self._option_errors_found(instance, errors + [err])
+			return None    # a bad scope must not widen to every NAPI
+		self._option_errors_found(instance, errors)
+		return NapiTuner(config, detect_napi_capabilities(), queues=queues,
+			ledger=Ledger("napi-" + instance.name))
 
 	def _describe(self, result):
 		return "set %d NAPIs" % result
-
-	def _instance_verify_common(self, instance):
-		ok = super()._instance_verify_common(instance)
-		if instance._tuner is not None:
-			for attr, why in instance._tuner.unsupported.items():
-				ok = common.verify_failed("%s: %s: unsupported: %s"
-					% (instance.name, attr.replace("-", "_"), why))
-		return ok
-
-	def _device_verify(self, instance, device, ignore_missing):
-		if instance._tuner is None:
-			return None
-		return common.verify_checks(device, instance._tuner.verify(device))

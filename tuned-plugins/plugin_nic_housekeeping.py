@@ -3,7 +3,7 @@ import tuned.logs
 from tuned.plugins import irqtune_common as common
 
 from irqtune.channels import HousekeepingConfig, HousekeepingTuner
-from irqtune.state import StateFile
+from irqtune.ledger import Ledger
 
 log = tuned.logs.get()
 
@@ -72,27 +72,12 @@ class NicHousekeepingPlugin(common.NetDevicePlugin):
 			"housekeeping_cpus": "CPU list (default: online CPUs that are not isolated)",
 		}
 
-	def _instance_init(self, instance):
-		super()._instance_init(instance)
-		options = self._expanded_options(instance)
+	def _make_tuner(self, instance, options):
 		config, errors = HousekeepingConfig.from_options(options)
-		self._log_option_errors(instance, errors)
+		self._option_errors_found(instance, errors)
 		if any(e.option == "housekeeping_cpus" for e in errors):
-			return    # a bad CPU list must not silently become "every CPU"
-		instance._tuner = HousekeepingTuner(config,
-			state=StateFile("nic_housekeeping-" + instance.name))
+			return None    # a bad CPU list must not silently become "every CPU"
+		return HousekeepingTuner(config, ledger=Ledger("nic_housekeeping-" + instance.name))
 
 	# IRQs come back with a driver reset, not between link events: check less often
 	recheck_interval = 10.0
-
-	def _wants_watching(self, instance):
-		# drivers re-create queue IRQs on resets; channel counts stay
-		return instance._tuner.affinity is not None
-
-	def _device_verify(self, instance, device, ignore_missing):
-		if instance._tuner is None:
-			return None
-		checks = instance._tuner.verify(device)
-		if not checks:
-			return None
-		return common.verify_checks(device, checks)

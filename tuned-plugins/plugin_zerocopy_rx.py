@@ -5,7 +5,7 @@ from tuned.plugins import irqtune_common as common
 from irqtune.caps import detect_napi_capabilities
 from irqtune.errors import OptionError
 from irqtune.napi import NapiConfig, NapiTuner
-from irqtune.state import StateFile
+from irqtune.ledger import Ledger
 from irqtune.zerocopy import ZeroCopyConfig, ZeroCopyRxTuner
 
 NAPI_OPTIONS = ("defer_hard_irqs", "gro_flush_timeout", "irq_suspend_timeout", "threaded")
@@ -129,38 +129,29 @@ class ZerocopyRxPlugin(common.NetDevicePlugin):
 		# named explicitly: virtual devices (veth) too, never lo
 		return set(self._device_matcher.match_list(nics, devices)) - {"lo"}
 
-	def _instance_init(self, instance):
-		super()._instance_init(instance)
+	def _make_tuner(self, instance, options):
 		options = self._options(instance)
 		config, errors = ZeroCopyConfig.from_options(options)
 		napi_config, napi_errors = NapiConfig.from_options(
 			{name: options.get("napi_" + name) for name in NAPI_OPTIONS})
 		napi_errors = [OptionError("napi_" + e.option, e.value, e.accepted) for e in napi_errors]
-		self._log_option_errors(instance, errors + napi_errors)
-		instance._tuner = ZeroCopyRxTuner(config,
-			state=StateFile("zerocopy_rx-" + instance.name),
+		self._option_errors_found(instance, errors + napi_errors)
+		return ZeroCopyRxTuner(config, ledger=Ledger("zerocopy_rx-" + instance.name),
 			napi=self._napi_factory(instance, napi_config) if napi_config.attrs() else None)
 
 	@staticmethod
 	def _napi_factory(instance, napi_config):
 		"""A NapiTuner per device, scoped to its reserved queues, with its
-		own state file (the reserved queues differ between devices)."""
+		own ledger (the reserved queues differ between devices)."""
 		caps = []
 		def factory(ifname, queues):
 			if not caps:
 				caps.append(detect_napi_capabilities())
 			return NapiTuner(napi_config, caps[0], queues=queues,
-				state=StateFile("zerocopy_rx-%s-napi-%s" % (instance.name, ifname)))
+				ledger=Ledger("zerocopy_rx-%s-napi-%s" % (instance.name, ifname)))
 		return factory
 
-	def _wants_watching(self, instance):
-		# flow rules are lost on driver resets, NAPIs of some drivers are
-		# recreated with defaults (see ZeroCopyRxTuner.apply_new)
-		return bool(instance._tuner.config.rules) or instance._tuner.tunes_napis
-
-	def _device_verify(self, instance, device, ignore_missing):
-		if instance._tuner is None:
-			return None
-		for feature, why in sorted(instance._tuner.unsupported.get(device, {}).items()):
-			log.info("verify: %s: %s: not checked: %s" % (device, feature, why))
-		return common.verify_checks(device, instance._tuner.verify(device))
+	def _unsupported(self, tuner):
+		# What a driver lacks is per device and left out of verify (the
+		# tuner names it there), not a failure of the profile.
+		return {}

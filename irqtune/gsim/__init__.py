@@ -10,9 +10,9 @@ from .interface import (MISSING_MESSAGE, OPTIONS, RANGES, SHAPE_LATEST,
                         SHAPE_NAMES, SHAPE_V1, SHAPE_V4, CpuStats, GsimInterface,
                         GsimStats, GsimWriteError, accepted_range, detect, parse_stats,
                         parse_switch)
-from .tuner import GsimConfig, GsimTuner, IrqSelection
+from .tuner import GsimConfig, GsimTuner, IrqSelection, build_tuner
 
 __all__ = ["IrqInfo", "parse_interrupts", "read_interrupts", "MISSING_MESSAGE", "OPTIONS",
            "RANGES", "SHAPE_LATEST", "SHAPE_NAMES", "SHAPE_V1", "SHAPE_V4", "CpuStats",
            "GsimInterface", "GsimStats", "GsimWriteError", "accepted_range", "detect",
-           "parse_stats", "parse_switch", "GsimConfig", "GsimTuner", "IrqSelection"]
+           "parse_stats", "parse_switch", "GsimConfig", "GsimTuner", "IrqSelection", "build_tuner"]

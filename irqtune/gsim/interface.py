@@ -34,6 +34,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import IrqtuneError
+from ..kfs import KFS
 
 log = logging.getLogger(__name__)
 
@@ -197,13 +198,13 @@ def _parse_info(line, info):
 # -- the kernel interface ------------------------------------------------
 
 class GsimInterface:
-    """One detected GSIM shape under proc_root."""
+    """One detected GSIM shape in kfs's procfs (debugfs: its sysfs's kernel/debug)."""
 
-    def __init__(self, shape, proc_root="/proc", debugfs_root="/sys/kernel/debug"):
+    def __init__(self, shape, kfs=KFS, debugfs_root=None):
         self.shape = shape
-        self.proc_root = proc_root
-        self.debugfs_root = debugfs_root
-        self.irq_dir = os.path.join(proc_root, "irq")
+        self.kfs = kfs
+        self.debugfs_root = debugfs_root or kfs.sys_path("kernel/debug")
+        self.irq_dir = kfs.proc_path("irq")
         if shape == SHAPE_LATEST:
             self.base = os.path.join(self.irq_dir, "sw_moderation")
         else:
@@ -341,14 +342,13 @@ def parse_switch(text):
     raise ValueError("not a switch state: %r" % text)
 
 
-def detect(proc_root="/proc"):
+def detect(kfs=KFS):
     """The GSIM interface the kernel offers, or None."""
-    irq_dir = os.path.join(proc_root, "irq")
-    if os.path.isdir(os.path.join(irq_dir, "sw_moderation")):
-        return GsimInterface(SHAPE_LATEST, proc_root)
-    soft = os.path.join(irq_dir, "soft_moderation")
+    if os.path.isdir(kfs.proc_path("irq", "sw_moderation")):
+        return GsimInterface(SHAPE_LATEST, kfs)
+    soft = kfs.proc_path("irq", "soft_moderation")
     if os.path.isdir(soft):
-        return GsimInterface(SHAPE_V4, proc_root)
+        return GsimInterface(SHAPE_V4, kfs)
     if os.path.isfile(soft):
-        return GsimInterface(SHAPE_V1, proc_root)
+        return GsimInterface(SHAPE_V1, kfs)
     return None

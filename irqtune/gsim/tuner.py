@@ -1,18 +1,24 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """What a profile asks of GSIM, which IRQs it covers, and the tuner that
-applies, verifies and restores it."""
+applies, verifies and restores it (irqtune.tuner's contract)."""
 
 import errno
 import logging
 import os
 import re
+from collections import namedtuple
 from dataclasses import dataclass, fields
 
 from .. import irqs as irqs_mod
 from ..errors import OptionError
 from ..interrupts import read_interrupts
+from ..kfs import KFS
+from ..ledger import forget_changed_irqs
+from ..overlay import read_overlay_file
+from ..tuner import Check, DeviceTuner
 from ..values import parse_int
-from .interface import APPLY_ORDER, RANGES, RESTORE_ORDER, GsimWriteError, accepted_range
+from .interface import (APPLY_ORDER, MISSING_MESSAGE, RANGES, RESTORE_ORDER, GsimWriteError,
+                        accepted_range, detect)
 
 log = logging.getLogger(__name__)
 
@@ -99,8 +105,7 @@ class IrqSelection:
     def __bool__(self):
         return bool(self.nics or self.patterns or self.everything)
 
-    def select(self, interrupts, proc_root="/proc", sysfs_root="/sys",
-               napi_irqs=irqs_mod.napi_irqs):
+    def select(self, interrupts, kfs=KFS, napi_irqs=irqs_mod.napi_irqs):
         """{irq: reason} of the IRQs these selectors match (eligibility aside).
 
         NIC queue IRQs come from irqtune.irqs.queue_irqs(); napi_irqs(ifname)
@@ -116,15 +121,11 @@ class IrqSelection:
                 if info.name and pattern.search(info.name):
                     chosen.setdefault(irq, "name:" + pattern.pattern)
         if self.nics:
-            try:
-                present = sorted(os.listdir(os.path.join(sysfs_root, "class/net")))
-            except OSError:
-                present = []
-            for ifname in present:
+            for ifname in kfs.listdir(kfs.sys_path("class/net")):
                 if not any(fnmatch.fnmatchcase(ifname, n) for n in self.nics):
                     continue
                 napi = set(napi_irqs(ifname)) if napi_irqs is not None else ()
-                for irq in irqs_mod.queue_irqs(ifname, proc_root, sysfs_root, napi=napi):
+                for irq in irqs_mod.queue_irqs(ifname, kfs, napi=napi):
                     if irq in interrupts:
                         chosen.setdefault(irq, "nic:" + ifname)
         return chosen
@@ -133,30 +134,45 @@ class IrqSelection:
 
 # -- the tuner -----------------------------------------------------------------
 
-class GsimTuner:
+class Applied(namedtuple("Applied", "knobs switched")):
+    """What one apply did: knobs written, IRQs switched (the summary line)."""
+
+    def __str__(self):
+        return "GSIM: %d values written, moderation allowed on %d IRQs" % self
+
+
+class GsimTuner(DeviceTuner):
     """Applies one GsimConfig and IrqSelection, restores what was there.
 
-    originals (mirrored in the state file):
+    GSIM is system-wide: the contract's device arguments are not used.
+
+    originals (the ledger):
       {"shape": ..., "knobs": {option: value},
        "irqs": {"<irq>": {"name": action name, "allow": 0/1}}}
-    The first value seen before any change; never overwritten while the
-    tuning is active, so a restarted daemon cannot take tuned values for
-    originals.  An IRQ number whose name changed is a different interrupt.
+    First value wins (irqtune.ledger); an IRQ number whose name changed is
+    a different interrupt.  iface None: the kernel has no GSIM, and every
+    option set is unsupported.
     """
 
-    def __init__(self, config, selection, iface, state=None, sysfs_root="/sys",
+    def __init__(self, config, selection, iface, ledger=None, kfs=KFS,
                  napi_irqs=irqs_mod.napi_irqs):
         self.config = config
         self.selection = selection
         self.iface = iface
-        self.state = state
-        self.sysfs_root = sysfs_root
+        self.ledger = ledger
+        self.kfs = kfs
         self.napi_irqs = napi_irqs
         self.rejected = {}          # option -> OptionError / text from the kernel
         self.unsupported = {}       # option -> why
         self.failed_irqs = {}       # irq -> why (writes refused, not vanished)
         self._ineligible_seen = set()
         self._refused = {}          # irq -> action name: the kernel said EOPNOTSUPP
+        if iface is None:
+            self.originals = {"knobs": {}, "irqs": {}}
+            for option in list(config.items()) + (["irqs"] if selection else []):
+                self.unsupported[option] = ("the kernel has no GSIM interface "
+                                            "(/proc/irq/sw_moderation or /proc/irq/soft_moderation)")
+            return
         self.originals = self._load_state()
         for option in config.items():
             missing = iface.missing_knob(option)
@@ -164,13 +180,18 @@ class GsimTuner:
                 self.unsupported[option] = missing
                 log.warning("gsim: %s not applied: %s", option, missing)
 
-    # -- state ------------------------------------------------------------
+    @property
+    def needs_watching(self):
+        """New or reset IRQs appear with driver resets and hotplug."""
+        return self.iface is not None and bool(self.selection)
+
+    # -- ledger -------------------------------------------------------------
 
     def _load_state(self):
         empty = {"shape": self.iface.shape, "knobs": {}, "irqs": {}}
-        if self.state is None:
+        if self.ledger is None:
             return empty
-        data = self.state.load()
+        data = self.ledger.load()
         if not data:
             return empty
         if data.get("shape") != self.iface.shape:
@@ -178,16 +199,12 @@ class GsimTuner:
             return empty
         data.setdefault("knobs", {})
         data.setdefault("irqs", {})
-        log.info("gsim: restoring saved originals from %s", self.state.path)
+        log.info("gsim: restoring saved originals from %s", self.ledger.path)
         return data
 
     def _save_state(self):
-        if self.state is None:
-            return
-        try:
-            self.state.save(self.originals)
-        except OSError as err:
-            log.warning("gsim: cannot save originals to %s: %s", self.state.path, err)
+        if self.ledger is not None:
+            self.ledger.save(self.originals)
 
     # -- apply ------------------------------------------------------------
 
@@ -195,8 +212,10 @@ class GsimTuner:
         return {o: v for o, v in self.config.items().items()
                 if o not in self.unsupported}
 
-    def apply(self):
-        """Set the knobs and the switches; returns (knobs written, IRQs switched)."""
+    def apply(self, *devices):
+        """Set the knobs and the switches; returns Applied(knobs, switched)."""
+        if self.iface is None:
+            return Applied(0, 0)
         interrupts = self._interrupts()
         knobs = 0
         wanted = self.wanted_knobs()
@@ -209,7 +228,7 @@ class GsimTuner:
         if "delay_us" in wanted:
             knobs += self._apply_knob("delay_us", wanted["delay_us"])
         self._save_state()
-        return knobs, switched
+        return Applied(knobs, switched)
 
     def _apply_knob(self, option, value):
         saved = self.originals["knobs"]
@@ -265,17 +284,16 @@ class GsimTuner:
 
     def _interrupts(self):
         try:
-            return read_interrupts(self.iface.proc_root)
+            return read_interrupts(self.kfs)
         except OSError as err:
-            log.error("gsim: cannot read %s/interrupts: %s", self.iface.proc_root, err)
+            log.error("gsim: cannot read %s: %s", self.kfs.proc_path("interrupts"), err)
             return {}
 
     def selected(self, interrupts):
         """{irq: IrqInfo} of selected IRQs that GSIM can moderate."""
         if not self.selection:
             return {}
-        chosen = self.selection.select(interrupts, self.iface.proc_root, self.sysfs_root,
-                                       self.napi_irqs)
+        chosen = self.selection.select(interrupts, self.kfs, self.napi_irqs)
         result = {}
         for irq, reason in sorted(chosen.items()):
             info = interrupts[irq]
@@ -293,12 +311,9 @@ class GsimTuner:
 
     def _forget_changed(self, interrupts):
         """Drop originals of IRQs that are gone or were reused by another device."""
-        saved = self.originals["irqs"]
-        for key in list(saved):
-            info = interrupts.get(int(key))
-            if info is None or info.name != saved[key].get("name"):
-                log.debug("gsim: IRQ %s (%s) gone", key, saved[key].get("name"))
-                del saved[key]
+        names = {irq: info.name for irq, info in interrupts.items()}
+        for key in forget_changed_irqs(self.originals["irqs"], names):
+            log.debug("gsim: IRQ %s gone (or reused)", key)
 
     def _apply_switches(self, interrupts):
         if not self.selection:
@@ -339,7 +354,7 @@ class GsimTuner:
     def _vanished(self, irq):
         return not os.path.isdir(os.path.join(self.iface.irq_dir, str(irq)))
 
-    def apply_new_irqs(self):
+    def apply_new(self, device=None):
         """Moderate selected IRQs that appeared since the last apply (NIC
         hot-added, channel count changed) or whose switch went back to 0.
 
@@ -349,6 +364,8 @@ class GsimTuner:
         the old ones, so every selected IRQ found off is allowed again
         (its saved original stays the first one seen).
         """
+        if self.iface is None or not self.selection:
+            return 0
         interrupts = self._interrupts()
         if not interrupts:
             return 0
@@ -358,7 +375,19 @@ class GsimTuner:
             log.info("gsim: allowed moderation on %d new or reset IRQs", count)
         return count
 
+    apply_new_irqs = apply_new
+
     # -- verify -------------------------------------------------------------
+
+    def verify(self, device=None):
+        """[Check] of the knobs set and the switches of the IRQs selected now."""
+        if self.iface is None:
+            return []
+        checks = [Check.compare("%s (%s)" % (option, where), current, expected)
+                  for option, where, current, expected in self.verify_knobs()]
+        checks += [Check.compare(path, current, expected, device="irq%d (%s)" % (irq, name))
+                   for irq, name, path, current, expected in self.verify_switches()]
+        return checks
 
     def verify_knobs(self):
         """[(option, where, current, expected)] of knobs to compare."""
@@ -385,8 +414,16 @@ class GsimTuner:
 
     # -- restore -------------------------------------------------------------
 
+    def forget(self, device=None):
+        """Nothing is kept per device."""
+
+    def restore(self, device=None):
+        """Nothing is kept per device: restore_all puts everything back."""
+
     def restore_all(self):
         """Put back every original and forget them."""
+        if self.iface is None:
+            return
         knobs = self.originals.get("knobs", {})
         for option in RESTORE_ORDER:
             if option not in knobs or knobs[option] is None:
@@ -416,5 +453,41 @@ class GsimTuner:
                 if not self._vanished(irq):
                     log.error("gsim: IRQ %d: cannot restore its switch: %s", irq, err)
         self.originals = {"shape": self.iface.shape, "knobs": {}, "irqs": {}}
-        if self.state is not None:
-            self.state.remove()
+        if self.ledger is not None:
+            self.ledger.remove()
+
+
+# -- from options to a tuner --------------------------------------------------
+
+OPTIONS_WITH_FILE = tuple(RANGES) + ("irqs", "variables_file")
+
+
+def build_tuner(options, ledger=None, kfs=KFS, napi_irqs=irqs_mod.napi_irqs,
+                expand=str.strip):
+    """(GsimTuner or None, [OptionError]) from a profile's options.
+
+    A variables_file's gsim_<option>=value lines replace the options; a bad
+    value is left out (reported), a bad irqs selects no IRQ while the
+    targets still apply.  None when nothing is configured.  expand: what a
+    value from the file goes through (the plugin expands profile variables).  On a kernel
+    without GSIM one warning names what is missing, and the tuner reports
+    every option as unsupported.
+    """
+    options = dict(options)
+    options.update(read_overlay_file(options.pop("variables_file", None), "gsim_",
+                                     set(OPTIONS_WITH_FILE) - {"variables_file"}, expand))
+    config, errors = GsimConfig.from_options(options)
+    try:
+        selection = IrqSelection.parse(options.get("irqs"))
+    except OptionError as err:
+        errors.append(err)
+        selection = IrqSelection()
+    if not config.items() and not selection:
+        return None, errors
+    iface = detect(kfs)
+    if iface is None:
+        log.warning("%s", MISSING_MESSAGE)
+    else:
+        log.info("GSIM interface %s", iface)
+    return GsimTuner(config, selection, iface, ledger=ledger, kfs=kfs,
+                     napi_irqs=napi_irqs), errors

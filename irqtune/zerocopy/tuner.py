@@ -12,7 +12,7 @@ the kernel refuses to drop queues a user-set table points at.
 
 Originals are read before anything changes (the RSS table before the
 channel change, which respreads a default table) and kept in memory and in
-a StateFile.  Only rules this tuner inserted are ever deleted, and only
+a Ledger.  Only rules this tuner inserted are ever deleted, and only
 while the slot still holds the rule it put there.
 
 A driver that cannot do something (EOPNOTSUPP, a feature it cannot change,
@@ -25,11 +25,11 @@ import errno
 import logging
 import socket
 
-from ..channels import Check
 from ..errors import IrqtuneError, UnsupportedError
 from ..netlink.ethtool_rx import TCP_DATA_SPLIT, TCP_DATA_SPLIT_NAMES
 from ..netlink.genl import NetlinkRequestError
-from ..state import device_originals
+from ..ledger import device_entry
+from ..tuner import Check, DeviceTuner
 
 log = logging.getLogger(__name__)
 
@@ -93,7 +93,7 @@ def spread(size, queues):
     return [i % queues for i in range(size)]
 
 
-class ZeroCopyRxTuner:
+class ZeroCopyRxTuner(DeviceTuner):
     """Applies one ZeroCopyConfig to devices; see the module text.
 
     originals: {ifname: {"ifindex": n, "channels": {"combined": 2},
@@ -108,9 +108,9 @@ class ZeroCopyRxTuner:
     those queues, for per-NAPI values on the reserved queues only.
     """
 
-    def __init__(self, config, state=None, nic=None, rules=None, ifindex=None, napi=None):
+    def __init__(self, config, ledger=None, nic=None, rules=None, ifindex=None, napi=None):
         self.config = config
-        self.state = state
+        self.ledger = ledger
         self._nic = nic or _ethtool_family
         self._rules = rules or _ntuple_rules
         self._ifindex = ifindex or _ifindex
@@ -125,19 +125,26 @@ class ZeroCopyRxTuner:
     def tunes_napis(self):
         return self._napi_factory is not None
 
+    @property
+    def needs_watching(self):
+        """Flow rules are lost on driver resets, and NAPIs of some drivers
+        are recreated with defaults (see apply_new)."""
+        return bool(self.config.rules) or self.tunes_napis
+
     # -- plumbing ---------------------------------------------------------
 
     def _load_state(self):
-        if self.state is None:
+        if self.ledger is None:
             return {}
-        return self.state.load_devices(self._ifindex)
+        return self.ledger.load_devices(self._ifindex)
 
-    def _save_state(self):
-        if self.state is not None:
-            self.state.save(self.originals)
+    def _save_state(self, before_change=True):
+        """The ledger on disk; see irqtune.ledger for the error policy."""
+        if self.ledger is not None:
+            (self.ledger.save if before_change else self.ledger.update)(self.originals)
 
     def _saved(self, ifname, ifindex):
-        return device_originals(self.originals, ifname, ifindex)
+        return device_entry(self.originals, ifname, ifindex)
 
     def _report(self, ifname, feature, refused):
         """Log a refusal the first time it is seen for this device and feature."""
@@ -418,7 +425,10 @@ class ZeroCopyRxTuner:
     # -- verify -----------------------------------------------------------
 
     def verify(self, ifname):
-        """[Check] of everything applied; unsupported features are left out."""
+        """[Check] of everything applied; what the driver lacks
+        (self.unsupported[ifname]) is named in the log and left out."""
+        for feature, why in sorted(self.unsupported.get(ifname, {}).items()):
+            log.info("verify: %s: %s: not checked: %s", ifname, feature, why)
         try:
             return self._verify(ifname)
         except (IrqtuneError, OSError) as err:
@@ -510,7 +520,7 @@ class ZeroCopyRxTuner:
             return
         ifindex = self._ifindex(ifname)
         if ifindex is None or ifindex != saved.get("ifindex"):
-            self._save_state()
+            self._save_state(before_change=False)
             return
         if saved.get("rules"):
             self._undo(ifname, "flow rules", self._restore_rules, ifname, saved["rules"])
@@ -530,7 +540,7 @@ class ZeroCopyRxTuner:
                 self._undo(ifname, "channels", self._restore_channels, nic, ifindex,
                            saved["channels"])
         log.info("%s: zero-copy receive preparation undone", ifname)
-        self._save_state()
+        self._save_state(before_change=False)
 
     def _undo(self, ifname, what, func, *args, **kwargs):
         try:
@@ -566,13 +576,8 @@ class ZeroCopyRxTuner:
         self.problems.pop(ifname, None)
         self.unsupported.pop(ifname, None)
         if self.originals.pop(ifname, None) is not None:
-            self._save_state()
+            self._save_state(before_change=False)
 
-    def restore_all(self):
-        for ifname in sorted(self.originals):
-            self.restore(ifname)
-        if self.state is not None:
-            self.state.remove()
 
 
 def _rule_fields(entry):

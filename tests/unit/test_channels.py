@@ -16,7 +16,8 @@ import pytest
 from irqtune import channels as ch
 from irqtune.errors import OptionError, UnsupportedError
 from irqtune.netlink.genl import NetlinkRequestError
-from irqtune.state import StateFile
+from irqtune.ledger import Ledger
+from irqtune.kfs import KernelFs
 
 INTERRUPTS = """\
            CPU0       CPU1       CPU2       CPU3
@@ -102,8 +103,8 @@ def tuner(roots, driver, state=True, ifindex=7, **options):
     config, errors = ch.HousekeepingConfig.from_options(options)
     assert not errors
     return ch.HousekeepingTuner(
-        config, state=StateFile("hk", str(tmp / "run")) if state else None,
-        proc_root=proc, sys_root=sys_root, channels=driver,
+        config, ledger=Ledger("hk", str(tmp / "run")) if state else None,
+        kfs=KernelFs(proc, sys_root), channels=driver,
         ifindex=lambda name: ifindex if name == "eth0" else None, napi=())
 
 
@@ -182,7 +183,7 @@ def test_apply_sets_housekeeping_channels_and_affinity_and_restore_is_exact(root
     assert driver.count["combined"] == 4
     # originals were read before the driver re-spread its IRQs
     assert {i: affinity(proc, i) for i in ORIGINAL_AFFINITY} == ORIGINAL_AFFINITY
-    assert not os.path.exists(t.state.path)
+    assert not os.path.exists(t.ledger.path)
 
 
 def test_numeric_channels_and_explicit_cpus(roots):
@@ -262,10 +263,10 @@ def test_managed_irq_is_reported_once_and_judged_by_effective_affinity(roots, mo
     proc = roots[0]
     real_write = ch.write_affinity
 
-    def managed_27(irq, cpus, proc_root):
+    def managed_27(irq, cpus, kfs):
         if irq == 27:
             raise OSError(errno.EIO, os.strerror(errno.EIO))
-        real_write(irq, cpus, proc_root)
+        real_write(irq, cpus, kfs)
 
     monkeypatch.setattr(ch, "write_affinity", managed_27)
     t = tuner(roots, FakeDriver(proc), irq_affinity="housekeeping")

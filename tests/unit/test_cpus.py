@@ -5,6 +5,7 @@ import pytest
 
 from irqtune import cpus
 from irqtune.errors import OptionError
+from irqtune.kfs import KernelFs
 
 
 @pytest.fixture
@@ -28,7 +29,8 @@ def tree(tmp_path):
 
 
 def hk(roots, explicit=None):
-    return cpus.housekeeping_cpus(explicit, *roots)
+    sys_root, proc_root = roots
+    return cpus.housekeeping_cpus(explicit, KernelFs(proc_root, sys_root))
 
 
 def test_explicit_list_wins_over_isolation(tree):

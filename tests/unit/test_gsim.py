@@ -18,7 +18,8 @@ import pytest
 
 from irqtune import gsim
 from irqtune.errors import OptionError
-from irqtune.state import StateFile
+from irqtune.ledger import Ledger
+from irqtune.kfs import KernelFs
 
 NCPU = 4
 # irq: (chip, kind, name)
@@ -65,6 +66,7 @@ class FakeKernel:
         self.root = str(root)
         self.proc = os.path.join(self.root, "proc")
         self.sys = os.path.join(self.root, "sys")
+        self.kfs = KernelFs(self.proc, self.sys)
         self.shape = shape
         self.irqs = dict(IRQS if irqs is None else irqs)
         self.target_name = target_name
@@ -279,10 +281,10 @@ def fake_kernel(tmp_path, monkeypatch):
 def tuner(kernel, options, irqs="nic:eth0", state=None):
     config, errors = gsim.GsimConfig.from_options(options)
     assert errors == []
-    iface = gsim.detect(kernel.proc)
+    iface = gsim.detect(kernel.kfs)
     assert iface is not None
-    return gsim.GsimTuner(config, gsim.IrqSelection.parse(irqs), iface, state=state,
-                          sysfs_root=kernel.sys, napi_irqs=None)
+    return gsim.GsimTuner(config, gsim.IrqSelection.parse(irqs), iface, ledger=state,
+                          kfs=kernel.kfs, napi_irqs=None)
 
 
 SEED = {"delay_us": "100", "target_intr_rate": "1000000", "hardirq_percent": "70"}
@@ -294,7 +296,7 @@ ALL_SHAPES = [gsim.SHAPE_LATEST, gsim.SHAPE_V4, gsim.SHAPE_V1]
 
 def test_detect_none(tmp_path):
     os.makedirs(tmp_path / "irq" / "24")
-    assert gsim.detect(str(tmp_path)) is None
+    assert gsim.detect(KernelFs(str(tmp_path))) is None
     assert "/proc/irq/sw_moderation" in gsim.MISSING_MESSAGE
     assert "/proc/irq/soft_moderation" in gsim.MISSING_MESSAGE
     assert "kernel-patches/gsim" in gsim.MISSING_MESSAGE
@@ -303,7 +305,7 @@ def test_detect_none(tmp_path):
 @pytest.mark.parametrize("shape", ALL_SHAPES)
 def test_detect_shapes(fake_kernel, shape):
     k = fake_kernel(shape)
-    iface = gsim.detect(k.proc)
+    iface = gsim.detect(k.kfs)
     assert iface.shape == shape
     assert iface.read_knobs() == {"delay_us": 0, "target_intr_rate": 0,
                                   "hardirq_percent": 0, "update_ms": 5}
@@ -315,7 +317,7 @@ def test_detect_shapes(fake_kernel, shape):
 @pytest.mark.parametrize("shape", [gsim.SHAPE_V1, gsim.SHAPE_V4])
 def test_old_target_name_is_mapped(fake_kernel, shape):
     k = fake_kernel(shape, target_name="target_irq_rate")
-    iface = gsim.detect(k.proc)
+    iface = gsim.detect(k.kfs)
     assert iface.kernel_names["target_intr_rate"] == "target_irq_rate"
     iface.write_knob("target_intr_rate", 5000)
     assert k.values["target_irq_rate"] == 5000
@@ -341,7 +343,7 @@ def test_parse_switch_rejects_unknown_states(text):
 
 def test_v1_switch_line_is_read_and_written(fake_kernel):
     k = fake_kernel(gsim.SHAPE_V1)
-    iface = gsim.detect(k.proc)
+    iface = gsim.detect(k.kfs)
     with open(iface.switch_path(25)) as f:
         assert f.read().startswith("off irq 25 trigger 0x")
     assert iface.read_switch(25) is False
@@ -351,7 +353,7 @@ def test_v1_switch_line_is_read_and_written(fake_kernel):
 
 def test_v4_per_irq_switch_named_moderation(fake_kernel):
     k = fake_kernel(gsim.SHAPE_V4, switch_name="moderation")
-    iface = gsim.detect(k.proc)
+    iface = gsim.detect(k.kfs)
     assert iface.switch_path(25).endswith("/25/moderation")
     iface.write_switch(25, True)
     assert k.switch(25) is True
@@ -426,7 +428,7 @@ def test_stats_found_in_debugfs(fake_kernel, tmp_path):
     debugfs = tmp_path / "debug"
     (debugfs / "irq_sw_moderation").mkdir(parents=True)
     (debugfs / "irq_sw_moderation" / "stats").write_text(FIXED_STATS)
-    iface = gsim.GsimInterface(gsim.SHAPE_LATEST, k.proc, str(debugfs))
+    iface = gsim.GsimInterface(gsim.SHAPE_LATEST, k.kfs, str(debugfs))
     assert iface.stats_path() == str(debugfs / "irq_sw_moderation" / "stats")
     assert iface.stats().irqs[27]["holds"] == 38020
 
@@ -434,7 +436,7 @@ def test_stats_found_in_debugfs(fake_kernel, tmp_path):
 @pytest.mark.parametrize("shape", [gsim.SHAPE_V4, gsim.SHAPE_V1])
 def test_parse_stats_old_shapes(fake_kernel, shape):
     k = fake_kernel(shape)
-    stats = gsim.detect(k.proc).stats()
+    stats = gsim.detect(k.kfs).stats()
     assert [c.cpu for c in stats.cpus] == list(range(NCPU))
     # the local rate column is irq_rate on every shape, the "irq/s" one is global
     assert [c.irq_rate for c in stats.cpus] == [1000, 2000, 3000, 4000]
@@ -488,7 +490,7 @@ def test_selection_rejects(bad):
 
 def nic_irqs(k, spec, napi_irqs=None):
     sel = gsim.IrqSelection.parse(spec)
-    return sorted(sel.select(gsim.read_interrupts(k.proc), k.proc, k.sys, napi_irqs))
+    return sorted(sel.select(gsim.read_interrupts(k.kfs), k.kfs, napi_irqs))
 
 
 def test_nic_queue_irqs(fake_kernel):
@@ -517,9 +519,9 @@ def test_nic_queue_irqs_skip_misc_vectors(fake_kernel):
 
 def test_selection_select(fake_kernel):
     k = fake_kernel()
-    ints = gsim.read_interrupts(k.proc)
+    ints = gsim.read_interrupts(k.kfs)
     sel = gsim.IrqSelection.parse("nic:eth*; name:^nvme\\d+q[1-9]")
-    assert sorted(sel.select(ints, k.proc, k.sys, None)) == ETH0_QUEUES + [31, 41, 42]
+    assert sorted(sel.select(ints, k.kfs, None)) == ETH0_QUEUES + [31, 41, 42]
     t = tuner(k, {}, irqs="all")
     assert sorted(t.selected(ints)) == [24, 25, 26, 27, 28, 30, 31, 40, 41, 42, 50]
 
@@ -720,13 +722,13 @@ def test_originals_survive_a_restart(fake_kernel, tmp_path):
     k = fake_kernel()
     set_originals(k)
     before = (k.knobs(), k.switches(k.irqs))
-    state = StateFile("gsim-test", str(tmp_path / "state"))
+    state = Ledger("gsim-test", str(tmp_path / "state"))
     tuner(k, SEED, state=state).apply()
     saved = json.load(open(state.path))
     assert saved["knobs"]["delay_us"] == 7 and saved["irqs"]["25"] == \
         {"name": "virtio0-input.0", "allow": 0}
     # kill -9; the next daemon applies again, then the profile is switched off
-    t2 = tuner(k, SEED, state=StateFile("gsim-test", str(tmp_path / "state")))
+    t2 = tuner(k, SEED, state=Ledger("gsim-test", str(tmp_path / "state")))
     assert t2.apply() == (0, 0)
     t2.restore_all()
     assert (k.knobs(), k.switches(k.irqs)) == before
@@ -734,7 +736,7 @@ def test_originals_survive_a_restart(fake_kernel, tmp_path):
 
 
 def test_state_of_another_shape_is_ignored(fake_kernel, tmp_path):
-    state = StateFile("gsim-test", str(tmp_path / "state"))
+    state = Ledger("gsim-test", str(tmp_path / "state"))
     state.save({"shape": gsim.SHAPE_V1, "knobs": {"delay_us": 400}, "irqs": {}})
     k = fake_kernel()
     t = tuner(k, SEED, state=state)

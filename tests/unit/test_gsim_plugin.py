@@ -58,7 +58,7 @@ def plugin(tmp_path, monkeypatch):
     saved = (list(lib_log.handlers), lib_log.propagate, lib_log.level)
     yield make
     for p, inst in made:
-        p._stop_watcher(inst)
+        p._instance_stop_background(inst)
     lib_log.handlers[:], lib_log.propagate = saved[0], saved[1]
     lib_log.setLevel(saved[2])
 
@@ -100,7 +100,7 @@ def test_apply_verify_unapply(plugin, kernel, caplog, shape):
     with caplog.at_level(logging.INFO):
         assert p.instance_verify_tuning(inst, False) is True
     text = "\n".join(tuned_messages(caplog))
-    assert "verify: passed: 'delay_us (%s)' = '100'" % gsim.detect(k.proc).knob_path(
+    assert "verify: passed: 'delay_us (%s)' = '100'" % gsim.detect(k.kfs).knob_path(
         "delay_us") in text
     for irq in ETH0_QUEUES:
         assert re.search(r"verify: passed: device irq%d \(virtio0-\w+\.\d\): '.*/%d/%s' = '1'"

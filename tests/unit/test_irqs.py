@@ -12,6 +12,7 @@ import os
 import pytest
 
 from irqtune import irqs
+from irqtune.kfs import KernelFs
 
 VIRTIO = """\
            CPU0       CPU1       CPU2       CPU3       
@@ -67,7 +68,7 @@ def make_tree(tmp_path, interrupts, nics=(), affinities=None):
     for irq, cpus in (affinities or {}).items():
         (proc / "irq" / str(irq)).mkdir(parents=True)
         (proc / "irq" / str(irq) / "smp_affinity_list").write_text(cpus + "\n")
-    return str(proc), str(sys_root)
+    return KernelFs(str(proc), str(sys_root)), None
 
 
 def test_interrupt_names_parse_every_shape(tmp_path):
@@ -87,41 +88,41 @@ def test_level_interrupts_and_shared_actions(tmp_path):
 
 def test_virtio_queue_vectors_come_from_the_pci_function(tmp_path):
     # /sys/class/net/eth0/device is the virtio device; msi_irqs sits one up.
-    proc, sys_root = make_tree(tmp_path, VIRTIO, [
+    kfs, _ = make_tree(tmp_path, VIRTIO, [
         ("eth0", "0000:00:03.0", "virtio1", [24, 25, 26, 27, 28]),
         ("eth1", "0000:00:04.0", "virtio2", [29, 30])])
-    found = irqs.nic_queue_irqs("eth0", proc, sys_root, napi=())
+    found = irqs.nic_queue_irqs("eth0", kfs, napi=())
     assert [q.irq for q in found] == [25, 26, 27, 28]
     assert {q.source for q in found} == {"msi"}
     assert found[0].name == "virtio1-input.0"
     # virtio2-virtqueues is a shared vector, not a queue vector
-    assert irqs.queue_irqs("eth1", proc, sys_root, napi=()) == []
+    assert irqs.queue_irqs("eth1", kfs, napi=()) == []
 
 
 def test_misc_and_async_vectors_are_not_queues(tmp_path):
-    proc, sys_root = make_tree(tmp_path, I40E, [
+    kfs, _ = make_tree(tmp_path, I40E, [
         ("eth1", "0000:02:00.0", None, [40, 41, 42]),
         ("eth2", "0000:03:00.0", None, [43, 44, 45])])
-    assert irqs.queue_irqs("eth1", proc, sys_root, napi=()) == [41, 42]
-    assert irqs.queue_irqs("eth2", proc, sys_root, napi=()) == [44, 45]
+    assert irqs.queue_irqs("eth1", kfs, napi=()) == [41, 42]
+    assert irqs.queue_irqs("eth2", kfs, napi=()) == [44, 45]
 
 
 def test_without_msi_names_starting_with_the_interface_are_used(tmp_path):
-    proc, sys_root = make_tree(tmp_path, PLATFORM, [("eth0", "platform-eth", None, None)])
-    found = irqs.nic_queue_irqs("eth0", proc, sys_root, napi=())
+    kfs, _ = make_tree(tmp_path, PLATFORM, [("eth0", "platform-eth", None, None)])
+    found = irqs.nic_queue_irqs("eth0", kfs, napi=())
     # eth0 alone is the device's non-queue line; eth10-rx-0 is another NIC
     assert [(q.irq, q.source) for q in found] == [(60, "name"), (61, "name")]
 
 
 def test_napi_irqs_are_queue_irqs_whatever_their_name(tmp_path):
-    proc, sys_root = make_tree(tmp_path, I40E, [("eth1", "0000:02:00.0", None, [40, 41, 42])])
-    found = irqs.nic_queue_irqs("eth1", proc, sys_root, napi={41, 99})
+    kfs, _ = make_tree(tmp_path, I40E, [("eth1", "0000:02:00.0", None, [40, 41, 42])])
+    found = irqs.nic_queue_irqs("eth1", kfs, napi={41, 99})
     assert [(q.irq, q.source) for q in found] == [(41, "napi"), (42, "msi"), (99, "napi")]
 
 
 def test_unknown_device_has_no_irqs(tmp_path):
-    proc, sys_root = make_tree(tmp_path, VIRTIO)
-    assert irqs.queue_irqs("nosuch0", proc, sys_root, napi=()) == []
+    kfs, _ = make_tree(tmp_path, VIRTIO)
+    assert irqs.queue_irqs("nosuch0", kfs, napi=()) == []
 
 
 @pytest.mark.parametrize("name,queue", [

@@ -6,6 +6,7 @@ import pytest
 from irqtune.caps import NapiCapabilities
 from irqtune.tuner import Check
 from irqtune.napi import NapiConfig, NapiTuner
+from irqtune.kfs import KernelFs
 
 FULL = NapiCapabilities(netdev_family=True, napi_get=True, napi_set=True,
                         settable=frozenset({"defer-hard-irqs", "gro-flush-timeout",
@@ -87,7 +88,7 @@ def test_sysfs_fallback_applies_verifies_and_restores(tmp_path):
     (dev / "napi_defer_hard_irqs").write_text("2\n")
     (dev / "gro_flush_timeout").write_text("0\n")
     t = NapiTuner(NapiConfig(defer_hard_irqs=100, gro_flush_timeout=20000), OLD_KERNEL,
-                  sysfs_root=str(tmp_path))
+                  kfs=KernelFs(sys=str(tmp_path)))
     t.apply("lo")
     assert (dev / "napi_defer_hard_irqs").read_text() == "100\n"
     assert [(c.what, c.current, c.expected, c.ok) for c in t.verify("lo")] == [
@@ -101,6 +102,6 @@ def test_sysfs_fallback_applies_verifies_and_restores(tmp_path):
 
 def test_sysfs_write_error_is_one_message(tmp_path, caplog):
     (tmp_path / "class/net/lo").mkdir(parents=True)
-    t = NapiTuner(NapiConfig(defer_hard_irqs=1), OLD_KERNEL, sysfs_root=str(tmp_path))
+    t = NapiTuner(NapiConfig(defer_hard_irqs=1), OLD_KERNEL, kfs=KernelFs(sys=str(tmp_path)))
     t.apply("lo")
     assert caplog.text.count("cannot set defer_hard_irqs") == 1

@@ -3,6 +3,7 @@
 
 import pytest
 
+from irqtune.kfs import KernelFs
 from irqtune.watch import NapiCounters, busy_poll_rx_packets, format_rates, rates, rx_queue_of
 
 
@@ -51,4 +52,4 @@ def test_busy_poll_counter(tmp_path):
         "TcpExt: SyncookiesSent BusyPollRxPackets TCPAutoCorking\n"
         "TcpExt: 0 1234 7\n"
         "IpExt: InNoRoutes\nIpExt: 0\n")
-    assert busy_poll_rx_packets(str(tmp_path)) == 1234
+    assert busy_poll_rx_packets(KernelFs(proc=str(tmp_path))) == 1234

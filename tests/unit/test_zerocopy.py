@@ -20,7 +20,7 @@ from irqtune.tuner import Check
 from irqtune.errors import OptionError
 from irqtune.netlink.ethtool_ntuple import FlowRule
 from irqtune.netlink.genl import NetlinkRequestError
-from irqtune.state import StateFile
+from irqtune.ledger import Ledger
 from irqtune.zerocopy import ZeroCopyConfig, ZeroCopyRxTuner
 
 from test_ethtool_ntuple import FakeRuleTable
@@ -137,7 +137,7 @@ class Host:
     def tuner(self, **options):
         config, errors = ZeroCopyConfig.from_options(options)
         assert errors == []
-        return ZeroCopyRxTuner(config, state=StateFile("zerocopy_rx-test", self.state_dir),
+        return ZeroCopyRxTuner(config, ledger=Ledger("zerocopy_rx-test", self.state_dir),
                                nic=lambda: self.nic,
                                rules=lambda ifname: NtupleRules("eth9", ioctl=self.table.ioctl),
                                ifindex=self.ifindex.get)

@@ -1,0 +1,159 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The ledger of originals: what every tuner must put back, and its rules.
+
+Rules every tuner keeps (one place each, here):
+
+- First value wins.  An original is recorded the first time a value is
+  seen, before it is changed, and never overwritten while the tuning is
+  active: re-applying (a retune after driver churn, a daemon restarted
+  after kill -9) cannot mistake a tuned value for an original
+  (``first()``).
+- On disk before the change.  The ledger is a JSON file under
+  /run/irqtune (tmpfs: it dies with the kernel state it describes, so a
+  reboot never restores stale values), written with fsync before the
+  value it protects is changed (``Ledger.save``).
+- One error policy.  A ledger that cannot be written stops the change it
+  was to protect: ``save`` raises LedgerError, which the plugins' guard
+  turns into one log line (nothing is changed without its original on
+  disk).  After a restore or a forget the in-memory ledger is the truth and
+  a failed write is logged, not raised (``Ledger.update``).  An unreadable
+  ledger is ignored with a warning.
+- Identities that survive churn.  Originals are keyed by what a driver
+  keeps when it recreates an object, not by the kernel's ids:
+  a device by name and ifindex (``device_entry``: a device created again
+  under the same name is a different device); a NAPI by its device and its
+  position in id order (``positioned``); an IRQ by its number and its
+  action name (``irq_entry``: a number reused by another vector is a
+  different IRQ); a systemd service by its unit name.
+"""
+
+import json
+import logging
+import os
+
+from .errors import IrqtuneError
+
+log = logging.getLogger(__name__)
+
+STATE_DIR = "/run/irqtune"
+
+
+class LedgerError(IrqtuneError):
+    """The ledger could not be written: the change it protects is not made."""
+
+
+class Ledger:
+    """One tuner's originals on disk: /run/irqtune/<name>.json."""
+
+    def __init__(self, name, directory=None):
+        safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
+        self.path = os.path.join(directory or STATE_DIR, safe + ".json")
+
+    def load(self):
+        try:
+            with open(self.path) as f:
+                return json.load(f)
+        except FileNotFoundError:
+            return {}
+        except (OSError, ValueError) as err:
+            log.warning("ignoring unreadable state file %s: %s", self.path, err)
+            return {}
+
+    def save(self, data):
+        """Write data (fsync) before a change; LedgerError when it cannot."""
+        try:
+            os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+            tmp = self.path + ".tmp"
+            with open(tmp, "w") as f:
+                json.dump(data, f, sort_keys=True)
+                f.flush()
+                os.fsync(f.fileno())
+            os.replace(tmp, self.path)
+        except OSError as err:
+            raise LedgerError("cannot save originals to %s: %s; nothing more is changed "
+                              "(free /run or fix its permissions)"
+                              % (self.path, err.strerror or err)) from None
+
+    def update(self, data):
+        """Write data after a restore or forget; a failure is logged."""
+        try:
+            self.save(data)
+        except LedgerError as err:
+            log.error("%s", err)
+
+    def remove(self):
+        try:
+            os.unlink(self.path)
+        except FileNotFoundError:
+            pass
+        except OSError as err:
+            log.error("cannot remove %s: %s", self.path, err.strerror or err)
+
+    def load_devices(self, ifindex):
+        """Saved per-device originals {ifname: {"ifindex": n, ...}} whose device
+        still exists under the same ifindex (ifindex: name -> index or None);
+        a device removed and created again is not the one they belong to."""
+        originals = {}
+        for ifname, saved in self.load().items():
+            if ifindex(ifname) == saved.get("ifindex"):
+                originals[ifname] = saved
+            else:
+                log.info("%s: saved originals belong to a device that is gone", ifname)
+        if originals:
+            names = sorted(originals)
+            log.info("restoring saved originals of %s from %s", ", ".join(names[:4]) +
+                     (" and %d more" % (len(names) - 4) if len(names) > 4 else ""), self.path)
+        return originals
+
+
+def first(book, key, value):
+    """Record value as the original of key unless one is recorded; True
+    when this call recorded it (the ledger then needs saving)."""
+    if key in book:
+        return False
+    book[key] = value
+    return True
+
+
+def device_entry(originals, ifname, ifindex, **empty):
+    """originals[ifname] for the device that has ifindex now.
+
+    An entry saved for an earlier device of the same name (unplugged and
+    plugged again, driver reloaded) describes values that died with it: it
+    is replaced by a fresh one {"ifindex": ifindex, **empty}.
+    """
+    saved = originals.get(ifname)
+    if saved is not None and saved.get("ifindex") != ifindex:
+        log.info("%s: the device was re-created (ifindex %s -> %s); its old originals "
+                 "no longer apply", ifname, saved.get("ifindex"), ifindex)
+        saved = None
+    if saved is None:
+        saved = originals[ifname] = dict({"ifindex": ifindex}, **empty)
+    return saved
+
+
+def positioned(napis):
+    """[(position, NAPI)] of one device's NAPIs: the index in id order, which
+    drivers keep when they recreate their NAPIs (ids only grow)."""
+    return list(enumerate(sorted(napis, key=lambda napi: napi["id"])))
+
+
+def irq_entry(book, irq, name):
+    """The original recorded for IRQ number irq while it carried action
+    name, or None: a number freed by one driver and requested by another
+    vector is a different interrupt."""
+    saved = book.get(str(irq))
+    if saved is None or saved.get("name") != name:
+        return None
+    return saved
+
+
+def forget_changed_irqs(book, names):
+    """Drop the originals of IRQs that are gone or carry another name now
+    (names: {irq: action name} of the IRQs present); returns those dropped."""
+    dropped = []
+    for key in list(book):
+        if names.get(int(key)) != book[key].get("name"):
+            dropped.append(key)
+            del book[key]
+    return dropped
