@@ -1,13 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """TuneD adapter for irqtune.service_optin (see there for the rules)."""
 
-from . import base
 import tuned.consts as consts
 import tuned.logs
 from tuned.plugins import irqtune_common as common
 
 from irqtune import service_optin
-from irqtune.errors import IrqtuneError, UnsupportedError
+from irqtune.errors import OptionError
+from irqtune.kfs import KernelFs
 from irqtune.ledger import Ledger
 
 log = tuned.logs.get()
@@ -29,7 +29,7 @@ def _full_rollback(rollback):
 	return rollback == _ROLLBACK_FULL
 
 
-class BusyPollOptinPlugin(common.Guarded, base.Plugin):
+class BusyPollOptinPlugin(common.InstancePlugin):
 	"""
 	`busy_poll_optin`::
 
@@ -63,15 +63,11 @@ class BusyPollOptinPlugin(common.Guarded, base.Plugin):
 	====
 	"""
 
-	# Seams for tests: root directory, systemctl runner, /proc, state dir.
+	# Seams for tests: root directory, systemctl runner, /proc, ledger dir.
 	_optin_root = "/"
 	_optin_systemctl = None
 	_optin_proc_root = "/proc"
 	_optin_state_dir = None
-
-	def __init__(self, *args, **kwargs):
-		super(BusyPollOptinPlugin, self).__init__(*args, **kwargs)
-		common.forward_library_log()
 
 	@classmethod
 	def _get_config_options(cls):
@@ -95,97 +91,27 @@ class BusyPollOptinPlugin(common.Guarded, base.Plugin):
 			"library": "path of libirqtune-busypoll.so (default: found in the arch libdir)",
 		}
 
-	def _option(self, instance, name):
-		return common.expanded_option(self._variables, instance, name)
-
-	def _instance_init(self, instance):
-		instance._has_static_tuning = True
-		instance._has_dynamic_tuning = False
-		instance._optin = None
-		instance._optin_error = None
-		instance._optin_unsupported = False
-		instance._optin_applied = False
-		# What an earlier daemon wrote (kill -9, or kept over a shutdown
-		# until /run was cleared): the next apply takes it over.
-		instance._optin_state = Ledger("busy_poll_optin-" + instance.name,
-			self._optin_state_dir)
+	def _make_tuner(self, instance, options):
+		def option(name):
+			return common.expanded_option(self._variables, instance, name)
 		try:
 			values = service_optin.OptInValues(
-				self._option(instance, "busy_poll_usecs") or service_optin.DEFAULT_USECS,
-				self._option(instance, "busy_poll_budget") or service_optin.DEFAULT_BUDGET,
-				self._option(instance, "prefer_busy_poll") or service_optin.DEFAULT_PREFER)
-			instance._optin = service_optin.ServiceOptIn(
-				self._option(instance, "services"), values,
-				library=self._option(instance, "library") or None,
-				root=self._optin_root, systemctl=self._optin_systemctl,
-				restart=service_optin.parse_bool(self._option(instance, "restart")),
-				proc_root=self._optin_proc_root)
-		except IrqtuneError as err:
-			instance._optin_error = str(err)
-			log.error("instance %s: %s; no service is opted in" % (instance.name, err))
+				option("busy_poll_usecs") or service_optin.DEFAULT_USECS,
+				option("busy_poll_budget") or service_optin.DEFAULT_BUDGET,
+				option("prefer_busy_poll") or service_optin.DEFAULT_PREFER)
+			optin = service_optin.ServiceOptIn(option("services"), values,
+				library=option("library") or None, root=self._optin_root,
+				systemctl=self._optin_systemctl,
+				restart=service_optin.parse_bool(option("restart")),
+				kfs=KernelFs(proc=self._optin_proc_root))
+		except OptionError as err:
+			self._option_errors_found(instance, [err])
+			return None     # no service is opted in
+		# What an earlier daemon wrote (kill -9, or kept over a shutdown
+		# until /run was cleared): the tuner's first apply takes it over.
+		return service_optin.OptInTuner(optin,
+			ledger=Ledger("busy_poll_optin-" + instance.name, self._optin_state_dir),
+			label="busy_poll_optin " + instance.name)
 
-	def _instance_cleanup(self, instance):
-		instance._optin = None
-
-	def _instance_apply_static(self, instance):
-		optin = instance._optin
-		if optin is None:
-			return
-		previous = instance._optin_state.load().get("written")
-		try:
-			optin.apply(previous_state=previous)
-		except UnsupportedError as err:
-			instance._optin_unsupported = True
-			log.error("instance %s: %s" % (instance.name, err))
-			return
-		except IrqtuneError as err:
-			instance._optin_error = str(err)
-			log.error("instance %s: %s" % (instance.name, err))
-			return
-		instance._optin_applied = True
-		try:
-			if optin.written:
-				instance._optin_state.save({"written": optin.export_state()})
-			else:
-				instance._optin_state.remove()
-		except OSError as err:
-			log.warning("instance %s: cannot save %s: %s" % (instance.name,
-				instance._optin_state.path, err))
-
-	def _instance_verify_static(self, instance, ignore_missing, devices):
-		optin = instance._optin
-		name = "busy_poll_optin %s" % instance.name
-		if optin is None or instance._optin_error:
-			return common.verify_failed("%s: %s" % (name, instance._optin_error))
-		if not optin.services:
-			return None
-		if instance._optin_unsupported:
-			if ignore_missing:
-				log.info(consts.STR_VERIFY_PROFILE_VALUE_MISSING % name)
-				return None
-			return common.verify_failed("%s: systemd is not running, no drop-ins" % name)
-		ok = True
-		for unit, passed, state in optin.verify():
-			what = "%s: %s" % (name, optin.dropin_path(unit))
-			if passed:
-				log.info(consts.STR_VERIFY_PROFILE_VALUE_OK % (what, state))
-			else:
-				log.error(consts.STR_VERIFY_PROFILE_VALUE_FAIL % (what, state, "present"))
-				ok = False
-		return ok
-
-	def _instance_unapply_static(self, instance, rollback=False):
-		optin = instance._optin
-		if optin is None or not instance._optin_applied:
-			return
-		if not _full_rollback(rollback):
-			if optin.written:
-				log.info("instance %s: keeping the drop-ins of %s for the next start"
-					% (instance.name, ", ".join(e.unit for e in optin.written)))
-			return
-		try:
-			optin.unapply()
-		except IrqtuneError as err:
-			log.error("instance %s: %s" % (instance.name, err))
-		instance._optin_applied = False
-		instance._optin_state.remove()
+	def _wants_restore(self, rollback):
+		return _full_rollback(rollback)

@@ -18,6 +18,7 @@ import pytest
 import tuned_loader
 
 from irqtune import service_optin as so
+from irqtune.kfs import KernelFs
 from irqtune.errors import IrqtuneError, OptionError, UnsupportedError
 
 LIB = "/usr/lib64/irqtune/libirqtune-busypoll.so"
@@ -427,7 +428,7 @@ def test_restart_only_where_the_process_disagrees(tmp_path):
         "with.service": {"ActiveState": "active", "MainPID": "100"},
         "without.service": {"ActiveState": "active", "MainPID": "200"}})
     opt = so.ServiceOptIn("with without", root=root, systemctl=fake, restart=True,
-                          proc_root=str(proc))
+                          kfs=KernelFs(proc=str(proc)))
     assert opt.apply() == ["without.service"]
     assert ["try-restart", "without.service"] in fake.calls
     assert opt.unapply() == ["with.service"]
@@ -555,7 +556,7 @@ def test_preload_status(tmp_path):
     (proc / "200" / "maps").write_text("7f00-7f01 r-xp 00000000 08:01 12 /usr/lib/libc.so.6\n")
     fake = FakeSystemctl({"a.service": {"MainPID": "100"}, "b.service": {"MainPID": "200"},
                           "c.service": {"MainPID": "0"}, "d.service": {"MainPID": "300"}})
-    opt = so.ServiceOptIn("a b c d", root=root, systemctl=fake, proc_root=str(proc))
+    opt = so.ServiceOptIn("a b c d", root=root, systemctl=fake, kfs=KernelFs(proc=str(proc)))
     assert [opt.preload_status(u) for u in opt.services] == \
         ["loaded", "not-loaded", "inactive", "unknown"]
 

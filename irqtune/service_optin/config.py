@@ -1,0 +1,126 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The opt-in's configuration: EPIOCSPARAMS values, service names, the
+preload library's path."""
+
+import os
+import re
+
+from ..errors import OptionError, UnsupportedError
+
+LIBRARY_NAME = "libirqtune-busypoll.so"
+# Where packages install the library: RPM arch libdir, the Makefile's
+# default, Debian multiarch.  The first that exists wins.
+LIBRARY_CANDIDATES = (
+    "/usr/lib64/irqtune/" + LIBRARY_NAME,
+    "/usr/lib/irqtune/" + LIBRARY_NAME,
+    "/usr/lib/x86_64-linux-gnu/irqtune/" + LIBRARY_NAME,
+    "/usr/lib/aarch64-linux-gnu/irqtune/" + LIBRARY_NAME,
+)
+
+DEFAULT_USECS = 0
+DEFAULT_BUDGET = 64
+DEFAULT_PREFER = 1
+MAX_USECS = 2147483647
+MAX_BUDGET = 65535
+BUDGET_WITHOUT_CAP = 64
+
+_UNIT_RE = re.compile(r"^[A-Za-z0-9:_.\\-]+(@[A-Za-z0-9:_.\\-]*)?\.service$")
+_OTHER_UNIT_TYPES = ("socket", "target", "mount", "automount", "swap", "timer",
+                     "path", "slice", "scope", "device")
+
+
+class OptInValues:
+    """Validated EPIOCSPARAMS values for the preload."""
+
+    __slots__ = ("usecs", "budget", "prefer")
+
+    def __init__(self, usecs=DEFAULT_USECS, budget=DEFAULT_BUDGET, prefer=DEFAULT_PREFER):
+        self.usecs = _parse_uint("busy_poll_usecs", usecs, MAX_USECS)
+        self.budget = _parse_uint("busy_poll_budget", budget, MAX_BUDGET)
+        self.prefer = _parse_uint("prefer_busy_poll", prefer, 1, accepted="0 or 1")
+
+    def environment(self):
+        return [("IRQTUNE_BUSY_POLL_USECS", str(self.usecs)),
+                ("IRQTUNE_BUSY_POLL_BUDGET", str(self.budget)),
+                ("IRQTUNE_PREFER_BUSY_POLL", str(self.prefer))]
+
+    def __eq__(self, other):
+        return isinstance(other, OptInValues) and \
+            (self.usecs, self.budget, self.prefer) == (other.usecs, other.budget, other.prefer)
+
+    def __repr__(self):
+        return "OptInValues(usecs=%d, budget=%d, prefer=%d)" % (
+            self.usecs, self.budget, self.prefer)
+
+
+def _parse_uint(option, value, maximum, accepted=None):
+    accepted = accepted or "0..%d" % maximum
+    if isinstance(value, bool):
+        raise OptionError(option, value, accepted)
+    if isinstance(value, int):
+        number = value
+    else:
+        text = str(value).strip()
+        if not text.isdigit() or not text.isascii():
+            raise OptionError(option, value, accepted)
+        number = int(text)
+    if not 0 <= number <= maximum:
+        raise OptionError(option, value, accepted)
+    return number
+
+
+def parse_services(text, option="services"):
+    """'memcached, nginx redis-server.service' -> unit names, in order.
+
+    A name without a suffix gets ``.service``; other unit types are refused
+    (only services have an environment); duplicates are dropped.
+    """
+    if text is None:
+        return ()
+    units = []
+    for word in re.split(r"[\s,]+", str(text).strip()):
+        if not word:
+            continue
+        if word.rsplit(".", 1)[-1] in _OTHER_UNIT_TYPES:
+            raise OptionError(option, word, "service unit names (name or name.service)")
+        unit = word if word.endswith(".service") else word + ".service"
+        if not _UNIT_RE.match(unit) or unit.startswith(("-", ".")) or ".." in unit:
+            raise OptionError(option, word, "service unit names (name or name.service)")
+        if unit not in units:
+            units.append(unit)
+    return tuple(units)
+
+
+def parse_bool(value, option="restart"):
+    if isinstance(value, bool):
+        return value
+    text = str(value).strip().lower()
+    if text in ("1", "true", "yes", "on", "y"):
+        return True
+    if text in ("0", "false", "no", "off", "n", ""):
+        return False
+    raise OptionError(option, value, "true or false")
+
+
+def reroot(root, path):
+    """path (absolute) under root: tests relocate every path."""
+    return os.path.join(root, path.lstrip("/"))
+
+
+def find_library(root="/", candidates=LIBRARY_CANDIDATES):
+    """The installed preload library (path as the service will see it)."""
+    for path in candidates:
+        if os.path.isfile(reroot(root, path)):
+            return path
+    raise UnsupportedError("%s is not installed (looked in %s); install the "
+                           "irqtune preload package" % (LIBRARY_NAME, ", ".join(candidates)))
+
+
+def check_library_path(path, option="library"):
+    """A path ld.so can preload from a systemd Environment= line."""
+    if not path or not os.path.isabs(path) or re.search(r"[\s:%\"'\\$]", path):
+        raise OptionError(option, path, "an absolute path without spaces, "
+                          "colons, quotes, backslashes, '$' or '%'")
+    return path
+
+
