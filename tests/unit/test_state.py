@@ -1,4 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
+import os
+
+from test_gsim import fake_kernel  # noqa: F401 - the fixture
+
 from irqtune.caps import NapiCapabilities
 from irqtune.napi import NapiConfig, NapiTuner
 from irqtune.ledger import Ledger
@@ -39,3 +43,52 @@ def test_tuner_takes_originals_from_a_previous_run(tmp_path):
     second.restore_all()
     assert (dev / "napi_defer_hard_irqs").read_text() == "2\n"
     assert not (tmp_path / "napi.json").exists()
+
+
+# -- the ledger's rules (irqtune.ledger) ---------------------------------------
+
+def test_a_ledger_that_cannot_be_written_stops_the_change(tmp_path, fake_kernel):
+    """Nothing changes without its original on disk: the tuner raises
+    LedgerError (the plugins' guard logs it) before the first write."""
+    import pytest
+    from test_gsim import SEED, tuner
+    from irqtune.ledger import LedgerError
+    k = fake_kernel()
+    before = k.knobs()
+    (tmp_path / "not-a-dir").write_text("")
+    t = tuner(k, SEED, state=Ledger("gsim-test", str(tmp_path / "not-a-dir")))
+    with pytest.raises(LedgerError, match="cannot save originals to .*not-a-dir"):
+        t.apply()
+    assert k.knobs() == before and k.writes == []
+
+
+def test_a_ledger_left_after_restore_is_logged_not_raised(tmp_path, caplog):
+    from irqtune.ledger import Ledger as L
+    (tmp_path / "not-a-dir").write_text("")
+    L("x", str(tmp_path / "not-a-dir")).update({"a": 1})
+    assert "cannot save originals" in caplog.text
+
+
+def test_optin_records_its_drop_ins_before_writing_them(tmp_path, monkeypatch):
+    """A daemon killed between the ledger and the drop-in leaves the next
+    one the record of every file it may have written."""
+    from irqtune import service_optin as so
+    from irqtune.service_optin import optin as optin_module
+    from test_service_optin import FakeSystemctl, dropin, make_root
+    root = make_root(tmp_path)
+    ledger = Ledger("busy_poll_optin-t", str(tmp_path / "run"))
+    seen = []
+    real_write = optin_module.write_dropin
+
+    def write(unit, path, content, earlier=None):
+        seen.append(sorted(r["path"] for r in ledger.load().get("written", [])))
+        return real_write(unit, path, content, earlier)
+    monkeypatch.setattr(optin_module, "write_dropin", write)
+    tuner = so.OptInTuner(so.ServiceOptIn("memcached nginx", root=root,
+                                          systemctl=FakeSystemctl()), ledger=ledger)
+    tuner.apply()
+    both = sorted([dropin(root, "memcached.service"), dropin(root, "nginx.service")])
+    assert seen == [both, both]
+    assert [c.ok for c in tuner.verify()] == [True, True]
+    tuner.restore_all()
+    assert not os.path.exists(ledger.path) and not os.path.exists(both[0])
