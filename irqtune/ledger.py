@@ -30,6 +30,7 @@ Rules every tuner keeps (one place each, here):
 import json
 import logging
 import os
+import socket
 
 from .errors import IrqtuneError
 
@@ -130,6 +131,27 @@ def device_entry(originals, ifname, ifindex, **empty):
     if saved is None:
         saved = originals[ifname] = dict({"ifindex": ifindex}, **empty)
     return saved
+
+
+def ifindex_of(ifname):
+    """The device's ifindex now, None when there is no such device."""
+    try:
+        return socket.if_nametoindex(ifname)
+    except OSError:
+        return None
+
+
+def take_device(originals, ifname, ifindex=ifindex_of):
+    """Pop ifname's originals; (entry, ifindex) when they belong to the
+    device that has the name now, else (None, None): a device that is gone,
+    or was created again, has nothing of ours to put back."""
+    saved = originals.pop(ifname, None)
+    if not saved:
+        return None, None
+    now = ifindex(ifname)
+    if now is None or now != saved.get("ifindex"):
+        return None, None
+    return saved, now
 
 
 def positioned(napis):

@@ -51,6 +51,7 @@ Kernel files are reached through an irqtune.kfs.KernelFs (the tuners'
 kfs argument), originals kept through an irqtune.ledger.Ledger.
 """
 
+import logging
 from dataclasses import dataclass
 
 
@@ -108,3 +109,27 @@ class DeviceTuner:
             self.restore(device)
         if self.ledger is not None:
             self.ledger.remove()
+
+
+class Refusals:
+    """What drivers and the kernel refused, per device and cause: logged
+    the first time, shown again by verify, forgotten once it works."""
+
+    def __init__(self, log):
+        self.log = log
+        self.by_device = {}     # device -> {what: reason}
+
+    def add(self, device, what, reason, level=logging.WARNING):
+        known = self.by_device.setdefault(device, {})
+        if known.get(what) != reason:
+            self.log.log(level, "%s: %s: %s; left as it is", device, what, reason)
+        known[what] = reason
+
+    def resolve(self, device, what):
+        self.by_device.get(device, {}).pop(what, None)
+
+    def of(self, device):
+        return self.by_device.get(device, {})
+
+    def drop(self, device):
+        self.by_device.pop(device, None)

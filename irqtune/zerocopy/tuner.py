@@ -28,7 +28,7 @@ import socket
 from ..errors import IrqtuneError, UnsupportedError
 from ..netlink.ethtool_rx import TCP_DATA_SPLIT, TCP_DATA_SPLIT_NAMES
 from ..netlink.genl import NetlinkRequestError
-from ..ledger import device_entry
+from ..ledger import device_entry, ifindex_of, take_device
 from ..tuner import Check, DeviceTuner
 
 log = logging.getLogger(__name__)
@@ -113,7 +113,7 @@ class ZeroCopyRxTuner(DeviceTuner):
         self.ledger = ledger
         self._nic = nic or _ethtool_family
         self._rules = rules or _ntuple_rules
-        self._ifindex = ifindex or _ifindex
+        self._ifindex = ifindex or ifindex_of
         self._napi_factory = napi
         self.napi = {}          # ifname -> NapiTuner of its reserved queues
         self.targets = {}       # ifname -> {"channels": {...}, "reserved": [..], "indir": [...]}
@@ -512,14 +512,11 @@ class ZeroCopyRxTuner(DeviceTuner):
         napi = self.napi.pop(ifname, None)
         if napi is not None:
             napi.restore_all()
-        saved = self.originals.pop(ifname, None)
         self.targets.pop(ifname, None)
         self.problems.pop(ifname, None)
         self.unsupported.pop(ifname, None)
-        if not saved:
-            return
-        ifindex = self._ifindex(ifname)
-        if ifindex is None or ifindex != saved.get("ifindex"):
+        saved, ifindex = take_device(self.originals, ifname, self._ifindex)
+        if saved is None:
             self._save_state(before_change=False)
             return
         if saved.get("rules"):
@@ -613,10 +610,3 @@ def _ethtool_family():
 def _ntuple_rules(ifname):
     from ..netlink.ethtool_ntuple import NtupleRules
     return NtupleRules(ifname)
-
-
-def _ifindex(ifname):
-    try:
-        return socket.if_nametoindex(ifname)
-    except OSError:
-        return None

@@ -261,14 +261,14 @@ def test_count_above_maximum_is_the_drivers_to_refuse(roots, caplog):
 
 def test_managed_irq_is_reported_once_and_judged_by_effective_affinity(roots, monkeypatch, caplog):
     proc = roots[0]
-    real_write = ch.write_affinity
+    real_write = ch.affinity.write_affinity
 
     def managed_27(irq, cpus, kfs):
         if irq == 27:
             raise OSError(errno.EIO, os.strerror(errno.EIO))
         real_write(irq, cpus, kfs)
 
-    monkeypatch.setattr(ch, "write_affinity", managed_27)
+    monkeypatch.setattr(ch.affinity, "write_affinity", managed_27)
     t = tuner(roots, FakeDriver(proc), irq_affinity="housekeeping")
     with caplog.at_level(logging.WARNING, logger="irqtune"):
         t.apply("eth0")

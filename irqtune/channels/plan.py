@@ -1,0 +1,51 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Channel counts: the plan for a device, and a driver's refusal in words."""
+
+import errno
+
+from ..errors import UnsupportedError
+from .config import HOUSEKEEPING
+
+
+def count(channels, key):
+    """One number of an ethtool channels reply (absent: 0)."""
+    return int((channels or {}).get(key) or 0)
+
+
+def plan_channels(current, wanted, housekeeping_count):
+    """Target counts {kind: n} for a device whose channels are `current`.
+
+    Combined channels where the driver has them (unless it runs dedicated
+    rx/tx channels right now), else rx and tx.  'housekeeping' means
+    min(device maximum, housekeeping CPUs) per kind; a number is taken as
+    given (a count above the maximum is the driver's to refuse).
+    Raises UnsupportedError when the driver reports no channels at all.
+    """
+    def target(kind):
+        if wanted == HOUSEKEEPING:
+            return max(1, min(count(current, kind + "-max"), housekeeping_count))
+        return wanted
+
+    dedicated = count(current, "rx-count") > 0 or count(current, "tx-count") > 0
+    if count(current, "combined-max") > 0 and (count(current, "combined-count") > 0 or not dedicated):
+        return {"combined": target("combined")}
+    kinds = [k for k in ("rx", "tx") if count(current, k + "-max") > 0]
+    if not kinds:
+        raise UnsupportedError("the driver reports no rx, tx or combined channels")
+    return {k: target(k) for k in kinds}
+
+
+def refusal_reason(err):
+    """A driver's or the kernel's no, in words."""
+    code = getattr(err, "code", None)
+    extack = getattr(err, "extack", None)
+    if code == errno.EOPNOTSUPP:
+        return "the driver cannot report or change channels (EOPNOTSUPP)"
+    if code == errno.EBUSY:
+        return ("the device is busy (EBUSY%s): queues in use by AF_XDP, devmem or an "
+                "RSS context" % (": " + extack if extack else ""))
+    if code == errno.EINVAL:
+        return "refused (EINVAL%s)" % (": " + extack if extack else "")
+    if code in (errno.EPERM, errno.EACCES):
+        return "not permitted (%s): needs CAP_NET_ADMIN" % errno.errorcode[code]
+    return str(err)
