@@ -2,7 +2,8 @@
 """Global Software Interrupt Moderation (GSIM): detect, configure, restore.
 
 interface: the three procfs shapes a kernel may carry, their knobs, per-IRQ
-switches and stats; tuner: configuration, IRQ selection and the tuner.
+switches and stats; config: target values and IRQ selection; tuner: the
+tuner and its builder from a profile's options.
 """
 
 from ..interrupts import IrqInfo, parse_interrupts, read_interrupts
@@ -10,7 +11,8 @@ from .interface import (MISSING_MESSAGE, OPTIONS, RANGES, SHAPE_LATEST,
                         SHAPE_NAMES, SHAPE_V1, SHAPE_V4, CpuStats, GsimInterface,
                         GsimStats, GsimWriteError, accepted_range, detect, parse_stats,
                         parse_switch)
-from .tuner import GsimConfig, GsimTuner, IrqSelection, build_tuner
+from .config import GsimConfig, IrqSelection
+from .tuner import GsimTuner, build_tuner
 
 __all__ = ["IrqInfo", "parse_interrupts", "read_interrupts", "MISSING_MESSAGE", "OPTIONS",
            "RANGES", "SHAPE_LATEST", "SHAPE_NAMES", "SHAPE_V1", "SHAPE_V4", "CpuStats",

@@ -1,13 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""What a profile asks of GSIM, which IRQs it covers, and the tuner that
-applies, verifies and restores it (irqtune.tuner's contract)."""
+"""The GSIM tuner: applies, verifies and restores a GsimConfig and an
+IrqSelection (irqtune.tuner's contract), and builds itself from options."""
 
 import errno
 import logging
 import os
-import re
 from collections import namedtuple
-from dataclasses import dataclass, fields
 
 from .. import irqs as irqs_mod
 from ..errors import OptionError
@@ -16,121 +14,11 @@ from ..kfs import KFS
 from ..ledger import forget_changed_irqs
 from ..overlay import read_overlay_file
 from ..tuner import Check, DeviceTuner
-from ..values import parse_int
+from .config import GsimConfig, IrqSelection
 from .interface import (APPLY_ORDER, MISSING_MESSAGE, RANGES, RESTORE_ORDER, GsimWriteError,
                         accepted_range, detect)
 
 log = logging.getLogger(__name__)
-
-# -- configuration -----------------------------------------------------------
-
-@dataclass(frozen=True)
-class GsimConfig:
-    """Target values (user option names); None leaves a knob alone."""
-
-    delay_us: int = None
-    target_intr_rate: int = None
-    hardirq_percent: int = None
-    update_ms: int = None
-
-    @classmethod
-    def from_options(cls, options):
-        """(config, [OptionError]); a bad value is left out and reported."""
-        values, errors = {}, []
-        for option, (low, high) in RANGES.items():
-            text = options.get(option)
-            if text is None or str(text).strip() == "":
-                continue
-            try:
-                values[option] = parse_int(option, str(text).replace("_", ""), low, high)
-            except OptionError as err:
-                errors.append(err)
-        return cls(**values), errors
-
-    def items(self):
-        return {f.name: getattr(self, f.name) for f in fields(self)
-                if getattr(self, f.name) is not None}
-
-
-
-# -- which IRQs ------------------------------------------------------------------
-
-class IrqSelection:
-    """Which IRQs to moderate, from the `irqs` option.
-
-    Selectors separated by ";" (any one matching selects an IRQ):
-      nic:eth0,eth1   queue IRQs of these NICs (shell wildcards allowed)
-      name:REGEX      IRQs whose name in /proc/interrupts matches (re.search)
-      all             every IRQ GSIM can moderate
-    Empty: no per-IRQ switch is touched.
-    """
-
-    ACCEPTED = ("selectors separated by ';': 'nic:' with NIC names (wildcards allowed), "
-                "'name:' with a regular expression, or 'all'")
-
-    def __init__(self, nics=(), patterns=(), everything=False, text=""):
-        self.nics = tuple(nics)
-        self.patterns = tuple(patterns)
-        self.everything = everything
-        self.text = text
-
-    @classmethod
-    def parse(cls, text, option="irqs"):
-        text = "" if text is None else str(text).strip()
-        nics, patterns, everything = [], [], False
-        for part in text.split(";"):
-            part = part.strip()
-            if not part:
-                continue
-            kind, sep, arg = part.partition(":")
-            kind = kind.strip().lower()
-            if kind == "all" and not sep:
-                everything = True
-            elif kind == "nic" and sep:
-                names = [n for n in re.split(r"[\s,]+", arg.strip()) if n]
-                if not names or any(not re.match(r"^[\w.*?\[\]!:@-]+$", n) for n in names):
-                    raise OptionError(option, text, cls.ACCEPTED)
-                nics.extend(names)
-            elif kind == "name" and sep:
-                try:
-                    patterns.append(re.compile(arg.strip()))
-                except re.error as err:
-                    raise OptionError(option, text, cls.ACCEPTED + " (%s)" % err) from None
-                if not arg.strip():
-                    raise OptionError(option, text, cls.ACCEPTED)
-            else:
-                raise OptionError(option, text, cls.ACCEPTED)
-        return cls(nics, patterns, everything, text)
-
-    def __bool__(self):
-        return bool(self.nics or self.patterns or self.everything)
-
-    def select(self, interrupts, kfs=KFS, napi_irqs=irqs_mod.napi_irqs):
-        """{irq: reason} of the IRQs these selectors match (eligibility aside).
-
-        NIC queue IRQs come from irqtune.irqs.queue_irqs(); napi_irqs(ifname)
-        gives the IRQs the driver links to its NAPIs (None: not asked).
-        """
-        import fnmatch
-        chosen = {}
-        if self.everything:
-            for irq in interrupts:
-                chosen[irq] = "all"
-        for pattern in self.patterns:
-            for irq, info in interrupts.items():
-                if info.name and pattern.search(info.name):
-                    chosen.setdefault(irq, "name:" + pattern.pattern)
-        if self.nics:
-            for ifname in kfs.listdir(kfs.sys_path("class/net")):
-                if not any(fnmatch.fnmatchcase(ifname, n) for n in self.nics):
-                    continue
-                napi = set(napi_irqs(ifname)) if napi_irqs is not None else ()
-                for irq in irqs_mod.queue_irqs(ifname, kfs, napi=napi):
-                    if irq in interrupts:
-                        chosen.setdefault(irq, "nic:" + ifname)
-        return chosen
-
-
 
 # -- the tuner -----------------------------------------------------------------
 
