@@ -30,67 +30,14 @@ from ..netlink.ethtool_rx import TCP_DATA_SPLIT, TCP_DATA_SPLIT_NAMES
 from ..netlink.genl import NetlinkRequestError
 from ..ledger import device_entry, ifindex_of, take_device
 from ..tuner import Check, DeviceTuner
+from .plan import (Refused, as_rule, channel_kind, ranges, refusal, rule_fields,
+                   rule_key, rx_queue_count, spread)
+from ..channels.plan import count as _n
 
 log = logging.getLogger(__name__)
 
 NTUPLE = "rx-ntuple-filter"
 SPLIT_ON = TCP_DATA_SPLIT["on"]
-
-
-class Refused(Exception):
-    """One setting of one device could not be made; `unsupported` when the
-    driver lacks it altogether rather than rejecting the value."""
-
-    def __init__(self, reason, unsupported=False):
-        super().__init__(reason)
-        self.unsupported = unsupported
-
-
-LABELS = {"rss": "an RSS indirection table", "flow rules": "ntuple flow rules",
-          "tcp-data-split": "header split (tcp-data-split)"}
-
-
-def _refusal(feature, err):
-    """A Refused naming what the kernel or driver said."""
-    feature = LABELS.get(feature, feature)
-    code = getattr(err, "code", None)
-    if code is None:
-        code = getattr(err, "errno", None)
-    extack = getattr(err, "extack", None)
-    detail = (": " + extack) if extack else ""
-    if code == errno.EOPNOTSUPP:
-        return Refused("the driver does not support %s (EOPNOTSUPP%s)" % (feature, detail), True)
-    if code == errno.EINVAL:
-        return Refused("the driver refused %s (EINVAL%s)" % (feature, detail))
-    if code == errno.EBUSY:
-        return Refused("the device is busy (EBUSY%s): a queue in use by a memory "
-                       "provider or AF_XDP" % detail)
-    if code in (errno.EPERM, errno.EACCES):
-        return Refused("not permitted (%s): needs CAP_NET_ADMIN" % errno.errorcode[code])
-    return Refused("%s: %s" % (feature, err))
-
-
-def _n(values, key):
-    return int((values or {}).get(key) or 0)
-
-
-def rx_queue_count(channels):
-    return _n(channels, "combined-count") + _n(channels, "rx-count")
-
-
-def channel_kind(channels):
-    """combined where the driver has combined channels, else rx."""
-    if _n(channels, "combined-max") > 0:
-        return "combined"
-    if _n(channels, "rx-max") > 0:
-        return "rx"
-    raise UnsupportedError("the driver reports no rx or combined channels")
-
-
-def spread(size, queues):
-    """An indirection table of `size` entries spread evenly over 0..queues-1
-    (what `ethtool -X DEV equal N` writes)."""
-    return [i % queues for i in range(size)]
 
 
 class ZeroCopyRxTuner(DeviceTuner):
@@ -168,10 +115,10 @@ class ZeroCopyRxTuner(DeviceTuner):
             self._report(ifname, feature, err)
             return None
         except NetlinkRequestError as err:
-            self._report(ifname, feature, _refusal(feature, err))
+            self._report(ifname, feature, refusal(feature, err))
             return None
         except OSError as err:
-            self._report(ifname, feature, _refusal(feature, err))
+            self._report(ifname, feature, refusal(feature, err))
             return None
         self._resolved(ifname, feature)
         return result
@@ -213,7 +160,7 @@ class ZeroCopyRxTuner(DeviceTuner):
                     reserved = self._step(ifname, "queues", self._reserve, count)
                     if reserved:
                         target["reserved"] = reserved
-                        done.append("reserved %s" % _ranges(reserved))
+                        done.append("reserved %s" % ranges(reserved))
             if self.config.header_split is not None:
                 if self._step(ifname, "tcp-data-split", self._apply_split, nic, ifindex, saved):
                     done.append("header split " + ("on" if self.config.header_split else "off"))
@@ -281,7 +228,7 @@ class ZeroCopyRxTuner(DeviceTuner):
                 nic.set_channels(ifindex, **{kind: want})
                 log.info("%s: %s channels %d -> %d", ifname, kind, have, want)
             except NetlinkRequestError as err:
-                self._report(ifname, "channels", _refusal("%s channels %d" % (kind, want), err))
+                self._report(ifname, "channels", refusal("%s channels %d" % (kind, want), err))
                 return rx_queue_count(current)
         return rx_queue_count(nic.channels(ifindex))
 
@@ -375,7 +322,7 @@ class ZeroCopyRxTuner(DeviceTuner):
         have = {}
         for entry in mine:
             rule = self._rule_at(rules, entry["location"])
-            if rule is not None and rule.as_dict() == _rule_fields(entry):
+            if rule is not None and rule.as_dict() == rule_fields(entry):
                 have[rule] = entry["location"]
         for rule in wanted:
             if rule in have:
@@ -452,7 +399,7 @@ class ZeroCopyRxTuner(DeviceTuner):
             try:
                 return func(*args)
             except (NetlinkRequestError, OSError) as err:
-                checks.append(Check(feature, None, "readable", False, str(_refusal(feature, err))))
+                checks.append(Check(feature, None, "readable", False, str(refusal(feature, err))))
                 return None
 
         with self._nic() as nic:
@@ -480,16 +427,16 @@ class ZeroCopyRxTuner(DeviceTuner):
                 if rss is not None:
                     table = rss.get("indir") or []
                     ok = table == target["indir"]
-                    checks.append(Check("RSS indirection table", "queues " + _ranges(set(table)),
-                                        "queues " + _ranges(set(target["indir"])), ok,
+                    checks.append(Check("RSS indirection table", "queues " + ranges(set(table)),
+                                        "queues " + ranges(set(target["indir"])), ok,
                                         "" if ok else problems.get("rss", "changed since it was set")))
         if ifname in self.napi:
             checks.extend(self.napi[ifname].verify(ifname))
         if target.get("rules") and "flow rules" not in skip:
             rules = self._rules(ifname)
-            at = {_rule_key(e): e["location"] for e in self.originals.get(ifname, {}).get("rules", [])}
+            at = {rule_key(e): e["location"] for e in self.originals.get(ifname, {}).get("rules", [])}
             for rule in target["rules"]:
-                location = at.get(_rule_key(rule.as_dict()))
+                location = at.get(rule_key(rule.as_dict()))
                 try:
                     present = location is not None and self._rule_at(rules, location) == rule
                 except OSError:
@@ -543,12 +490,12 @@ class ZeroCopyRxTuner(DeviceTuner):
         try:
             func(*args, **kwargs)
         except (NetlinkRequestError, OSError) as err:
-            log.error("%s: cannot restore %s: %s", ifname, what, _refusal(what, err))
+            log.error("%s: cannot restore %s: %s", ifname, what, refusal(what, err))
 
     def _restore_rules(self, ifname, entries):
         rules = self._rules(ifname)
         for entry in entries:
-            if self._rule_at(rules, entry["location"]) == _as_rule(entry):
+            if self._rule_at(rules, entry["location"]) == as_rule(entry):
                 rules.delete(entry["location"])
             else:
                 log.info("%s: flow rule slot %d no longer holds the rule irqtune added; "
@@ -575,24 +522,6 @@ class ZeroCopyRxTuner(DeviceTuner):
         if self.originals.pop(ifname, None) is not None:
             self._save_state(before_change=False)
 
-
-
-def _rule_fields(entry):
-    return {k: entry.get(k) for k in ("flow", "dst_port", "queue", "dst_ip")}
-
-
-def _rule_key(fields):
-    return tuple(sorted(_rule_fields(fields).items()))
-
-
-def _as_rule(entry):
-    from ..netlink.ethtool_ntuple import FlowRule
-    return FlowRule(**_rule_fields(entry))
-
-
-def _ranges(indexes):
-    from ..values import format_index_list
-    return format_index_list(indexes) if indexes else "none"
 
 
 def nic_name(ifindex):

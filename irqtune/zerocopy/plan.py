@@ -1,0 +1,77 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Zero-copy receive: what a driver's refusal means, how many queues a
+device has and which it reserves, the RSS spread, flow rule records."""
+
+import errno
+
+from ..channels.plan import count
+from ..errors import UnsupportedError
+
+class Refused(Exception):
+    """One setting of one device could not be made; `unsupported` when the
+    driver lacks it altogether rather than rejecting the value."""
+
+    def __init__(self, reason, unsupported=False):
+        super().__init__(reason)
+        self.unsupported = unsupported
+
+
+LABELS = {"rss": "an RSS indirection table", "flow rules": "ntuple flow rules",
+          "tcp-data-split": "header split (tcp-data-split)"}
+
+
+def refusal(feature, err):
+    """A Refused naming what the kernel or driver said."""
+    feature = LABELS.get(feature, feature)
+    code = getattr(err, "code", None)
+    if code is None:
+        code = getattr(err, "errno", None)
+    extack = getattr(err, "extack", None)
+    detail = (": " + extack) if extack else ""
+    if code == errno.EOPNOTSUPP:
+        return Refused("the driver does not support %s (EOPNOTSUPP%s)" % (feature, detail), True)
+    if code == errno.EINVAL:
+        return Refused("the driver refused %s (EINVAL%s)" % (feature, detail))
+    if code == errno.EBUSY:
+        return Refused("the device is busy (EBUSY%s): a queue in use by a memory "
+                       "provider or AF_XDP" % detail)
+    if code in (errno.EPERM, errno.EACCES):
+        return Refused("not permitted (%s): needs CAP_NET_ADMIN" % errno.errorcode[code])
+    return Refused("%s: %s" % (feature, err))
+
+
+def rx_queue_count(channels):
+    return count(channels, "combined-count") + count(channels, "rx-count")
+
+
+def channel_kind(channels):
+    """combined where the driver has combined channels, else rx."""
+    if count(channels, "combined-max") > 0:
+        return "combined"
+    if count(channels, "rx-max") > 0:
+        return "rx"
+    raise UnsupportedError("the driver reports no rx or combined channels")
+
+
+def spread(size, queues):
+    """An indirection table of `size` entries spread evenly over 0..queues-1
+    (what `ethtool -X DEV equal N` writes)."""
+    return [i % queues for i in range(size)]
+
+
+def rule_fields(entry):
+    return {k: entry.get(k) for k in ("flow", "dst_port", "queue", "dst_ip")}
+
+
+def rule_key(fields):
+    return tuple(sorted(rule_fields(fields).items()))
+
+
+def as_rule(entry):
+    from ..netlink.ethtool_ntuple import FlowRule
+    return FlowRule(**rule_fields(entry))
+
+
+def ranges(indexes):
+    from ..values import format_index_list
+    return format_index_list(indexes) if indexes else "none"
