@@ -8,6 +8,7 @@ import logging
 from ..errors import OptionError
 from ..irqs import (affinity_error_reason, nic_queue_irqs, read_affinity,
                     read_effective_affinity, write_affinity)
+from ..ledger import first
 from ..tuner import Check
 from ..values import format_index_list, parse_index_list
 
@@ -37,7 +38,7 @@ class QueueAffinity:
             if str(q.irq) in saved["irqs"]:
                 continue
             try:
-                saved["irqs"][str(q.irq)] = format_index_list(read_affinity(q.irq, self.kfs))
+                first(saved["irqs"], str(q.irq), format_index_list(read_affinity(q.irq, self.kfs)))
             except (OSError, OptionError) as err:
                 log.debug("%s: cannot read the affinity of IRQ %d: %s", ifname, q.irq, err)
         save()

@@ -11,7 +11,7 @@ from .. import irqs as irqs_mod
 from ..errors import OptionError
 from ..interrupts import read_interrupts
 from ..kfs import KFS
-from ..ledger import forget_changed_irqs
+from ..ledger import first, forget_changed_irqs, irq_entry
 from ..overlay import read_overlay_file
 from ..tuner import Check, DeviceTuner
 from .config import GsimConfig, IrqSelection
@@ -128,8 +128,7 @@ class GsimTuner(DeviceTuner):
             self.unsupported[option] = msg
             log.error("gsim: %s: %s", option, msg)
             return 0
-        if option not in saved:
-            saved[option] = current
+        if first(saved, option, current):
             self._save_state()
         if current == value:
             return 0
@@ -214,8 +213,7 @@ class GsimTuner(DeviceTuner):
             current = self.iface.read_switch(irq)
             if current is None:
                 continue            # vanished since /proc/interrupts was read
-            if key not in saved:
-                saved[key] = {"name": info.name, "allow": int(current)}
+            if first(saved, key, {"name": info.name, "allow": int(current)}):
                 self._save_state()
             if current:
                 continue
@@ -327,10 +325,11 @@ class GsimTuner(DeviceTuner):
             except GsimWriteError as err:
                 log.error("gsim: cannot restore %s to %s: %s", option, value, err)
         interrupts = self._interrupts()
-        for key, saved in sorted(self.originals.get("irqs", {}).items(), key=lambda x: int(x[0])):
-            irq = int(key)
+        book = self.originals.get("irqs", {})
+        for irq in sorted(int(key) for key in book):
             info = interrupts.get(irq)
-            if info is None or info.name != saved.get("name"):
+            saved = irq_entry(book, irq, info.name if info else None)
+            if saved is None:
                 continue            # gone (or reused): nothing of ours to restore
             current = self.iface.read_switch(irq)
             if current is None or int(current) == saved["allow"]:
