@@ -3,11 +3,11 @@
 and what each NAPI holds; `--watch` shows suspension at work."""
 
 import argparse
-import os
 import sys
 
 from .caps import detect_napi_capabilities
 from .errors import IrqtuneError
+from .kfs import KFS
 from .netlink.netdev import NapiFamily
 
 COLUMNS = ("defer-hard-irqs", "gro-flush-timeout", "irq-suspend-timeout", "threaded", "irq")
@@ -19,13 +19,13 @@ def status(devices):
           % (caps.netdev_family, caps.napi_set, ", ".join(sorted(caps.settable)) or "-"))
     if not caps.napi_get:
         return 0
-    devices = devices or sorted(os.listdir("/sys/class/net"))
+    devices = devices or KFS.listdir(KFS.sys_path("class/net"))
     print("%-12s %6s " % ("device", "napi") + " ".join("%20s" % c for c in COLUMNS))
     with NapiFamily() as nl:
         for dev in devices:
             try:
-                ifindex = int(open("/sys/class/net/%s/ifindex" % dev).read())
-            except OSError:
+                ifindex = KFS.read_int(KFS.net_path(dev, "ifindex"))
+            except (OSError, ValueError):
                 print("%s: no such device" % dev, file=sys.stderr)
                 continue
             for napi in nl.napis(ifindex):

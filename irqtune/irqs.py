@@ -67,7 +67,7 @@ def msi_irqs(ifname, kfs=KFS):
     for _ in range(3):
         msi = os.path.join(dev, "msi_irqs")
         if os.path.isdir(msi):
-            return {int(n) for n in os.listdir(msi) if n.isdigit()}
+            return {int(n) for n in kfs.listdir(msi) if n.isdigit()}
         parent = os.path.dirname(dev)
         if not parent.startswith(devices_root + os.sep):
             break

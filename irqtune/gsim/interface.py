@@ -34,7 +34,7 @@ import re
 from dataclasses import dataclass, field
 
 from ..errors import IrqtuneError
-from ..kfs import KFS
+from ..kfs import KFS, KernelFs
 
 log = logging.getLogger(__name__)
 
@@ -90,17 +90,16 @@ class GsimWriteError(IrqtuneError):
                          % (path, value, err.strerror or err, self.errname))
 
 
-# File access goes through these two, so that tests can stand in for the
-# kernel's write semantics (ERANGE, clamping, name=value) on plain files.
+# File access goes through these two (over the kernel fs seam), so that
+# tests can stand in for the kernel's write semantics (ERANGE, clamping,
+# name=value) on plain files.
 
 def _read_text(path):
-    with open(path) as f:
-        return f.read()
+    return KernelFs.read_text(path)
 
 
 def _write_text(path, text):
-    with open(path, "w") as f:
-        f.write(text)
+    KernelFs.write_text(path, text.rstrip("\n"))
 
 
 
