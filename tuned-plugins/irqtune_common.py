@@ -1,5 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""What the irqtune TuneD plugins share: version shims and net-device handling.
+"""What the irqtune TuneD plugins share: the base that drives a tuner
+(irqtune.tuner's contract) - lock, link watcher, option errors, rollback
+rules, verify lines -, the TuneD version shims and net-device handling.
 
 Installed beside the plugins in TuneD's plugin package.  The module name
 does not start with "plugin_", so TuneD's loader never takes it for a
@@ -18,7 +20,7 @@ import tuned.logs
 from tuned.plugins import base, hotplug
 
 from irqtune.errors import IrqtuneError, OptionError
-from irqtune.kfs import option_name
+from irqtune.kfs import KFS, option_name
 from irqtune.netlink.links import LinkWatcher
 from irqtune.overlay import read_overlay_file
 from irqtune.values import parse_int
@@ -193,7 +195,7 @@ def summarise(names, shown=4):
 
 
 def is_virtual_netdev(name):
-	return "/virtual/" in os.path.realpath(os.path.join("/sys/class/net", name))
+	return "/virtual/" in os.path.realpath(KFS.net_path(name))
 
 
 class TunerPlugin(Guarded):
@@ -248,10 +250,6 @@ class TunerPlugin(Guarded):
 		for err in errors:
 			log.error("instance %s: %s; the option is not applied" % (instance.name, err))
 		instance._option_errors = list(instance._option_errors) + list(errors)
-
-	# compatibility name of the plugins before the contract
-	def _log_option_errors(self, instance, errors):
-		self._option_errors_found(instance, errors)
 
 	def _instance_cleanup(self, instance):
 		self._instance_stop_background(instance)
