@@ -295,3 +295,14 @@ def test_no_options_does_nothing(plugin, kernel, caplog):
         assert p._instance_verify_static(inst, False, set()) is None
     assert k.writes == [] and tuned_messages(caplog, logging.WARNING) == []
 
+
+
+def test_library_lines_carry_the_plugins_name(plugin, caplog):
+    """TuneD's log names the plugin whose entry point ran, also for what the
+    library and the shared base logged (the integration suite greps for
+    plugin_gsim)."""
+    with caplog.at_level(logging.DEBUG):
+        p, inst = plugin(None, SEED)
+        p.instance_apply_tuning(inst)
+    missing = [r for r in caplog.records if gsim.MISSING_MESSAGE in r.getMessage()]
+    assert [r.name for r in missing] == ["tuned.plugins.plugin_gsim"]
