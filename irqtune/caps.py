@@ -33,8 +33,17 @@ class NapiCapabilities:
     settable: frozenset = field(default_factory=frozenset)
     threaded_busy_poll: bool = False
 
-    def missing(self, attr):
-        """Why attr cannot be set per NAPI, or None when it can."""
+    def missing(self, attr, value=None):
+        """Why attr (set to value) cannot be set per NAPI, or None when it
+        can; the kernel versions are named here only."""
+        why = self._missing(attr)
+        if why is not None and attr == "irq-suspend-timeout":
+            return "IRQ suspension needs Linux >= 6.13 (napi-set with irq-suspend-timeout): " + why
+        if why is None and attr == "threaded" and value == 2 and not self.threaded_busy_poll:
+            return "the kernel's threaded NAPI has no busy-poll mode (Linux >= 6.19)"
+        return why
+
+    def _missing(self, attr):
         if not self.netdev_family:
             return "the kernel has no netdev generic netlink family (Linux >= 6.8)"
         if not self.napi_set:

@@ -110,18 +110,12 @@ class NapiTuner(DeviceTuner):
         """Split the wanted attributes by how they can be set on this kernel."""
         per_napi, per_device, unsupported = {}, {}, {}
         for attr, value in self.config.attrs().items():
-            missing = self.caps.missing(attr)
-            if missing is None and attr == "threaded" and value == 2 \
-                    and not self.caps.threaded_busy_poll:
-                missing = "the kernel's threaded NAPI has no busy-poll mode (Linux >= 6.19)"
+            missing = self.caps.missing(attr, value)
             if missing is None:
                 per_napi[attr] = value
             elif attr in SYSFS_FILES and self.queues is None and \
                     not (attr == "threaded" and value > 1):
                 per_device[attr] = value
-            elif attr == "irq-suspend-timeout":
-                unsupported[attr] = ("IRQ suspension needs Linux >= 6.13 (napi-set "
-                                     "with irq-suspend-timeout): " + missing)
             elif self.queues is not None and attr in SYSFS_FILES:
                 unsupported[attr] = "queues= needs per-NAPI control, but " + missing
             else:
