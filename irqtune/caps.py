@@ -11,6 +11,7 @@ import logging
 from dataclasses import dataclass, field
 
 from .errors import UnsupportedError
+from .names import attr_of_nla
 from .netlink.genl import NetlinkRequestError
 from .netlink.netdev import CMD_NAPI_GET, CMD_NAPI_SET, NapiFamily, napi_msg
 from .netlink.policy import ControlFamily
@@ -21,7 +22,7 @@ log = logging.getLogger(__name__)
 def _attr_numbers():
     names = [name for name, _ in napi_msg.nla_map]
     prefix = napi_msg.nla_prefix
-    return {i: n[len(prefix):].lower().replace("_", "-") for i, n in enumerate(names)}
+    return {i: attr_of_nla(prefix, n) for i, n in enumerate(names)}
 
 
 @dataclass(frozen=True)

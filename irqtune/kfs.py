@@ -6,10 +6,6 @@ tests run the same code on fixture trees (KernelFs(proc=..., sys=...)) and
 so that nothing writes outside /proc and /sys.  Writes are one write()
 call: procfs and sysfs take a value whole, and a short write would be a
 different value.
-
-Also here, once: the spelling of a value's name.  Profiles and log lines
-use option names (defer_hard_irqs), the netdev family and the gsim
-procfs files use attribute names (defer-hard-irqs).
 """
 
 import os
@@ -82,13 +78,3 @@ class KernelFs:
 
 # The running kernel's file systems.
 KFS = KernelFs()
-
-
-def attr_name(option):
-    """defer_hard_irqs -> defer-hard-irqs (netlink and procfs spelling)."""
-    return option.replace("_", "-")
-
-
-def option_name(attr):
-    """defer-hard-irqs -> defer_hard_irqs (profile and log spelling)."""
-    return attr.replace("-", "_")

@@ -12,7 +12,8 @@ import socket
 from dataclasses import dataclass, fields
 
 from .errors import OptionError
-from .kfs import KFS, attr_name, option_name
+from .kfs import KFS
+from .names import attr_name, option_name
 from .ledger import positioned
 from .netlink.genl import NetlinkRequestError
 from .netlink.netdev import THREADED_VALUES, NapiFamily, QueueFamily

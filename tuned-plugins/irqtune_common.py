@@ -20,7 +20,8 @@ import tuned.logs
 from tuned.plugins import base, hotplug
 
 from irqtune.errors import IrqtuneError, OptionError
-from irqtune.kfs import KFS, option_name
+from irqtune.kfs import KFS
+from irqtune.names import option_name
 from irqtune.netlink.links import LinkWatcher
 from irqtune.overlay import read_overlay_file
 from irqtune.values import parse_int

@@ -20,6 +20,7 @@ from pyroute2.netlink.exceptions import NetlinkError
 from pyroute2.netlink.generic import GenericNetlinkSocket
 
 from ..errors import DependencyError, NetlinkRequestError, UnsupportedError  # noqa: F401
+from ..names import attr_of_nla, nla_name
 
 
 def pyroute2_version():
@@ -103,7 +104,7 @@ class GenlFamily:
         msg = self.message()
         msg["cmd"] = cmd
         msg["version"] = self.version
-        msg["attrs"] = [[self.message.nla_prefix + name.upper().replace("-", "_"), value]
+        msg["attrs"] = [[nla_name(self.message.nla_prefix, name), value]
                         for name, value in attrs.items()]
         return msg
 
@@ -196,7 +197,7 @@ class GenlFamily:
         table = cls.__dict__.get("_attr_numbers")
         if table is None:
             prefix = cls.message.nla_prefix
-            table = {n[len(prefix):].lower().replace("_", "-"): (i, kind)
+            table = {attr_of_nla(prefix, n): (i, kind)
                      for i, (n, kind) in enumerate(cls.message.nla_map)
                      if kind in ("uint32", "uint")}
             cls._attr_numbers = table
@@ -288,8 +289,9 @@ def _attrs(msg, prefix):
     """Attributes of a reply as {"defer-hard-irqs": 100, ...}."""
     out = {}
     for name, value in msg["attrs"]:
-        if name.startswith(prefix):
-            out[name[len(prefix):].lower().replace("_", "-")] = value
+        attr = attr_of_nla(prefix, name)
+        if attr is not None:
+            out[attr] = value
     return out
 
 
