@@ -558,3 +558,26 @@ def test_spec_per_target(target):
     plugin_files = [line for line in spec["%files tuned-plugins-irqtune"] if "plugin_" in line]
     assert plugin_files and all(re.match(r"/usr/lib/python3\.\d+/site-packages/tuned/plugins/",
                                          line) for line in plugin_files), plugin_files
+
+
+def test_spec_uses_the_pyproject_macros_where_they_exist():
+    """Where pyproject-rpm-macros are installed (Fedora, RHEL), the library
+    is built and installed with them and its requirements are generated
+    from its metadata; the pip commands are the fallback for rpm builds
+    without those macros (this machine's)."""
+    if not shutil.which("rpmspec"):
+        pytest.skip("rpmspec is not installed")
+    markers = {"pyproject_wheel": "MACRO_WHEEL", "pyproject_install": "MACRO_INSTALL",
+               "pyproject_buildrequires": "MACRO_BUILDREQUIRES",
+               "pyproject_files": "MACRO_FILES", "pyproject_save_files": "MACRO_SAVE_FILES"}
+    argv = ["rpmspec", "-P", "--define", "fedora 41"]
+    for name, marker in markers.items():
+        argv += ["--define", "%s %s" % (name, marker)]
+    text = subprocess.run(argv + [os.path.join(ROOT, "spec/irqtune.spec")], check=True,
+                          capture_output=True, text=True).stdout
+    for marker in markers.values():
+        assert marker in text, marker
+    assert "%files -n python3-irqtune -f MACRO_FILES" in text
+    assert "pip wheel" not in text and "pip install" not in text
+    assert "python3-pyroute2" not in text.split("%description -n python3-irqtune")[0] \
+        .split("%package -n python3-irqtune")[1]
