@@ -144,7 +144,7 @@ class GenlFamily:
                 if mseq != seq:
                     continue
                 if msg_type in (NLMSG_DONE, NLMSG_ERROR):
-                    code, extack = _ack(flags, msg) if len(msg) >= 20 else (0, None)
+                    code, extack = _ack(msg_type, flags, msg) if len(msg) >= 20 else (0, None)
                     if code:
                         raise NetlinkRequestError(what, code, extack)
                     return objects
@@ -242,16 +242,17 @@ def _acks(data):
     """(seq, errno, extack text) of each NLMSG_ERROR in a receive buffer."""
     for msg_type, flags, seq, msg in netlink_messages(data):
         if msg_type == NLMSG_ERROR:
-            yield (seq,) + _ack(flags, msg)
+            yield (seq,) + _ack(msg_type, flags, msg)
 
 
-def _ack(flags, msg):
+def _ack(msg_type, flags, msg):
     """(errno, extack text or None) of an NLMSG_ERROR, or of an NLMSG_DONE
-    that ends a dump (its payload is the dump's error code too)."""
+    that ends a dump (its payload is the dump's error code too, with no
+    request echoed)."""
     code = -struct.unpack_from("=i", msg, 16)[0]
     extack = None
     if flags & NLM_F_ACK_TLVS:
-        if msg[4:6] == struct.pack("=H", NLMSG_DONE):
+        if msg_type == NLMSG_DONE:
             tlv_start = 20
         else:
             echoed = 16 if (flags & NLM_F_CAPPED or not code) else \
