@@ -182,6 +182,10 @@ def originals(fleet):
     for name, h in fleet.hosts.items():
         for nid in h.napis():
             h.napi_set(nid, **ORIGINAL)
+        # tuned.service may still be starting on a just booted guest (its
+        # first start also picks the recommended profile): wait for it.
+        h.sh("for i in $(seq 60); do tuned-adm active 2>&1 | grep -q 'Cannot talk' || exit 0; "
+             "sleep 1; done; exit 1")
         rc, out = h.tuned_adm("active")
         # TuneD 2.27 exits 1 when no profile is active (a fresh guest).
         assert rc == 0 or "No current active profile" in out, out
