@@ -26,6 +26,7 @@ ARCHIVE = REPO / "build" / "deploy-source.tar"
 
 
 def test_make_deploy_without_systemd(lab):
+    ARCHIVE.parent.mkdir(exist_ok=True)
     subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", "--prefix=irqtune/",
                     "-o", str(ARCHIVE), "HEAD"], check=True)
     g = lab.boot()

@@ -22,6 +22,7 @@ ARCHIVE = REPO / "build" / "deploy-source.tar"
 
 
 def test_make_deploy_on_a_fresh_systemd_guest(lab):
+    ARCHIVE.parent.mkdir(exist_ok=True)
     subprocess.run(["git", "-C", str(REPO), "archive", "--format=tar", "--prefix=irqtune/",
                     "-o", str(ARCHIVE), "HEAD"], check=True)
     g = lab.boot(kernel=KERNEL, cmdline=BOOT_ARGS)
