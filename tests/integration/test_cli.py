@@ -33,3 +33,35 @@ def test_status_lists_every_napi_of_the_device(netns, foreign_python_first):
         assert len(rows) == 2, result.stdout      # one NAPI per rx queue of veth
     finally:
         netns.exec("ip", "link", "del", "vcli", check=False)
+
+
+def test_status_rows_show_what_the_kernel_holds_for_each_napi(netns):
+    """Each NAPI gets distinct values (set without the library); every row of
+    `python3 -m irqtune status` must carry its NAPI's id and those values."""
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    netns.add_veth("vcls", queues=3)
+    try:
+        with netns.entered():
+            from rawnapi import RawGenl
+            nl = RawGenl()
+            try:
+                for i, napi in enumerate(sorted(nl.napis("vcls"), key=lambda n: n["id"])):
+                    nl.set(napi["id"], defer_hard_irqs=11 + i, gro_flush_timeout=5000 + i)
+            finally:
+                nl.close()
+        expected = {n["id"]: n for n in netns.napis("vcls")}
+        assert len(expected) == 3
+        result = subprocess.run(["ip", "netns", "exec", netns.name, "/usr/bin/python3", "-m",
+                                 "irqtune", "status", "vcls"], cwd=repo,
+                                capture_output=True, text=True, timeout=60)
+        assert result.returncode == 0, result.stderr
+        header = result.stdout.splitlines()[1].split()
+        assert header[:2] == ["device", "napi"], result.stdout
+        rows = {int(r[1]): dict(zip(header[2:], r[2:])) for r in
+                (line.split() for line in result.stdout.splitlines()) if r[:1] == ["vcls"]}
+        assert set(rows) == set(expected), result.stdout
+        for napi_id, row in rows.items():
+            for column in ("defer-hard-irqs", "gro-flush-timeout"):
+                assert row[column] == str(expected[napi_id][column]), (napi_id, column, result.stdout)
+    finally:
+        netns.exec("ip", "link", "del", "vcls", check=False)
