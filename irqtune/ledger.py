@@ -22,9 +22,12 @@ Rules every tuner keeps (one place each, here):
   keeps when it recreates an object, not by the kernel's ids:
   a device by name and ifindex (``device_entry``: a device created again
   under the same name is a different device); a NAPI by its device and its
-  position in id order (``positioned``); an IRQ by its number and its
-  action name (``irq_entry``: a number reused by another vector is a
-  different IRQ); a systemd service by its unit name.
+  position in id order (``positioned``); a queue IRQ of a device by the
+  device and the vector's action name (``vector_keys``: drivers request
+  their vectors again under the same names, but the numbers may change);
+  an IRQ picked system-wide (GSIM) by its number and its action name
+  (``irq_entry``: a number reused by another vector is a different IRQ);
+  a systemd service by its unit name.
 """
 
 import json
@@ -179,3 +182,38 @@ def forget_changed_irqs(book, names):
             dropped.append(key)
             del book[key]
     return dropped
+
+
+def vector_keys(vectors):
+    """{irq: key} of one device's queue vectors [(irq, action name)].
+
+    The key is the action name, which a driver requests again unchanged
+    when it frees and re-requests its vectors (a reset, a re-probe of a
+    virtio device), while the IRQ number may come back different: the
+    vector that returns inherits the original of the one it replaces.
+    Vectors sharing a name are told apart by their order ("eth3#2"); a
+    vector without a name is known by its number ("irq 32").
+    """
+    keys, count = {}, {}
+    for irq, name in sorted(vectors):
+        if not name:
+            keys[irq] = "irq %d" % irq
+            continue
+        count[name] = count.get(name, 0) + 1
+        keys[irq] = name if count[name] == 1 else "%s#%d" % (name, count[name])
+    return keys
+
+
+def vector_book(book, names):
+    """A device's vector originals {key: {"irq": n, "affinity": cpulist}},
+    also from a ledger saved before vectors were keyed by name
+    ({"27": "0-3"}): such an entry takes the name IRQ 27 carries now
+    (names: {irq: action name}); one whose IRQ is gone is dropped."""
+    out = {}
+    for key, value in book.items():
+        if isinstance(value, dict):
+            out[key] = value
+        elif key.isdigit() and int(key) in names:
+            irq = int(key)
+            out.setdefault(names[irq] or "irq %d" % irq, {"irq": irq, "affinity": value})
+    return out

@@ -8,7 +8,7 @@ import logging
 from ..errors import OptionError
 from ..irqs import (affinity_error_reason, nic_queue_irqs, read_affinity,
                     read_effective_affinity, write_affinity)
-from ..ledger import first
+from ..ledger import first, vector_keys
 from ..tuner import Check
 from ..values import format_index_list, parse_index_list
 
@@ -19,8 +19,12 @@ class QueueAffinity:
     """cpus: the CPUs every queue IRQ of a device should fire on.
 
     Originals live in the device's ledger entry as saved["irqs"]
-    {"<irq>": "cpulist"}; they are read before a channel change, since
-    drivers re-spread their IRQs when it happens.
+    {vector key: {"affinity": cpulist, "irq": number}}, keyed by the
+    vector's action name (irqtune.ledger.vector_keys) so that a vector a
+    driver requests again under another number inherits its original;
+    "irq" is the number the vector had when it was last tuned, which tells
+    apply_new what came back.  Originals are read before a channel change,
+    since drivers re-spread their IRQs when it happens.
     """
 
     def __init__(self, cpus, kfs, napi, refusals):
@@ -32,34 +36,47 @@ class QueueAffinity:
     def queue_irqs(self, ifname):
         return nic_queue_irqs(ifname, self.kfs, self.napi)
 
-    def record(self, ifname, saved, save, irqs=None):
-        """First value wins: the affinity of IRQs not seen before."""
-        for q in irqs if irqs is not None else self.queue_irqs(ifname):
-            if str(q.irq) in saved["irqs"]:
+    def vectors(self, ifname, irqs=None):
+        """[(vector key, QueueIrq)] of ifname's queue IRQs."""
+        irqs = self.queue_irqs(ifname) if irqs is None else irqs
+        keys = vector_keys((q.irq, q.name) for q in irqs)
+        return [(keys[q.irq], q) for q in irqs]
+
+    def record(self, ifname, saved, save, vectors=None):
+        """First value wins: the affinity of vectors not seen before."""
+        book = saved["irqs"]
+        for key, q in self.vectors(ifname) if vectors is None else vectors:
+            if key in book:
                 continue
             try:
-                first(saved["irqs"], str(q.irq), format_index_list(read_affinity(q.irq, self.kfs)))
+                first(book, key, {"irq": q.irq,
+                                  "affinity": format_index_list(read_affinity(q.irq, self.kfs))})
             except (OSError, OptionError) as err:
                 log.debug("%s: cannot read the affinity of IRQ %d: %s", ifname, q.irq, err)
         save()
 
     def apply(self, ifname, saved, save, only_new=False):
-        irqs = self.queue_irqs(ifname)
-        if not irqs:
+        vectors = self.vectors(ifname)
+        if not vectors:
             self.refusals.add(ifname, "irq_affinity",
                               "no queue IRQs found (virtual device, or vectors irqtune cannot "
                               "attribute)", logging.INFO)
             return "no queue IRQs"
         self.refusals.resolve(ifname, "irq_affinity")
+        book = saved["irqs"]
         if only_new:
-            irqs = [q for q in irqs if str(q.irq) not in saved["irqs"]]
-            if not irqs:
+            # New vectors, and known ones requested again under another number.
+            vectors = [(key, q) for key, q in vectors
+                       if key not in book or book[key].get("irq") != q.irq]
+            if not vectors:
                 return ""
-        self.record(ifname, saved, save, irqs)
+        self.record(ifname, saved, save, vectors)
         target = set(self.cpus)
         moved = 0
-        for q in irqs:
+        for key, q in vectors:
             what = "IRQ %d (%s)" % (q.irq, q.name or "?")
+            if key in book:
+                book[key]["irq"] = q.irq
             try:
                 if set(read_affinity(q.irq, self.kfs)) != target:
                     write_affinity(q.irq, self.cpus, self.kfs)
@@ -72,7 +89,7 @@ class QueueAffinity:
         if moved:
             log.info("%s: %d queue IRQs made affine to CPUs %s", ifname, moved,
                      format_index_list(self.cpus))
-        return "%d queue IRQs on CPUs %s" % (len(irqs), format_index_list(self.cpus))
+        return "%d queue IRQs on CPUs %s" % (len(vectors), format_index_list(self.cpus))
 
     def verify(self, ifname):
         target = set(self.cpus)
@@ -104,25 +121,26 @@ class QueueAffinity:
                              "" if ok else note))
         return out
 
-    def restore(self, ifname, irqs):
-        # Only IRQs still serving this NIC: a number freed by a driver reset
-        # may belong to another device by now.
-        present = {q.irq for q in self.queue_irqs(ifname)}
+    def restore(self, ifname, book):
+        """Each queue vector present gets the original saved under its key,
+        whatever number it has now; numbers a driver gave up are left to
+        whoever holds them by now."""
         restored = 0
-        for irq_text, cpulist in sorted(irqs.items(), key=lambda kv: int(kv[0])):
-            irq = int(irq_text)
-            if irq not in present:
+        for key, q in self.vectors(ifname):
+            saved = book.get(key)
+            if saved is None:
                 continue
+            cpulist = saved["affinity"]
             try:
                 want = parse_index_list("smp_affinity_list", cpulist)
-                if read_affinity(irq, self.kfs) != want:
-                    write_affinity(irq, want, self.kfs)
+                if read_affinity(q.irq, self.kfs) != want:
+                    write_affinity(q.irq, want, self.kfs)
                     restored += 1
             except OSError as err:
                 if err.errno != errno.EIO:     # managed: never changed by us
-                    log.error("%s: IRQ %d: cannot restore affinity %s: %s", ifname, irq,
-                              cpulist, affinity_error_reason(err))
+                    log.error("%s: IRQ %d (%s): cannot restore affinity %s: %s", ifname, q.irq,
+                              q.name or "?", cpulist, affinity_error_reason(err))
             except OptionError as err:
-                log.error("%s: IRQ %d: %s", ifname, irq, err)
+                log.error("%s: IRQ %d: %s", ifname, q.irq, err)
         if restored:
             log.info("%s: affinity of %d queue IRQs restored", ifname, restored)

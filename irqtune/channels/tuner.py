@@ -6,7 +6,8 @@ import logging
 
 from ..cpus import housekeeping_cpus
 from ..kfs import KFS
-from ..ledger import device_entry, ifindex_of, take_device
+from ..irqs import interrupt_names
+from ..ledger import device_entry, ifindex_of, take_device, vector_book
 from ..tuner import DeviceTuner, Refusals
 from .affinity import QueueAffinity
 from .config import HOUSEKEEPING
@@ -19,8 +20,9 @@ class HousekeepingTuner(DeviceTuner):
     """Applies one HousekeepingConfig to devices and restores what was there.
 
     originals (the ledger): {ifname: {"ifindex": n, "channels": {"combined": 4},
-                                      "irqs": {"27": "0-3"}}}
-    - first values seen, never overwritten while the tuning is active.
+        "irqs": {"virtio1-input.0": {"affinity": "0-3", "irq": 27}}}}
+    - first values seen, never overwritten while the tuning is active;
+    queue IRQs keyed by vector name (see QueueAffinity).
 
     channels: an object with channels(ifindex) and set_channels(ifindex,
     **counts) (default: the ethtool netlink family); ifindex: name -> index
@@ -63,9 +65,14 @@ class HousekeepingTuner(DeviceTuner):
         if self.ledger is None:
             return {}
         originals = self.ledger.load_devices(self._ifindex)
+        names = None
         for saved in originals.values():
             saved.setdefault("channels", {})
-            saved.setdefault("irqs", {})
+            book = saved.setdefault("irqs", {})
+            if any(not isinstance(v, dict) for v in book.values()):
+                # saved by a version that keyed IRQs by number
+                names = interrupt_names(self.kfs) if names is None else names
+                saved["irqs"] = vector_book(book, names)
         return originals
 
     def _save_state(self, before_change=True):

@@ -311,7 +311,7 @@ def test_recreated_device_drops_stale_originals(roots):
     assert t2.originals == {}
     t2.apply("eth0")
     assert t2.originals["eth0"]["channels"] == {"combined": 4}
-    assert t2.originals["eth0"]["irqs"]["25"] == "0-1"
+    assert t2.originals["eth0"]["irqs"]["virtio1-input.0"] == {"irq": 25, "affinity": "0-1"}
 
 
 def test_rx_tx_driver(roots):
