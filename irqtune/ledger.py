@@ -93,16 +93,24 @@ class Ledger:
         except OSError as err:
             log.error("cannot remove %s: %s", self.path, err.strerror or err)
 
-    def load_devices(self, ifindex):
+    def load_devices(self, ifindex, ifname=None):
         """Saved per-device originals {ifname: {"ifindex": n, ...}} whose device
         still exists under the same ifindex (ifindex: name -> index or None);
-        a device removed and created again is not the one they belong to."""
+        a device removed and created again is not the one they belong to.
+        A device renamed since they were saved has them under its new name
+        (ifname: index -> name or None)."""
+        ifname_now = ifname or ifname_of
         originals = {}
-        for ifname, saved in self.load().items():
-            if ifindex(ifname) == saved.get("ifindex"):
-                originals[ifname] = saved
+        for name, saved in self.load().items():
+            if ifindex(name) == saved.get("ifindex"):
+                originals.setdefault(name, saved)
+                continue
+            now = ifname_now(saved["ifindex"]) if saved.get("ifindex") is not None else None
+            if now is not None:
+                log.info("%s is now called %s; its saved originals follow it", name, now)
+                originals[now] = saved
             else:
-                log.info("%s: saved originals belong to a device that is gone", ifname)
+                log.info("%s: saved originals belong to a device that is gone", name)
         if originals:
             names = sorted(originals)
             log.info("restoring saved originals of %s from %s", ", ".join(names[:4]) +
@@ -140,6 +148,14 @@ def ifindex_of(ifname):
     """The device's ifindex now, None when there is no such device."""
     try:
         return socket.if_nametoindex(ifname)
+    except OSError:
+        return None
+
+
+def ifname_of(ifindex):
+    """The device's name now, None when no device has that ifindex."""
+    try:
+        return socket.if_indextoname(ifindex)
     except OSError:
         return None
 

@@ -17,7 +17,7 @@ from .names import attr_name, option_name
 from .ledger import positioned
 from .netlink.genl import NetlinkRequestError
 from .netlink.netdev import THREADED_VALUES, NapiFamily, QueueFamily
-from .tuner import Check, DeviceTuner
+from .tuner import Check, DeviceTuner, on_kernel_name
 from .values import S32_MAX, parse_choice, parse_duration_ns, parse_index_list, parse_int
 
 log = logging.getLogger(__name__)
@@ -138,7 +138,7 @@ class NapiTuner(DeviceTuner):
     def _load_state(self):
         if self.ledger is None:
             return {}
-        originals = self.ledger.load_devices(_ifindex)
+        originals = self.ledger.load_devices(_ifindex, self._ifname)
         for saved in originals.values():
             saved["napi"] = {int(k): v for k, v in saved.get("napi", {}).items()}
             saved["ids"] = set(saved.get("ids", ()))
@@ -211,6 +211,7 @@ class NapiTuner(DeviceTuner):
         self._save_state()
         return count
 
+    @on_kernel_name
     def apply_new(self, *ifnames):
         """Tune NAPIs that appeared since the last apply (driver reset, link up).
 
@@ -257,6 +258,7 @@ class NapiTuner(DeviceTuner):
         # only NAPIs come back with defaults; sysfs values are per device
         return bool(self.per_napi)
 
+    @on_kernel_name
     def verify(self, ifname):
         """[Check] for every value in scope."""
         results = []
@@ -279,11 +281,13 @@ class NapiTuner(DeviceTuner):
             results.append(Check.compare(option_name(attr), current, value))
         return results
 
+    @on_kernel_name
     def forget(self, ifname):
         """The device is gone: drop its originals without touching anything."""
         if self.originals.pop(ifname, None) is not None:
             self._save_state(before_change=False)
 
+    @on_kernel_name
     def restore(self, ifname):
         """Put back the originals of one device, then forget them.
 
@@ -301,6 +305,7 @@ class NapiTuner(DeviceTuner):
 
     def restore_all(self):
         """Put back every saved original and forget them."""
+        self.follow_renames()
         self._restore(self.originals)
         self.originals = {}
         if self.ledger is not None:

@@ -27,6 +27,13 @@ forget(device)
     Drop the device's originals without touching anything.
 follow_rename(new_name, ifindex)
     A renamed device keeps its originals under the new name.
+kernel_name(device)
+    The name the device has now: a device renamed behind TuneD's back
+    (TuneD before 2.25 sends no move events) is found by the ifindex its
+    originals were saved with.  verify, restore, apply_new and forget
+    take TuneD's name and work on this one (see on_kernel_name); verify's
+    Checks then carry the new name, and restore_all follows every rename
+    first, so no original is left behind under a stale name.
 restore_all()
     Put back every original (writing only what differs) and remove the
     ledger file.
@@ -51,8 +58,13 @@ Kernel files are reached through an irqtune.kfs.KernelFs (the tuners'
 kfs argument), originals kept through an irqtune.ledger.Ledger.
 """
 
+import functools
 import logging
 from dataclasses import dataclass
+
+from .ledger import ifindex_of, ifname_of
+
+log = logging.getLogger(__name__)
 
 
 @dataclass
@@ -76,19 +88,59 @@ class Check:
                    current is not None and str(current) == str(expected), note, device)
 
 
+def on_kernel_name(method):
+    """For a DeviceTuner method taking device names: call it with the names
+    the devices have now (DeviceTuner.kernel_name); Checks that verify
+    returns for a device TuneD knows by an older name carry the new one."""
+
+    @functools.wraps(method)
+    def wrapper(self, *ifnames):
+        names = [self.kernel_name(name) for name in ifnames]
+        result = method(self, *names)
+        if method.__name__ == "verify" and names and names[0] != ifnames[0]:
+            for check in result:
+                check.device = check.device or names[0]
+        return result
+    return wrapper
+
+
 class DeviceTuner:
-    """Defaults for the optional parts of the contract (see the module)."""
+    """Defaults for the optional parts of the contract (see the module).
+
+    Subclasses keep self.originals {ifname: {"ifindex": n, ...}} and may
+    set self._ifindex (name -> index or None) and self._ifname (index ->
+    name or None) for fixtures.
+    """
 
     unsupported = {}
     rejected = {}
     needs_watching = False
     ledger = None
+    _ifindex = staticmethod(ifindex_of)
+    _ifname = staticmethod(ifname_of)
 
     def apply_new(self, device):
         return 0
 
     def restore(self, device):
         self.forget(device)
+
+    def _device_books(self):
+        """The dicts keyed by device name that follow a rename."""
+        return [self.originals]
+
+    def _rename(self, moves):
+        """Move every device book's entries {old name: new name} at once (two
+        devices may have swapped names) and save the ledger."""
+        for book in self._device_books():
+            taken = {old: book.pop(old) for old in moves if old in book}
+            for old, entry in taken.items():
+                book[moves[old]] = entry
+        renamed = self.__dict__.setdefault("renamed", {})
+        for stale, now in list(renamed.items()):
+            renamed[stale] = moves.get(now, now)
+        renamed.update(moves)
+        self._save_state(before_change=False)
 
     def follow_rename(self, new_name, ifindex):
         """TuneD 2.25+ reports a renamed NIC by its new name only: the
@@ -97,14 +149,43 @@ class DeviceTuner:
         None when no device of this tuner has that ifindex."""
         for old, saved in list(self.originals.items()):
             if old != new_name and saved.get("ifindex") == ifindex:
-                self.originals[new_name] = self.originals.pop(old)
-                self._save_state()
+                self._rename({old: new_name})
                 return old
         return None
+
+    def follow_renames(self):
+        """Devices whose originals are saved under a name they no longer
+        have, while their ifindex lives on under another: their originals
+        take the new name.  Returns {old: new}."""
+        moves = {}
+        for name, saved in self.originals.items():
+            ifindex = saved.get("ifindex")
+            if ifindex is None or self._ifindex(name) == ifindex:
+                continue
+            now = self._ifname(ifindex)
+            if now is not None and now != name:
+                moves[name] = now
+        if moves:
+            for old, new in sorted(moves.items()):
+                log.info("%s is now called %s (a rename TuneD did not report); its "
+                         "originals follow it", old, new)
+            self._rename(moves)
+        return moves
+
+    def kernel_name(self, ifname):
+        """The name the device TuneD calls ifname has now (see the module)."""
+        saved = self.originals.get(ifname)
+        if saved is not None and self._ifindex(ifname) == saved.get("ifindex"):
+            return ifname
+        self.follow_renames()
+        if ifname in self.originals:
+            return ifname
+        return self.__dict__.get("renamed", {}).get(ifname, ifname)
 
     def restore_all(self):
         """For tuners with per-device originals (self.originals, self.ledger):
         restore each device, then remove the ledger file."""
+        self.follow_renames()
         for device in sorted(self.originals):
             self.restore(device)
         if self.ledger is not None:

@@ -7,8 +7,8 @@ import logging
 from ..cpus import housekeeping_cpus
 from ..kfs import KFS
 from ..irqs import interrupt_names
-from ..ledger import device_entry, ifindex_of, take_device, vector_book
-from ..tuner import DeviceTuner, Refusals
+from ..ledger import device_entry, ifindex_of, ifname_of, take_device, vector_book
+from ..tuner import DeviceTuner, Refusals, on_kernel_name
 from .affinity import QueueAffinity
 from .config import HOUSEKEEPING
 from .counts import ChannelCounts
@@ -26,17 +26,19 @@ class HousekeepingTuner(DeviceTuner):
 
     channels: an object with channels(ifindex) and set_channels(ifindex,
     **counts) (default: the ethtool netlink family); ifindex: name -> index
-    or None; napi: queue IRQs from napi-get are asked from the kernel when
+    or None; ifname: index -> name or None; napi: queue IRQs from napi-get are asked from the kernel when
     None (see irqs.nic_queue_irqs).
     """
 
-    def __init__(self, config, ledger=None, kfs=KFS, channels=None, ifindex=None, napi=None):
+    def __init__(self, config, ledger=None, kfs=KFS, channels=None, ifindex=None, napi=None,
+                 ifname=None):
         self.config = config
         self.ledger = ledger
         self.kfs = kfs
         self._channels = channels
         self._napi = napi
         self._ifindex = ifindex or ifindex_of
+        self._ifname = ifname or ifname_of
         self.housekeeping = housekeeping_cpus(
             list(config.housekeeping_cpus) if config.housekeeping_cpus else None, kfs)
         if config.irq_affinity == HOUSEKEEPING:
@@ -64,7 +66,7 @@ class HousekeepingTuner(DeviceTuner):
     def _load_state(self):
         if self.ledger is None:
             return {}
-        originals = self.ledger.load_devices(self._ifindex)
+        originals = self.ledger.load_devices(self._ifindex, self._ifname)
         names = None
         for saved in originals.values():
             saved.setdefault("channels", {})
@@ -79,6 +81,9 @@ class HousekeepingTuner(DeviceTuner):
         """The ledger on disk; see irqtune.ledger for the error policy."""
         if self.ledger is not None:
             (self.ledger.save if before_change else self.ledger.update)(self.originals)
+
+    def _device_books(self):
+        return [self.originals, self.targets, self.refusals.by_device]
 
     def _saved(self, ifname, ifindex):
         return device_entry(self.originals, ifname, ifindex, channels={}, irqs={})
@@ -113,6 +118,7 @@ class HousekeepingTuner(DeviceTuner):
         self._save_state()
         return "; ".join(d for d in done if d)
 
+    @on_kernel_name
     def apply_new(self, ifname):
         """Queue IRQs that appeared since the last apply (driver reset,
         re-allocated vectors): record their originals and make them affine.
@@ -133,6 +139,7 @@ class HousekeepingTuner(DeviceTuner):
 
     # -- verify -----------------------------------------------------------
 
+    @on_kernel_name
     def verify(self, ifname):
         """[Check] of the channel counts and queue IRQ affinities of ifname."""
         ifindex = self._ifindex(ifname)
@@ -147,6 +154,7 @@ class HousekeepingTuner(DeviceTuner):
 
     # -- restore ----------------------------------------------------------
 
+    @on_kernel_name
     def restore(self, ifname):
         """Channels first, then the saved affinities; forget ifname."""
         self._forget_device(ifname)
@@ -162,6 +170,7 @@ class HousekeepingTuner(DeviceTuner):
                                                     self.refusals)).restore(ifname, saved["irqs"])
         self._save_state(before_change=False)
 
+    @on_kernel_name
     def forget(self, ifname):
         """The device is gone: drop its originals without touching anything."""
         self._forget_device(ifname)

@@ -28,8 +28,8 @@ import socket
 from ..errors import IrqtuneError, UnsupportedError
 from ..netlink.ethtool_rx import TCP_DATA_SPLIT, TCP_DATA_SPLIT_NAMES
 from ..netlink.genl import NetlinkRequestError
-from ..ledger import device_entry, ifindex_of, take_device
-from ..tuner import Check, DeviceTuner
+from ..ledger import device_entry, ifindex_of, ifname_of, take_device
+from ..tuner import Check, DeviceTuner, on_kernel_name
 from .plan import (Refused, as_rule, channel_kind, ranges, refusal, rule_fields,
                    rule_key, rx_queue_count, spread)
 from ..channels.plan import count as _n
@@ -55,12 +55,14 @@ class ZeroCopyRxTuner(DeviceTuner):
     those queues, for per-NAPI values on the reserved queues only.
     """
 
-    def __init__(self, config, ledger=None, nic=None, rules=None, ifindex=None, napi=None):
+    def __init__(self, config, ledger=None, nic=None, rules=None, ifindex=None, napi=None,
+                 ifname=None):
         self.config = config
         self.ledger = ledger
         self._nic = nic or _ethtool_family
         self._rules = rules or _ntuple_rules
         self._ifindex = ifindex or ifindex_of
+        self._ifname = ifname or ifname_of
         self._napi_factory = napi
         self.napi = {}          # ifname -> NapiTuner of its reserved queues
         self.targets = {}       # ifname -> {"channels": {...}, "reserved": [..], "indir": [...]}
@@ -83,12 +85,15 @@ class ZeroCopyRxTuner(DeviceTuner):
     def _load_state(self):
         if self.ledger is None:
             return {}
-        return self.ledger.load_devices(self._ifindex)
+        return self.ledger.load_devices(self._ifindex, self._ifname)
 
     def _save_state(self, before_change=True):
         """The ledger on disk; see irqtune.ledger for the error policy."""
         if self.ledger is not None:
             (self.ledger.save if before_change else self.ledger.update)(self.originals)
+
+    def _device_books(self):
+        return [self.originals, self.napi, self.targets, self.problems, self.unsupported]
 
     def _saved(self, ifname, ifindex):
         return device_entry(self.originals, ifname, ifindex)
@@ -343,6 +348,7 @@ class ZeroCopyRxTuner(DeviceTuner):
                 return None
             raise
 
+    @on_kernel_name
     def apply_new(self, ifname):
         """After a link event or on a timer: a device re-created under a new
         ifindex is prepared again with new originals, and flow rules a
@@ -371,6 +377,7 @@ class ZeroCopyRxTuner(DeviceTuner):
 
     # -- verify -----------------------------------------------------------
 
+    @on_kernel_name
     def verify(self, ifname):
         """[Check] of everything applied; what the driver lacks
         (self.unsupported[ifname]) is named in the log and left out."""
@@ -447,6 +454,7 @@ class ZeroCopyRxTuner(DeviceTuner):
 
     # -- restore ----------------------------------------------------------
 
+    @on_kernel_name
     def restore(self, ifname):
         try:
             self._restore(ifname)
@@ -512,6 +520,7 @@ class ZeroCopyRxTuner(DeviceTuner):
         if changes:
             nic.set_channels(ifindex, **changes)
 
+    @on_kernel_name
     def forget(self, ifname):
         napi = self.napi.pop(ifname, None)
         if napi is not None:

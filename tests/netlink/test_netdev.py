@@ -111,3 +111,35 @@ def test_queue_scope_on_a_driver_without_queue_links(netns, caplog):
     assert "does not link rx queues to NAPIs" in caplog.text
     assert raw.napis("vn0") == before
     raw.close()
+
+
+def test_originals_follow_a_rename_the_tuner_was_not_told_of(netns, tmp_path):
+    """ip link set vn0 name vr0 while tuned, no move event (TuneD < 2.25):
+    verify of "vn0" judges vr0's NAPIs, and restore_all - of this tuner and
+    of one a restarted daemon builds from the ledger - puts the originals
+    back on vr0 rather than dropping them as a gone device's."""
+    from irqtune.ledger import Ledger
+    raw = RawGenl()
+    for i, napi in enumerate(raw.napis("vn0")):
+        raw.set(napi["id"], defer_hard_irqs=i + 1, gro_flush_timeout=1000 * (i + 1))
+    before = [(n["defer-hard-irqs"], n["gro-flush-timeout"], n["irq-suspend-timeout"])
+              for n in raw.napis("vn0")]
+    config = NapiConfig(defer_hard_irqs=100, gro_flush_timeout=20000,
+                        irq_suspend_timeout=20000000)
+    ledger = Ledger("napi-rename", str(tmp_path))
+    for restart in (False, True):
+        tuner = NapiTuner(config, detect_napi_capabilities(), ledger=ledger)
+        assert tuner.apply("vn0") == 2
+        netns.exec("ip", "link", "set", "vn0", "name", "vr0")
+        if restart:
+            tuner = NapiTuner(config, detect_napi_capabilities(), ledger=ledger)
+            assert set(tuner.originals) == {"vr0"}
+        else:
+            checks = tuner.verify("vn0")
+            assert len(checks) == 6 and all(c.ok and c.device == "vr0" for c in checks)
+        tuner.restore_all()
+        after = [(n["defer-hard-irqs"], n["gro-flush-timeout"], n["irq-suspend-timeout"])
+                 for n in raw.napis("vr0")]
+        assert after == before, "restart=%s" % restart
+        netns.exec("ip", "link", "set", "vr0", "name", "vn0")
+    raw.close()

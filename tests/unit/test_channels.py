@@ -105,7 +105,8 @@ def tuner(roots, driver, state=True, ifindex=7, **options):
     return ch.HousekeepingTuner(
         config, ledger=Ledger("hk", str(tmp / "run")) if state else None,
         kfs=KernelFs(proc, sys_root), channels=driver,
-        ifindex=lambda name: ifindex if name == "eth0" else None, napi=())
+        ifindex=lambda name: ifindex if name == "eth0" else None,
+        ifname=lambda index: "eth0" if index == ifindex else None, napi=())
 
 
 # -- options and planning ---------------------------------------------------
@@ -331,3 +332,82 @@ def test_gone_device_is_forgotten_without_writes(roots):
     t.forget("eth0")
     t.restore_all()
     assert driver.count["combined"] == 2
+
+
+# -- a rename TuneD did not report ---------------------------------------------
+
+def rename_eth0(roots, new):
+    """ip link set eth0 name <new>: sysfs shows the device under the new name."""
+    sys_root = roots[1]
+    netdir = os.path.join(sys_root, "devices/pci0000:00/0000:00:03.0/virtio1/net")
+    os.rename(os.path.join(netdir, "eth0"), os.path.join(netdir, new))
+    os.unlink(os.path.join(sys_root, "class/net/eth0"))
+    os.symlink("../../devices/pci0000:00/0000:00:03.0/virtio1/net/" + new,
+               os.path.join(sys_root, "class/net", new))
+
+
+def renamable_tuner(roots, driver, names, **options):
+    """A tuner whose name <-> ifindex lookups follow `names` {ifname: ifindex}."""
+    proc, sys_root, tmp = roots
+    config, errors = ch.HousekeepingConfig.from_options(options)
+    assert not errors
+    return ch.HousekeepingTuner(
+        config, ledger=Ledger("hk", str(tmp / "run")), kfs=KernelFs(proc, sys_root),
+        channels=driver, ifindex=names.get,
+        ifname=lambda index: {i: n for n, i in names.items()}.get(index), napi=())
+
+
+def test_verify_and_restore_follow_a_rename_tuned_was_not_told_of(roots, caplog):
+    """TuneD before 2.25 sends no move event: it keeps calling the device
+    eth0.  verify must still judge the device (under its new name) and
+    restore must put its originals back, not drop them as a gone device's."""
+    caplog.set_level(logging.INFO, logger="irqtune")
+    proc = roots[0]
+    driver = FakeDriver(proc)
+    names = {"eth0": 7}
+    t = renamable_tuner(roots, driver, names, channels="housekeeping",
+                        irq_affinity="housekeeping")
+    t.apply("eth0")
+    rename_eth0(roots, "lan0")
+    names.clear()
+    names["lan0"] = 7
+    write(proc, 27, "3")                 # drift, for verify to see
+    checks = t.verify("eth0")
+    assert checks and {c.device for c in checks} == {"lan0"}
+    assert [c.what for c in checks if not c.ok] == ["IRQ 27 (virtio1-input.1) affinity"]
+    assert "eth0 is now called lan0" in caplog.text
+    t.restore("eth0")                    # the device leaves the instance
+    assert driver.count["combined"] == 4
+    assert {i: affinity(proc, i) for i in ORIGINAL_AFFINITY} == ORIGINAL_AFFINITY
+    assert t.originals == {}
+
+
+def test_a_daemon_started_after_a_rename_restores_under_the_new_name(roots):
+    proc = roots[0]
+    driver = FakeDriver(proc)
+    names = {"eth0": 7}
+    renamable_tuner(roots, driver, names, channels="housekeeping",
+                    irq_affinity="housekeeping").apply("eth0")
+    rename_eth0(roots, "lan0")
+    names.clear()
+    names["lan0"] = 7
+    second = renamable_tuner(roots, driver, names, channels="housekeeping",
+                             irq_affinity="housekeeping")
+    assert set(second.originals) == {"lan0"}
+    second.restore_all()
+    assert driver.count["combined"] == 4
+    assert {i: affinity(proc, i) for i in ORIGINAL_AFFINITY} == ORIGINAL_AFFINITY
+
+
+def test_restore_all_follows_names_two_devices_swapped(roots):
+    """eth0 <-> eth1 swapped behind TuneD's back: each device's originals
+    stay with the device, not with the name."""
+    t = tuner(roots, FakeDriver(roots[0]), state=False, channels="2")
+    t.originals = {"eth0": {"ifindex": 7, "channels": {}, "irqs": {}},
+                   "eth1": {"ifindex": 8, "channels": {}, "irqs": {}}}
+    names = {"eth0": 8, "eth1": 7}
+    t._ifindex = names.get
+    t._ifname = lambda index: {i: n for n, i in names.items()}.get(index)
+    assert t.follow_renames() == {"eth0": "eth1", "eth1": "eth0"}
+    assert (t.originals["eth1"]["ifindex"], t.originals["eth0"]["ifindex"]) == (7, 8)
+    assert t.kernel_name("eth0") == "eth0" and t.kernel_name("eth1") == "eth1"

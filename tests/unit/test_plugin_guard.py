@@ -109,13 +109,15 @@ class Originals:
 
     from irqtune.tuner import DeviceTuner
     follow_rename = DeviceTuner.follow_rename
+    _rename = DeviceTuner._rename
+    _device_books = DeviceTuner._device_books
     state = None
 
     def __init__(self, originals):
         self.originals = originals
         self.saved = 0
 
-    def _save_state(self):
+    def _save_state(self, before_change=True):
         self.saved += 1
 
 

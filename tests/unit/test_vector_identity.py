@@ -126,7 +126,8 @@ def tuner(guest, tmp_path):
     assert not errors
     return ch.HousekeepingTuner(
         config, ledger=Ledger("hk", str(tmp_path / "run")), kfs=KernelFs(proc, sys_root),
-        channels=object(), ifindex=lambda name: 2 if name == "eth0" else None, napi=())
+        channels=object(), ifindex=lambda name: 2 if name == "eth0" else None,
+        ifname=lambda index: "eth0" if index == 2 else None, napi=())
 
 
 def test_vectors_requested_again_under_new_numbers_inherit_their_originals(guest, tmp_path):

@@ -140,7 +140,10 @@ class Host:
         return ZeroCopyRxTuner(config, ledger=Ledger("zerocopy_rx-test", self.state_dir),
                                nic=lambda: self.nic,
                                rules=lambda ifname: NtupleRules("eth9", ioctl=self.table.ioctl),
-                               ifindex=self.ifindex.get)
+                               ifindex=self.ifindex.get, ifname=self.ifname)
+
+    def ifname(self, ifindex):
+        return {i: n for n, i in self.ifindex.items()}.get(ifindex)
 
 
 @pytest.fixture
@@ -358,6 +361,7 @@ def test_reserved_queue_napis_are_tuned_checked_and_restored_first(host):
         real_set_channels(ifindex, combined)
     nic.set_channels = set_channels
     tuner = ZeroCopyRxTuner(config, nic=lambda: nic, rules=lambda n: None, ifindex=host.ifindex.get,
+                            ifname=host.ifname,
                             napi=lambda ifname, queues: FakeNapiTuner(calls, ifname, queues))
     assert "2 NAPIs of reserved queues set" in tuner.apply("eth0")
     # the NAPI tuner is scoped to the queues reserved after the channel raise
@@ -378,7 +382,8 @@ def test_a_kernel_without_ethtool_netlink_costs_a_log_line(host, caplog):
     def no_family():
         raise UnsupportedError("generic netlink family 'ethtool' is not available in this kernel")
     config, _ = ZeroCopyConfig.from_options({"queues": "1"})
-    tuner = ZeroCopyRxTuner(config, nic=no_family, rules=lambda n: None, ifindex=host.ifindex.get)
+    tuner = ZeroCopyRxTuner(config, nic=no_family, rules=lambda n: None, ifindex=host.ifindex.get,
+                            ifname=host.ifname)
     caplog.set_level(logging.WARNING, "irqtune")
     assert tuner.apply("eth0") == "eth0: nothing applied"
     assert any("ethtool netlink: generic netlink family 'ethtool' is not available" in m
