@@ -7,6 +7,7 @@ older kernels have (and which, on 6.13+, overwrite every NAPI of the
 device - so they are never written when napi-set can do the job).
 """
 
+import errno
 import logging
 import socket
 from dataclasses import dataclass, fields
@@ -150,9 +151,13 @@ class NapiTuner(DeviceTuner):
             data = {name: dict(dev, ids=sorted(dev["ids"])) for name, dev in self.originals.items()}
             (self.ledger.save if before_change else self.ledger.update)(data)
 
-    def _saved(self, ifname):
-        return self.originals.setdefault(
-            ifname, {"ifindex": _ifindex(ifname), "napi": {}, "ids": set(), "sysfs": {}})
+    def _saved(self, ifname, ifindex=None):
+        dev = self.originals.get(ifname)
+        if dev is None:
+            dev = self.originals[ifname] = {
+                "ifindex": _ifindex(ifname) if ifindex is None else ifindex,
+                "napi": {}, "ids": set(), "sysfs": {}}
+        return dev
 
     # -- selection --------------------------------------------------------
 
@@ -224,7 +229,7 @@ class NapiTuner(DeviceTuner):
         changes, owner = {}, {}
         with NapiFamily() as nl:
             for ifname, napis in self._napis_in_scope(nl, ifnames).items():
-                dev = self._saved(ifname)
+                dev = self._saved(ifname, napis[0][1]["ifindex"] if napis else None)
                 saved = dev["napi"]
                 for pos, napi in napis:
                     if only_new and napi["id"] in dev["ids"]:
@@ -305,7 +310,6 @@ class NapiTuner(DeviceTuner):
 
     def restore_all(self):
         """Put back every saved original and forget them."""
-        self.follow_renames()
         self._restore(self.originals)
         self.originals = {}
         if self.ledger is not None:
@@ -316,16 +320,18 @@ class NapiTuner(DeviceTuner):
 
         A NAPI gets the original saved for its position on its device, also
         when the driver recreated it meanwhile; positions with no NAPI now
-        (link down, fewer channels) have nothing to restore; devices
-        replaced by others of the same name are left alone.
+        (link down, fewer channels) have nothing to restore.  Devices are
+        found by the ifindex their originals were saved with, in the dump
+        itself: one renamed meanwhile still gets them, one removed and
+        created again under the same name (a new ifindex) does not, and no
+        name needs looking up.
         """
-        saved = {name: dev for name, dev in originals.items()
-                 if _ifindex(name) == dev.get("ifindex")}
-        by_index = {dev["ifindex"]: dev["napi"] for dev in saved.values() if dev["napi"]}
+        by_index = {dev["ifindex"]: dev["napi"] for dev in originals.values()
+                    if dev["napi"] and dev.get("ifindex") is not None}
         if by_index:
             with NapiFamily() as nl:
                 current = {ifindex: [] for ifindex in by_index}
-                napis = nl.napis(next(iter(by_index))) if len(by_index) == 1 \
+                napis = _device_napis(nl, next(iter(by_index))) if len(by_index) == 1 \
                     else nl.all_napis()
                 for napi in napis:
                     if napi.get("ifindex") in current:
@@ -340,15 +346,37 @@ class NapiTuner(DeviceTuner):
                             changes[napi["id"]] = diff
                 for napi_id, err in nl.set_napis(changes).items():
                     log.error("NAPI %d: cannot restore: %s", napi_id, err)
-        for name, dev in saved.items():
-            for attr, value in dev["sysfs"].items():
+        for name, dev in originals.items():
+            now = self._name_now(name, dev.get("ifindex")) if dev["sysfs"] else None
+            for attr, value in dev["sysfs"].items() if now else ():
+                # Only what differs: on 6.13+ a write also resets every NAPI.
+                path = self._sysfs_path(now, attr)
                 try:
-                    self.kfs.write_int(self._sysfs_path(name, attr), value)
-                except OSError as err:
-                    log.error("%s: cannot restore %s: %s", name, option_name(attr), err)
+                    if self.kfs.read_int(path) != value:
+                        self.kfs.write_int(path, value)
+                except (OSError, ValueError) as err:
+                    log.error("%s: cannot restore %s: %s", now, option_name(attr), err)
+
+    def _name_now(self, name, ifindex):
+        """The name of the device with ifindex (renamed or not), or None."""
+        if ifindex is None:
+            return None
+        if _ifindex(name) == ifindex:
+            return name
+        return self._ifname(ifindex)
 
     def _sysfs_path(self, ifname, attr):
         return self.kfs.net_path(ifname, SYSFS_FILES[attr])
+
+
+def _device_napis(nl, ifindex):
+    """The device's NAPIs; none when the device is gone (ENODEV)."""
+    try:
+        return nl.napis(ifindex)
+    except NetlinkRequestError as err:
+        if err.code == errno.ENODEV:
+            return []
+        raise
 
 
 def _ifindex(ifname):

@@ -160,37 +160,43 @@ class GenlFamily:
         return self._raw
 
     def do_batch(self, cmd, requests):
-        """Send many ack-only requests in one write; [None or (errno, extack)] in order.
+        """Send many set requests in one write; [None or (errno, extack)] in order.
 
-        Each request is its own netlink message with its own ack - one
-        kernel round trip per object - but they share one sendmsg() and are
-        encoded here with struct: pyroute2's generic encoder costs more per
-        message than the kernel takes to apply it.  Only u32 and uint
+        Each request is its own netlink message, but they share one
+        sendmsg() and are encoded here with struct: pyroute2's generic
+        encoder costs more per message than the kernel takes to apply it.
+        Only the last request asks for an ack: the kernel answers a request
+        without NLM_F_ACK only when it fails, and handles the messages of
+        one write in order, so the last ack arrives after every error and
+        a batch costs one receive, not one per object.  Only u32 and uint
         attributes are supported, which is all the set operations need.
         """
         if not requests:
             return []
         sock = self._raw_socket()
         first = next(_batch_seq) * 0x10000
-        sock.send(b"".join(self._encode(cmd, attrs, first + i, NLM_F_REQUEST | NLM_F_ACK)
+        last = first + len(requests) - 1
+        sock.send(b"".join(self._encode(cmd, attrs, first + i, NLM_F_REQUEST if
+                                        first + i != last else NLM_F_REQUEST | NLM_F_ACK)
                            for i, attrs in enumerate(requests)))
         results = [None] * len(requests)
-        pending = len(requests)
-        while pending:
+        while True:
             for seq, code, extack in _acks(sock.recv(1 << 20)):
-                if first <= seq < first + len(requests):
-                    results[seq - first] = (code, extack) if code else None
-                    pending -= 1
-        return results
+                if first <= seq <= last:
+                    if code:
+                        results[seq - first] = (code, extack)
+                    if seq == last:
+                        return results
 
     def _encode(self, cmd, attrs, seq, flags):
-        payload = b""
+        table = self._attr_table()
+        parts = []
         for name, value in attrs.items():
-            number, kind = self._attr_table()[name]
-            data = struct.pack("=Q" if kind == "uint" else "=I", value)
-            payload += struct.pack("=HH", 4 + len(data), number) + data
-        body = struct.pack("=BBH", cmd, self.version, 0) + payload
-        return struct.pack("=IHHII", 16 + len(body), self._sock.prid, flags, seq, 0) + body
+            number, kind = table[name]
+            parts.append(_ATTR_STRUCT[kind].pack(_ATTR_LEN[kind], number, value))
+        payload = b"".join(parts)
+        return _HEADER.pack(20 + len(payload), self._sock.prid, flags, seq, 0,
+                            cmd, self.version, 0) + payload
 
     @classmethod
     def _attr_table(cls):
@@ -203,6 +209,11 @@ class GenlFamily:
             cls._attr_numbers = table
         return table
 
+
+# A netlink and generic netlink header; a u32 or uint (u64) attribute.
+_HEADER = struct.Struct("=IHHIIBBH")
+_ATTR_STRUCT = {"uint32": struct.Struct("=HHI"), "uint": struct.Struct("=HHQ")}
+_ATTR_LEN = {"uint32": 8, "uint": 12}
 
 # Batches take sequence numbers far above pyroute2's own allocator's.
 _batch_seq = itertools.count(0x1000)

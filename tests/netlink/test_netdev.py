@@ -143,3 +143,34 @@ def test_originals_follow_a_rename_the_tuner_was_not_told_of(netns, tmp_path):
         assert after == before, "restart=%s" % restart
         netns.exec("ip", "link", "set", "vr0", "name", "vn0")
     raw.close()
+
+
+def test_a_batch_reports_every_refused_request_wherever_it_is(netns):
+    """Only the batch's last request asks for an ack; a refusal anywhere
+    (last, or every one) must still come back with its own extack."""
+    with NapiFamily() as nl:
+        first, second = sorted(n["id"] for n in nl.napis(socket.if_nametoindex("vn0")))
+        errors = nl.set_napis({first: {"defer-hard-irqs": 5}, second: {"defer-hard-irqs": 2**31}})
+        assert set(errors) == {second} and errors[second].code == errno.ERANGE
+        assert errors[second].extack
+        errors = nl.set_napis({first: {"defer-hard-irqs": 2**31}, 2**31: {"defer-hard-irqs": 1},
+                               second: {"defer-hard-irqs": 2**31}})
+        assert {k: e.code for k, e in errors.items()} == {
+            first: errno.ERANGE, 2**31: errno.ENOENT, second: errno.ERANGE}
+        assert nl.set_napis({first: {"defer-hard-irqs": 6}}) == {}
+        assert nl.napi(first)["defer-hard-irqs"] == 6
+
+
+def test_restore_leaves_a_device_created_again_under_the_same_name_alone(netns):
+    """Originals belong to the device (ifindex) they were saved from: vn0
+    deleted and created again is another device, whose values stay."""
+    tuner = NapiTuner(NapiConfig(defer_hard_irqs=100), detect_napi_capabilities())
+    assert tuner.apply("vn0") == 2
+    netns.exec("ip", "link", "del", "vn0")
+    netns.add_veth("vn0", queues=2)
+    raw = RawGenl()
+    for napi in raw.napis("vn0"):
+        raw.set(napi["id"], defer_hard_irqs=42)
+    tuner.restore_all()
+    assert [n["defer-hard-irqs"] for n in raw.napis("vn0")] == [42, 42]
+    raw.close()
