@@ -19,7 +19,8 @@ from .ledger import positioned
 from .netlink.genl import NetlinkRequestError
 from .netlink.netdev import THREADED_VALUES, NapiFamily, QueueFamily
 from .tuner import Check, DeviceTuner, on_kernel_name
-from .values import S32_MAX, parse_choice, parse_duration_ns, parse_index_list, parse_int
+from .values import (MAX_QUEUE, S32_MAX, parse_choice, parse_duration_ns, parse_index_list,
+                     parse_int)
 
 log = logging.getLogger(__name__)
 
@@ -76,7 +77,7 @@ class NapiConfig:
 def parse_queues(text):
     if text is None or str(text).strip() == "":
         return None
-    return parse_index_list("queues", text)
+    return parse_index_list("queues", text, MAX_QUEUE)
 
 
 class NapiTuner(DeviceTuner):

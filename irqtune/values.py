@@ -12,6 +12,13 @@ from .errors import OptionError
 S32_MAX = 2**31 - 1
 U32_MAX = 2**32 - 1
 U64_MAX = 2**64 - 1
+# The highest CPU number a kernel can have (NR_CPUS is at most 8192, x86
+# CONFIG_MAXSMP): a CPU list option beyond it is a typo, and expanding
+# "0-4294967295" would stall the daemon.
+MAX_CPU = 8191
+# The highest queue index an option may name (channel counts are capped
+# the same way in the channels options).
+MAX_QUEUE = 65535
 
 _DURATION = re.compile(r"^\s*(\d+)\s*(ns|us|ms|s)?\s*$")
 _UNIT_NS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9}
@@ -51,7 +58,8 @@ def parse_choice(option, text, choices):
 
 def parse_index_list(option, text, maximum=U32_MAX):
     """'0-3,6' -> [0, 1, 2, 3, 6] (sorted, no duplicates); also used for CPU lists."""
-    accepted = "a list of numbers and ranges such as 0-3,6"
+    accepted = "a list of numbers and ranges such as 0-3,6" + \
+        ("" if maximum == U32_MAX else ", each at most %d" % maximum)
     indexes = set()
     for part in str(text).replace(" ", "").split(","):
         if not part:

@@ -11,7 +11,6 @@ class stays the only Plugin subclass in their namespace.
 
 import functools
 import logging
-import os
 import socket
 import threading
 
@@ -20,8 +19,8 @@ import tuned.logs
 from tuned.plugins import base, hotplug
 
 from irqtune.errors import IrqtuneError, OptionError
-from irqtune.kfs import KFS
 from irqtune.names import option_name
+from irqtune.netdevs import is_virtual_netdev
 from irqtune.netlink.links import LinkWatcher
 from irqtune.overlay import read_overlay_file
 from irqtune.values import parse_int
@@ -193,10 +192,6 @@ def summarise(names, shown=4):
 	if len(names) <= shown:
 		return ", ".join(names)
 	return "%d devices (%s, ...)" % (len(names), ", ".join(names[:shown]))
-
-
-def is_virtual_netdev(name):
-	return "/virtual/" in os.path.realpath(KFS.net_path(name))
 
 
 class TunerPlugin(Guarded):

@@ -2,7 +2,7 @@
 import tuned.logs
 from tuned.plugins import irqtune_common as common
 
-from irqtune.channels import HousekeepingConfig, HousekeepingTuner
+from irqtune.channels import HousekeepingTuner, housekeeping_tuner
 from irqtune.ledger import Ledger
 
 log = tuned.logs.get()
@@ -73,11 +73,10 @@ class NicHousekeepingPlugin(common.NetDevicePlugin):
 		}
 
 	def _make_tuner(self, instance, options):
-		config, errors = HousekeepingConfig.from_options(options)
+		tuner, errors = housekeeping_tuner(options, HousekeepingTuner,
+			ledger=Ledger("nic_housekeeping-" + instance.name))
 		self._option_errors_found(instance, errors)
-		if any(e.option == "housekeeping_cpus" for e in errors):
-			return None    # a bad CPU list must not silently become "every CPU"
-		return HousekeepingTuner(config, ledger=Ledger("nic_housekeeping-" + instance.name))
+		return tuner
 
 	# IRQs come back with a driver reset, not between link events: check less often
 	recheck_interval = 10.0

@@ -28,8 +28,8 @@ from .config import (HOUSEKEEPING, MAX_CHANNELS, HousekeepingConfig, parse_chann
                      parse_irq_affinity)
 from .counts import ChannelCounts
 from .plan import plan_channels, refusal_reason
-from .tuner import HousekeepingTuner
+from .tuner import HousekeepingTuner, housekeeping_tuner
 
 __all__ = ["Check", "QueueAffinity", "HOUSEKEEPING", "MAX_CHANNELS", "HousekeepingConfig",
            "parse_channels", "parse_irq_affinity", "ChannelCounts", "plan_channels",
-           "refusal_reason", "HousekeepingTuner"]
+           "refusal_reason", "HousekeepingTuner", "housekeeping_tuner"]

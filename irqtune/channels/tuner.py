@@ -10,7 +10,7 @@ from ..irqs import interrupt_names
 from ..ledger import device_entry, ifindex_of, ifname_of, take_device, vector_book
 from ..tuner import DeviceTuner, Refusals, on_kernel_name
 from .affinity import QueueAffinity
-from .config import HOUSEKEEPING
+from .config import HOUSEKEEPING, HousekeepingConfig
 from .counts import ChannelCounts
 
 log = logging.getLogger("irqtune.channels")
@@ -180,6 +180,22 @@ class HousekeepingTuner(DeviceTuner):
     def _forget_device(self, ifname):
         self.targets.pop(ifname, None)
         self.refusals.drop(ifname)
+
+
+def housekeeping_tuner(options, tuner_class=None, **kwargs):
+    """(HousekeepingTuner or None, [OptionError]) from a profile's options
+    (kwargs: HousekeepingTuner's; tuner_class: a stand-in in tests).
+
+    A bad value is reported and left out and the rest applies - except a
+    bad housekeeping_cpus, which leaves no tuner at all: left out, it would
+    mean the kernel's isolation or every online CPU, and
+    channels=housekeeping and irq_affinity=housekeeping would spread queues
+    and IRQs over the CPUs the profile means to keep quiet.
+    """
+    config, errors = HousekeepingConfig.from_options(options)
+    if any(e.option == "housekeeping_cpus" for e in errors):
+        return None, errors
+    return (tuner_class or HousekeepingTuner)(config, **kwargs), errors
 
 
 class _Borrowed:

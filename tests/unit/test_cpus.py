@@ -117,3 +117,41 @@ def test_parse_cpulist_option():
         cpus.parse_cpulist_option("housekeeping_cpus", "zero")
     assert err.value.option == "housekeeping_cpus"
     assert "0-3,6" in str(err.value)
+
+
+BAD_CPU_LISTS = ["0-a", "3-1", "-1", "all", "1-2-3", "0..3", "cpu0", ",", "0-99999999",
+                 "8192"]
+
+
+@pytest.mark.parametrize("text", BAD_CPU_LISTS)
+def test_a_bad_cpu_list_is_an_error_naming_option_value_and_form(text):
+    """Never None (which means "not set": the kernel's isolation or every
+    CPU), never a silent partial list; "0-99999999" must not be expanded."""
+    with pytest.raises(OptionError) as err:
+        cpus.parse_cpulist_option("housekeeping_cpus", text)
+    assert (err.value.option, err.value.value) == ("housekeeping_cpus", text)
+    assert str(err.value) == ("housekeeping_cpus: invalid value '%s' (accepted: a list of "
+                              "numbers and ranges such as 0-3,6, each at most 8191)" % text)
+
+
+@pytest.mark.parametrize("text", BAD_CPU_LISTS)
+def test_a_bad_housekeeping_cpus_leaves_no_tuner(tree, text):
+    """The library's builder for the nic_housekeeping plugin: a bad value
+    gives no tuner (nothing is changed) rather than one on every CPU."""
+    from irqtune.channels import housekeeping_tuner
+    sys_root, proc_root = tree(online="0-7")
+    tuner, errors = housekeeping_tuner(
+        {"channels": "housekeeping", "irq_affinity": "housekeeping", "housekeeping_cpus": text},
+        kfs=KernelFs(proc_root, sys_root), channels=object(), napi=())
+    assert tuner is None
+    assert [e.option for e in errors] == ["housekeeping_cpus"]
+
+
+def test_a_good_housekeeping_cpus_builds_a_tuner_on_those_cpus(tree):
+    from irqtune.channels import housekeeping_tuner
+    sys_root, proc_root = tree(online="0-7")
+    tuner, errors = housekeeping_tuner(
+        {"channels": "bad", "irq_affinity": "housekeeping", "housekeeping_cpus": "0,8191,1"},
+        kfs=KernelFs(proc_root, sys_root), channels=object(), napi=())
+    assert [e.option for e in errors] == ["channels"]     # the rest still applies
+    assert tuner.housekeeping.cpus == (0, 1) and tuner.affinity == (0, 1)

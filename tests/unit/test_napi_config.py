@@ -105,3 +105,14 @@ def test_sysfs_write_error_is_one_message(tmp_path, caplog):
     t = NapiTuner(NapiConfig(defer_hard_irqs=1), OLD_KERNEL, kfs=KernelFs(sys=str(tmp_path)))
     t.apply("lo")
     assert caplog.text.count("cannot set defer_hard_irqs") == 1
+
+
+def test_queues_beyond_any_nic_are_refused_not_expanded():
+    """"0-4294967295" would be expanded into four billion indexes."""
+    import pytest
+    from irqtune.errors import OptionError
+    from irqtune.napi import parse_queues
+    assert parse_queues("0-3,65535")[-1] == 65535
+    with pytest.raises(OptionError) as err:
+        parse_queues("0-4294967295")
+    assert "each at most 65535" in str(err.value) and err.value.option == "queues"

@@ -1,0 +1,25 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""What kind of network device a name is, from sysfs (through the kfs seam)."""
+
+import os
+
+from .kfs import KFS
+
+
+def is_virtual_netdev(ifname, kfs=KFS):
+    """True for a net device no hardware backs (veth, bridge, bond, VLAN,
+    lo, tun, ifb ...), which devices=* leaves out, as the stock net plugin
+    does.
+
+    /sys/class/net/<dev> of a NIC (PCI, virtio, USB, platform) resolves
+    into the tree of its bus device and has a `device` link to it; a
+    software device lives under /sys/devices/virtual/net/ and has no such
+    link.  Either sign is taken as virtual; a name that is not in sysfs
+    (gone meanwhile) is not.
+    """
+    path = kfs.net_path(ifname)
+    if not os.path.lexists(path):
+        return False
+    real = os.path.realpath(path)
+    virtual_root = os.path.realpath(kfs.sys_path("devices/virtual")) + os.sep
+    return real.startswith(virtual_root) or not os.path.exists(os.path.join(path, "device"))
