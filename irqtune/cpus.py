@@ -19,7 +19,7 @@ from dataclasses import dataclass
 
 from .errors import OptionError
 from .kfs import KFS
-from .values import MAX_CPU, format_index_list, parse_index_list
+from .values import CPU_LIST, MAX_CPU, format_index_list, parse_index_list
 
 log = logging.getLogger(__name__)
 
@@ -101,7 +101,7 @@ def parse_cpulist_option(option, text):
     """An explicit CPU list option; None when empty."""
     if text is None or str(text).strip() == "":
         return None
-    return parse_index_list(option, text, MAX_CPU)
+    return parse_index_list(option, text, MAX_CPU, CPU_LIST)
 
 
 def housekeeping_cpus(explicit=None, kfs=KFS):

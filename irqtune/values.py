@@ -56,10 +56,13 @@ def parse_choice(option, text, choices):
     return choices[key]
 
 
-def parse_index_list(option, text, maximum=U32_MAX):
-    """'0-3,6' -> [0, 1, 2, 3, 6] (sorted, no duplicates); also used for CPU lists."""
-    accepted = "a list of numbers and ranges such as 0-3,6" + \
-        ("" if maximum == U32_MAX else ", each at most %d" % maximum)
+INDEX_LIST = "a list of numbers and ranges such as 0-3,6"
+CPU_LIST = INDEX_LIST + ", each at most %d" % MAX_CPU
+
+
+def parse_index_list(option, text, maximum=U32_MAX, accepted=INDEX_LIST):
+    """'0-3,6' -> [0, 1, 2, 3, 6] (sorted, no duplicates); also used for CPU
+    lists (maximum=MAX_CPU, accepted=CPU_LIST)."""
     indexes = set()
     for part in str(text).replace(" ", "").split(","):
         if not part:

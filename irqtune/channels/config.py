@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from ..cpus import parse_cpulist_option
 from ..errors import OptionError
-from ..values import MAX_CPU, parse_index_list, parse_int
+from ..values import CPU_LIST, MAX_CPU, parse_index_list, parse_int
 
 HOUSEKEEPING = "housekeeping"
 MAX_CHANNELS = 65535
@@ -31,7 +31,7 @@ def parse_irq_affinity(option, text):
     if str(text).strip().lower() == HOUSEKEEPING:
         return HOUSEKEEPING
     try:
-        return tuple(parse_index_list(option, text, MAX_CPU))
+        return tuple(parse_index_list(option, text, MAX_CPU, CPU_LIST))
     except OptionError:
         raise OptionError(option, text, "housekeeping, or a CPU list such as 0-1,4") from None
 
