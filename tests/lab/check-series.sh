@@ -13,17 +13,23 @@
 #     that appears only after fails. Objects the lab config does not build
 #     are reported as skipped. LAB_CHECK_FULL=1 compares a whole W=1
 #     bzImage build instead (slow the first time, ccached afterwards).
+# Then the same W=1 build after each shorter prefix of the series (patches
+# 1..k), so every patch builds on its own.
+# LAB_GEN=7 checks kernel-patches/7.2/* on the Linux 7.2 tree the same way.
 # A series whose series file says "# needs: A,B" (lab-only additions such as
 # gsim-lab) is checked on top of those series instead of the pristine base.
-# Exit status 0 only if every series passes. Logs: $LAB_CACHE/check/.
+# Exit status 0 only if every series passes. Logs: $LAB_CACHE/check/
+# ($LAB_CACHE/7.2-check/ for LAB_GEN=7).
 
 set -euo pipefail
 HERE=$(cd "$(dirname "${BASH_SOURCE[0]}")" && pwd)
 # shellcheck source=kernel.sh
 . "$HERE/kernel.sh"
 
-CHECKDIR=$LAB_CACHE/check
-BDIR=$LAB_CACHE/build/check
+# Per generation (LAB_GEN=7: kernel-patches/7.2 on the 7.2 tree): logs and
+# the build directory, which belongs to one source tree.
+CHECKDIR=$LAB_CACHE/${NAME_PREFIX}check
+BDIR=$LAB_CACHE/build/${NAME_PREFIX}check
 mkdir -p "$CHECKDIR"
 
 series=("$@")
@@ -123,6 +129,28 @@ check_one() {
 			sed 's/^/    /' <<<"$new"
 			rc=1
 		fi
+		# Each patch on its own: every shorter prefix of the series builds
+		# the same objects without a new warning or a failure.
+		local head total k
+		checkout_set "$set" >/dev/null 2>&1
+		head=$(git -C "$TREE" rev-parse HEAD)
+		total=$(git -C "$TREE" rev-list --count "$baseref..$head")
+		for ((k = 1; k < total; k++)); do
+			git -C "$TREE" checkout -q -f "$head~$((total - k))"
+			configure "$set" "$BDIR"
+			w1_build "$log/w1-patch$k.log" "$log/w1-patch$k.warnings" "${objs[@]}"
+			new=$(comm -13 "$log/w1-base.warnings" "$log/w1-patch$k.warnings" || true)
+			failed=$(comm -23 <(sed -n 's/^FAILED //p' "$log/w1-patch$k.log" | sort) \
+				<(sed -n 's/^FAILED //p' "$log/w1-base.log" | sort) | tr '\n' ' ')
+			echo "  W=1 with patches 1-$k of $total: $(wc -l <"$log/w1-patch$k.warnings") warnings${failed:+, FAILED $failed}"
+			if [ -n "$failed" ] || [ -n "$new" ]; then
+				echo "  FAIL: patches 1-$k alone:"
+				sed 's/^/    /' <<<"$new"
+				grep -E 'error' "$log/w1-patch$k.log" | head -n 20 | sed 's/^/    /'
+				rc=1
+			fi
+		done
+		checkout_set "$set" >/dev/null 2>&1
 	fi
 	if [ $rc = 0 ]; then
 		echo "PASS $s"

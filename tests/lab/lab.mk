@@ -70,9 +70,13 @@ lab-clean:
 #   make lab7-kernel            7.2-lab (kernel-patches/7.2 series, if any)
 #   make lab7-rootfs            the Debian unstable guest image
 #   make lab-bench              the seed's five-mode memcached benchmark
+#   make lab7-series            the kernel series on Linux 7.2: 7.2-lab and
+#                               7.2-base, pytest LAB7_SERIES_TESTS with 7.2-lab
+#   make lab7-kernel-base       7.2-base (no series), the unpatched comparison
 LAB7_TESTS  ?= tests/lab/gen7
+LAB7_SERIES_TESTS ?= tests/lab/test_gsim.py tests/lab/test_vectors.py
 LAB7_DEB_DEPS := mmdebstrap python3-matplotlib
-.PHONY: lab7 lab7-deps lab7-kernel lab7-rootfs lab-bench
+.PHONY: lab7 lab7-deps lab7-kernel lab7-kernel-base lab7-rootfs lab7-series lab-bench
 
 lab7-deps: lab-deps
 	@dpkg -s $(LAB7_DEB_DEPS) >/dev/null 2>&1 || { apt-get update -q && \
@@ -80,6 +84,10 @@ lab7-deps: lab-deps
 
 lab7-kernel: lab7-deps
 	$(LAB_ENV) LAB_GEN=7 $(LAB_DIR)/kernel.sh build all
+
+# After lab7-kernel: both share the 7.2 tree (kernel.sh serialises them).
+lab7-kernel-base: lab7-kernel
+	$(LAB_ENV) LAB_GEN=7 $(LAB_DIR)/kernel.sh build none
 
 lab7-rootfs: lab7-deps lab7-kernel
 	$(LAB_ENV) $(LAB_DIR)/rootfs7.sh
@@ -90,3 +98,10 @@ lab7: lab7-kernel lab7-rootfs
 
 lab-bench: lab7-kernel lab7-rootfs
 	$(LAB_ENV) $(PYTHON) $(LAB_DIR)/bench/memcached_modes.py $(LAB_BENCH_ARGS)
+
+# The generation-6 series tests on the 7.2 kernels (the guest fixture boots
+# 7.2-lab; the unpatched comparison boots 7.2-base).
+lab7-series: lab7-kernel lab7-kernel-base lab7-rootfs
+	@echo "== irqtune lab, generation 7: pytest $(LAB7_SERIES_TESTS) with kernel 7.2-lab"
+	$(LAB_ENV) IRQTUNE_LAB_KERNEL=7.2-lab \
+		$(PYTHON) -m pytest -p no:cacheprovider $(LAB_PYTEST) $(LAB7_SERIES_TESTS)

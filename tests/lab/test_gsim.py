@@ -229,11 +229,30 @@ def delivered(g, pps=3000, seconds=2, flows=16):
     return (udp_noports(g) - before) / max(sent, 1), sent
 
 
+# Kernel reports: warnings, oopses, KASAN, lockdep (its reports start with
+# "WARNING: possible ...", "BUG: ..." or "INFO: ..."), RCU and might_sleep
+# splats, and the spurious-interrupt detector.
+KERNEL_REPORT = re.compile(
+    r"WARNING:|BUG:|Oops|INFO: |KASAN|circular locking|lock state|recursive locking|"
+    r"DEBUG_LOCKS_WARN_ON|suspicious RCU|sleeping function called|"
+    r"irq \d+: nobody cared|Call Trace:")
+
+
 def kernel_problems(g):
     rc, out = g.run(["dmesg"])
     assert rc == 0, g.last_stderr
-    return [ln for ln in out.splitlines()
-            if re.search(r"WARNING:|BUG:|Oops|INFO: |circular locking|lock state|irq \d+: nobody cared", ln)]
+    return [ln for ln in out.splitlines() if KERNEL_REPORT.search(ln)]
+
+
+def debug_checkers(g):
+    """Which of the debug kernel's checkers are live: KASAN (initialised at
+    boot) and lockdep (debug_locks still 1: lockdep turns itself off after
+    its first report or when it runs out of table space)."""
+    rc, out = g.run(["dmesg"])
+    kasan = rc == 0 and "KernelAddressSanitizer initialized" in out
+    rc, stats = g.run(["cat", "/proc/lockdep_stats"])
+    m = re.search(r"debug_locks:\s+(\d+)", stats) if rc == 0 else None
+    return {"kasan": kasan, "lockdep": bool(m and m.group(1) == "1")}
 
 
 def kept_pace(report, pps):
@@ -277,23 +296,33 @@ def flood_rate(g, sample_stats_after=None, pps=None):
     return res
 
 
-# Flood rate each guest's host can keep, by workdir.
+# Flood rate chosen for each guest, by workdir.
 _PPS = {}
+# Paced flood rates tried, highest first.
+PPS_CANDIDATES = (20000, 10000, 5000, 2500)
 
 
 def host_pps(g):
-    """Packets/s the sender keeps on this host: FLOOD's rate, or what a
-    loaded host managed in an unmoderated flood (less 20 %)."""
+    """Packets/s of the paced flood on this host: of the rates the sender
+    keeps, the one raising the most unmoderated receive interrupts. A
+    slower host (or a busier one) makes the TCG guest poll longer per
+    interrupt, so past some rate more packets mean fewer interrupts; a
+    rate that raises few interrupts leaves moderation nothing to show."""
     key = str(g.workdir)
     if key not in _PPS:
         assert write_errno(g, DIR + "/delay_us", 0) == "OK"
-        pps = FLOOD["pps"]
-        for _ in range(3):
+        tried = []
+        for pps in PPS_CANDIDATES:
             r = flood_rate(g, pps=pps)
-            if kept_pace(r["report"], pps):
-                break
-            pps = max(1000, int(0.8 * r["report"]["sent"] / FLOOD["seconds"]))
-        _PPS[key] = pps
+            kept = kept_pace(r["report"], pps)
+            tried.append((pps, round(r["rate"]), kept))
+            if kept and len(tried) > 1 and tried[-2][2] and r["rate"] < tried[-2][1]:
+                break                   # past the best rate
+        usable = [t for t in tried if t[2]] or [min(tried)]
+        best = max(usable, key=lambda t: t[1])
+        print("\nflood sized to the host: [pps, unmoderated irq/s, sender kept pace] %s "
+              "-> %d pkt/s" % (tried, best[0]))
+        _PPS[key] = best[0]
     return _PPS[key]
 
 
@@ -342,18 +371,25 @@ def judge(per_round, unmoderated, check):
     return verdicts, noise
 
 
+# Unmoderated rounds further apart than this ratio disagree: the host, not
+# the kernel, moved the rate, and a result between them is not judged.
+NOISE_RATIO = 1.5
+
+
 def lower(rate, low, high, factor=1.25):
     """True if rate is clearly below both unmoderated rates, False if it
-    is not below the higher one, None in between (host noise)."""
+    is not (at or above the higher one, or between them while they agree),
+    None when it lies between unmoderated rates that disagree (host noise)."""
     if rate * factor < low:
         return True
-    if rate >= high:
+    if rate >= high or high <= NOISE_RATIO * low:
         return False
     return None
 
 
 def assert_rounds(verdicts, noise):
-    assert verdicts, "too noisy to judge: " + "; ".join(noise)
+    if not verdicts:
+        pytest.skip("too noisy to judge: " + "; ".join(noise))
     assert sum(verdicts) * 2 > len(verdicts), \
         "%d of %d judged rounds as expected" % (sum(verdicts), len(verdicts))
 
@@ -636,13 +672,23 @@ def test_control_loop_settles_at_target(gsim_guest):
     g = gsim_guest
     irqs = sorted(rx_irqs(g))
     allow(g, irqs)
-    base = flood_rate(g, pps=host_pps(g))["rate"]
-    # Reachable with delay_us 500 (one busy source: at most ~2000/s), and
-    # clearly below what the host's unmoderated flood raises.
-    target = int(max(0.6 * base, 2400))
-    if target > 0.85 * base:
-        pytest.fail("too slow to judge: unmoderated %d irq/s leaves no target between "
-                    "the 500us bound of one source (~2000/s) and the load" % base)
+    # The target lies between what this host's flood raises unmoderated
+    # and the floor a fixed 500us delay (the most the loop may use) leaves,
+    # both measured here, interleaved.
+    (unmod, floor, unmod2), = measure(g, [
+        ([("delay_us", 0)], False),
+        ([("target_intr_rate", 0), ("hardirq_percent", 0), ("delay_us", 500)], False),
+        ([("delay_us", 0)], False)], rounds=1)
+    low, high = sorted((unmod["rate"], unmod2["rate"]))
+    floor = floor["rate"]
+    numbers = "unmoderated %d and %d irq/s, fixed 500us %d irq/s" % (low, high, floor)
+    print("\n" + numbers)
+    if high > NOISE_RATIO * low:
+        pytest.skip("too noisy to judge: " + numbers)
+    if low < 1.5 * floor:
+        pytest.skip("too slow to judge: %s leave no room for a target between them" % numbers)
+    base = low
+    target = int(floor + 0.5 * (low - floor))
     for knob, value in (("update_ms", 20), ("hardirq_percent", 0),
                         ("target_intr_rate", target), ("delay_us", 500)):
         assert write_errno(g, "%s/%s" % (DIR, knob), value) == "OK"
@@ -795,16 +841,28 @@ def test_down_unbind_hotplug_under_fixed_delay_flood(gsim_guest, lab):
         print("moderation off: %.1f%% of %d packets received" % (100 * ok, sent))
         assert ok > 0.9
         assert kernel_problems(g) == []
+        checkers = debug_checkers(g)
+        print("debug checkers live at the end: %s" % checkers)
+        if g.kernel.endswith("-debug"):
+            # A debug run proves nothing when a checker is off.
+            assert checkers == {"kasan": True, "lockdep": True}, checkers
     finally:
         # The NIC was re-created: later tests get a freshly booted guest.
         lab.close()
 
 
+def unpatched_kernel():
+    """The unpatched kernel of the guest kernel's generation: "7.2-base"
+    beside "7.2-lab", "base" beside the 6.12 kernels."""
+    return "7.2-base" if labvm.generation(labvm.default_kernel()) == 7 else "base"
+
+
 def test_unpatched_kernel_fails(lab):
     """The base kernel, same boot: the interface checks above must fail."""
-    if labvm.missing("base"):
-        pytest.skip("unpatched base kernel not built: %s" % labvm.missing("base"))
-    g = lab.get(kernel="base")
+    base = unpatched_kernel()
+    if labvm.missing(base):
+        pytest.skip("unpatched base kernel not built: %s" % labvm.missing(base))
+    g = lab.get(kernel=base)
     bad = gsim_violations(g)
     print("base kernel deviations:\n  " + "\n  ".join(bad))
     assert "%s/delay_us missing" % DIR in bad
