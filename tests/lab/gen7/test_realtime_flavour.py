@@ -77,6 +77,13 @@ def test_flavour_with_scheduler_limits_queues_and_restores(h):
     assert not re.search(r"(?i)cannot import.*perf|No module named 'perf'", log), log
     assert not re.search(r"Traceback[\s\S]*(irqtune|plugin_napi|plugin_nic_housekeeping)", log), log
 
+    # The next boot's command line (TuneD's bootloader unit writes it even
+    # where no boot loader config exists): the flavour's io_queue flag
+    # beside the parents' isolation and irqaffinity=.
+    boot = h.g.read_file("/etc/tuned/bootcmdline")
+    for arg in ("isolcpus=io_queue,2-3", "isolcpus=2-3", "irqaffinity=0-1", "nohz_full=2-3"):
+        assert re.search(r"(?<![\w=,])%s(?![\w,-])" % re.escape(arg), boot), (arg, boot)
+
     assert channels(h) == 2
     after_q = queue_affinities(h)
     assert set(after_q.values()) == {HOUSEKEEPING}, after_q
