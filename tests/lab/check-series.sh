@@ -58,6 +58,19 @@ w1_build() {
 	grep -E ': (warning|error):' "$out" | sed -E 's/:[0-9]+:[0-9]+:/:/' | sort -u >"$warnings" || true
 }
 
+# The object a .c file is compiled into: its own, or that of the .c file
+# in the same directory that #includes it (kernel/sched/isolation.c is
+# built as part of build_utility.o and does not compile alone).
+object_of() {
+	local c=$1 dir includer
+	dir=$(dirname "$c")
+	includer=$(grep -lE "^#[[:space:]]*include \"$(basename "$c")\"" "$TREE/$dir"/*.c 2>/dev/null | head -n1)
+	if [ -n "$includer" ]; then
+		c=$dir/$(basename "$includer")
+	fi
+	echo "${c%.c}.o"
+}
+
 check_one() {
 	local s=$1 p n=0 errs=0 warns=0 checks=0 files=() objs=() log rc=0
 	local needs set=$1 baseref=base onto=base
@@ -96,7 +109,7 @@ check_one() {
 
 	mapfile -t files < <(git -C "$TREE" diff --name-only "$baseref"..HEAD)
 	for p in "${files[@]}"; do
-		case $p in *.c) objs+=("${p%.c}.o") ;; esac
+		case $p in *.c) objs+=("$(object_of "$p")") ;; esac
 	done
 	if [ "${LAB_CHECK_FULL:-0}" = 1 ]; then
 		objs=(bzImage)
