@@ -86,7 +86,7 @@ check_one() {
 		onto="base + $needs"
 	fi
 	checkout_set "$set" || { echo "FAIL $s: git am on $onto failed"; return 1; }
-	echo "  git am: $(git -C "$TREE" rev-list --count "$baseref"..HEAD) patches apply on $onto ($(sed -n 's/^debian=//p' "$TREE/.git/lab-base"))"
+	echo "  git am: $(series_patches "$s" | wc -l) patches apply on $onto ($(sed -n 's/^debian=//p' "$TREE/.git/lab-base"))"
 
 	while read -r p; do
 		n=$((n + 1))
@@ -147,7 +147,9 @@ check_one() {
 		local head total k
 		checkout_set "$set" >/dev/null 2>&1
 		head=$(git -C "$TREE" rev-parse HEAD)
-		total=$(git -C "$TREE" rev-list --count "$baseref..$head")
+		# Counted from the series file: a needed series is applied afresh,
+		# so $baseref is not an ancestor of $head.
+		total=$(series_patches "$s" | wc -l)
 		for ((k = 1; k < total; k++)); do
 			git -C "$TREE" checkout -q -f "$head~$((total - k))"
 			configure "$set" "$BDIR"
