@@ -314,7 +314,9 @@ def host_pps(g):
     keeps, the one raising the most unmoderated receive interrupts. A
     slower host (or a busier one) makes the TCG guest poll longer per
     interrupt, so past some rate more packets mean fewer interrupts; a
-    rate that raises few interrupts leaves moderation nothing to show."""
+    rate that raises few interrupts leaves moderation nothing to show.
+    Every candidate is tried: on the KASAN + lockdep kernel the rate rose
+    from 1 to 852 irq/s only at the last one."""
     key = str(g.workdir)
     if key not in _PPS:
         assert write_errno(g, DIR + "/delay_us", 0) == "OK"
@@ -323,8 +325,6 @@ def host_pps(g):
             r = flood_rate(g, pps=pps)
             kept = kept_pace(r["report"], pps)
             tried.append((pps, round(r["rate"]), kept))
-            if kept and len(tried) > 1 and tried[-2][2] and r["rate"] < tried[-2][1]:
-                break                   # past the best rate
         usable = [t for t in tried if t[2]] or [min(tried)]
         best = max(usable, key=lambda t: t[1])
         print("\nflood sized to the host: [pps, unmoderated irq/s, sender kept pace] %s "
