@@ -684,18 +684,23 @@ def test_control_loop_settles_at_target(gsim_guest):
     # The target lies between what this host's flood raises unmoderated
     # and the floor a fixed 500us delay (the most the loop may use) leaves,
     # both measured here, interleaved.
-    (unmod, floor, unmod2), = measure(g, [
-        ([("delay_us", 0)], False),
-        ([("target_intr_rate", 0), ("hardirq_percent", 0), ("delay_us", 500)], False),
-        ([("delay_us", 0)], False)], rounds=1)
-    low, high = sorted((unmod["rate"], unmod2["rate"]))
-    floor = floor["rate"]
-    numbers = "unmoderated %d and %d irq/s, fixed 500us %d irq/s" % (low, high, floor)
-    print("\n" + numbers)
-    if high > NOISE_RATIO * low:
-        pytest.skip("too noisy to judge: " + numbers)
+    # Up to three rounds: the first whose two unmoderated floods agree.
+    seen = []
+    for _ in range(3):
+        (unmod, floor, unmod2), = measure(g, [
+            ([("delay_us", 0)], False),
+            ([("target_intr_rate", 0), ("hardirq_percent", 0), ("delay_us", 500)], False),
+            ([("delay_us", 0)], False)], rounds=1)
+        low, high = sorted((unmod["rate"], unmod2["rate"]))
+        floor = floor["rate"]
+        seen.append("unmoderated %d and %d irq/s, fixed 500us %d irq/s" % (low, high, floor))
+        print("\n" + seen[-1])
+        if high <= NOISE_RATIO * low:
+            break
+    else:
+        pytest.skip("too noisy to judge: " + "; ".join(seen))
     if low < 1.5 * floor:
-        pytest.skip("too slow to judge: %s leave no room for a target between them" % numbers)
+        pytest.skip("too slow to judge: %s leave no room for a target between them" % seen[-1])
     base = low
     target = int(floor + 0.5 * (low - floor))
     for knob, value in (("update_ms", 20), ("hardirq_percent", 0),
