@@ -150,8 +150,3 @@ class ZerocopyRxPlugin(common.NetDevicePlugin):
 			return NapiTuner(napi_config, caps[0], queues=queues,
 				ledger=Ledger("zerocopy_rx-%s-napi-%s" % (instance.name, ifname)))
 		return factory
-
-	def _unsupported(self, tuner):
-		# What a driver lacks is per device and left out of verify (the
-		# tuner names it there), not a failure of the profile.
-		return {}

@@ -53,6 +53,15 @@ def channel_kind(channels):
     raise UnsupportedError("the driver reports no rx or combined channels")
 
 
+def reserve(count, queues):
+    """The last `queues` of `count` rx queues, leaving at least one for
+    regular traffic; Refused when the device has too few."""
+    if count < queues + 1:
+        raise Refused("reserving %d rx queues needs at least %d and the device has %d "
+                      "(its channel maximum)" % (queues, queues + 1, count))
+    return list(range(count - queues, count))
+
+
 def spread(size, queues):
     """An indirection table of `size` entries spread evenly over 0..queues-1
     (what `ethtool -X DEV equal N` writes)."""

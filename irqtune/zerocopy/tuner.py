@@ -17,30 +17,32 @@ while the slot still holds the rule it put there.
 
 A driver that cannot do something (EOPNOTSUPP, a feature it cannot change,
 no RSS table) is named once per device and feature and left out of verify
-(`unsupported`); a driver that refuses a value (EINVAL with its extack) is
+(`lacking`, per device - not the contract's `unsupported`, which is
+what the kernel cannot do and fails verify); a driver that refuses a value (EINVAL with its extack) is
 named once too, and verify shows the difference.
+
+This module holds the contract, the order of the steps, the bookkeeping
+of refusals, verify and the order of restore; the steps themselves - the
+ethtool and ntuple reads and writes of each feature, each recording its
+original before it changes anything - are in steps.py (NicSteps).
 """
 
-import errno
 import logging
-import socket
 
-from ..errors import IrqtuneError, UnsupportedError
-from ..netlink.ethtool_rx import TCP_DATA_SPLIT, TCP_DATA_SPLIT_NAMES
+from ..errors import IrqtuneError
+from ..netlink.ethtool_rx import TCP_DATA_SPLIT_NAMES
 from ..netlink.genl import NetlinkRequestError
 from ..ledger import device_entry, ifindex_of, ifname_of, take_device
 from ..tuner import Check, DeviceTuner, on_kernel_name
-from .plan import (Refused, as_rule, channel_kind, ranges, refusal, rule_fields,
-                   rule_key, rx_queue_count, spread)
+from .plan import Refused, ranges, refusal, reserve, rule_key
+from .steps import NTUPLE, NicSteps
 from ..channels.plan import count as _n
 
 log = logging.getLogger(__name__)
 
-NTUPLE = "rx-ntuple-filter"
-SPLIT_ON = TCP_DATA_SPLIT["on"]
 
 
-class ZeroCopyRxTuner(DeviceTuner):
+class ZeroCopyRxTuner(NicSteps, DeviceTuner):
     """Applies one ZeroCopyConfig to devices; see the module text.
 
     originals: {ifname: {"ifindex": n, "channels": {"combined": 2},
@@ -67,7 +69,7 @@ class ZeroCopyRxTuner(DeviceTuner):
         self.napi = {}          # ifname -> NapiTuner of its reserved queues
         self.targets = {}       # ifname -> {"channels": {...}, "reserved": [..], "indir": [...]}
         self.problems = {}      # ifname -> {feature: reason}: refused values (verify fails)
-        self.unsupported = {}   # ifname -> {feature: reason}: missing in the driver
+        self.lacking = {}       # ifname -> {feature: reason}: missing in the driver
         self.originals = self._load_state()
 
     @property
@@ -93,15 +95,15 @@ class ZeroCopyRxTuner(DeviceTuner):
             (self.ledger.save if before_change else self.ledger.update)(self.originals)
 
     def _device_books(self):
-        return [self.originals, self.napi, self.targets, self.problems, self.unsupported]
+        return [self.originals, self.napi, self.targets, self.problems, self.lacking]
 
     def _saved(self, ifname, ifindex):
         return device_entry(self.originals, ifname, ifindex)
 
     def _report(self, ifname, feature, refused):
         """Log a refusal the first time it is seen for this device and feature."""
-        book = self.unsupported if refused.unsupported else self.problems
-        other = self.problems if refused.unsupported else self.unsupported
+        book = self.lacking if refused.unsupported else self.problems
+        other = self.problems if refused.unsupported else self.lacking
         other.get(ifname, {}).pop(feature, None)
         known = book.setdefault(ifname, {})
         if known.get(feature) != str(refused):
@@ -110,7 +112,7 @@ class ZeroCopyRxTuner(DeviceTuner):
 
     def _resolved(self, ifname, feature):
         self.problems.get(ifname, {}).pop(feature, None)
-        self.unsupported.get(ifname, {}).pop(feature, None)
+        self.lacking.get(ifname, {}).pop(feature, None)
 
     def _step(self, ifname, feature, func, *args):
         """Run one apply step; a refusal is reported and the next step runs."""
@@ -162,7 +164,7 @@ class ZeroCopyRxTuner(DeviceTuner):
                                    ifindex, saved, target)
                 if count is not None:
                     done.append("%d rx queues" % count)
-                    reserved = self._step(ifname, "queues", self._reserve, count)
+                    reserved = self._step(ifname, "queues", reserve, count, self.config.queues)
                     if reserved:
                         target["reserved"] = reserved
                         done.append("reserved %s" % ranges(reserved))
@@ -196,158 +198,6 @@ class ZeroCopyRxTuner(DeviceTuner):
             tuner = self.napi[ifname] = self._napi_factory(ifname, target["reserved"])
         return tuner.apply(ifname)
 
-    def _read_rss(self, nic, ifindex):
-        """The original main-context table: "default" when it is the
-        driver's even spread over the current rx queues."""
-        rss = nic.rss(ifindex)
-        table = rss.get("indir")
-        if not table:
-            raise Refused("the driver has no RSS indirection table", True)
-        channels = nic.channels(ifindex)
-        if table == spread(len(table), max(1, rx_queue_count(channels))):
-            return {"default": True, "size": len(table)}
-        return {"indir": table}
-
-    def _apply_channels(self, ifname, nic, ifindex, saved, target):
-        """Raise channels so the reserved queues come on top of the ones
-        serving regular traffic; returns the rx queue count it leaves (the
-        current one when the driver refuses the change, which is reported
-        under "channels" while the reservation goes on within it)."""
-        current = nic.channels(ifindex)
-        try:
-            kind = channel_kind(current)
-        except UnsupportedError as err:
-            raise Refused(str(err), True) from None
-        have = _n(current, kind + "-count")
-        original = saved.setdefault("channels", {}).setdefault(kind, have)
-        self._save_state()
-        maximum = _n(current, kind + "-max")
-        want = self.config.channels or (original + self.config.queues)
-        if maximum and want > maximum:
-            if self.config.channels:
-                raise Refused("channels %d is above the device maximum %d" % (want, maximum))
-            want = maximum
-        target["channels"] = {kind: want}
-        if want != have:
-            try:
-                nic.set_channels(ifindex, **{kind: want})
-                log.info("%s: %s channels %d -> %d", ifname, kind, have, want)
-            except NetlinkRequestError as err:
-                self._report(ifname, "channels", refusal("%s channels %d" % (kind, want), err))
-                return rx_queue_count(current)
-        return rx_queue_count(nic.channels(ifindex))
-
-    def _reserve(self, count):
-        n = self.config.queues
-        if count < n + 1:
-            raise Refused("reserving %d rx queues needs at least %d and the device has %d "
-                          "(its channel maximum)" % (n, n + 1, count))
-        return list(range(count - n, count))
-
-    def _apply_split(self, nic, ifindex, saved):
-        rings = nic.rings(ifindex)
-        reported = rings.get("tcp-data-split", 0)
-        want = SPLIT_ON if self.config.header_split else TCP_DATA_SPLIT["off"]
-        first = "tcp-data-split" not in saved.get("rings", {})
-        if first:
-            saved.setdefault("rings", {})["tcp-data-split"] = reported
-            self._save_state()
-        try:
-            changed = nic.set_rings(ifindex, **{"tcp-data-split": want})
-        except NetlinkRequestError:
-            if first:       # nothing changed: nothing to put back on restore
-                del saved["rings"]["tcp-data-split"]
-                self._save_state()
-            raise
-        if first and changed and reported == want:
-            # The reply shows the driver's state, not its configuration: a
-            # configuration change although the reply already showed `want`
-            # means the configuration was "auto" (netdevsim reports auto as on).
-            saved["rings"]["tcp-data-split"] = TCP_DATA_SPLIT["auto"]
-            self._save_state()
-        after = nic.rings(ifindex).get("tcp-data-split", 0)
-        if after != want:
-            raise Refused("the driver kept tcp-data-split %s" % TCP_DATA_SPLIT_NAMES.get(after, after),
-                          after == 0)
-        return True
-
-    def _apply_hds(self, nic, ifindex, saved):
-        rings = nic.rings(ifindex)
-        if "hds-thresh" not in rings:
-            raise Refused("the driver does not report hds-thresh (Linux >= 6.14 and a "
-                          "driver with header-split thresholds)", True)
-        saved.setdefault("rings", {}).setdefault("hds-thresh", rings["hds-thresh"])
-        self._save_state()
-        if rings["hds-thresh"] != self.config.hds_thresh:
-            nic.set_rings(ifindex, **{"hds-thresh": self.config.hds_thresh})
-        return True
-
-    def _apply_ntuple(self, nic, ifindex, saved):
-        features = nic.features(ifindex)
-        want = self.config.ntuple
-        if (NTUPLE in features.get("active", ())) == want:
-            saved.setdefault("features", {}).setdefault(NTUPLE, NTUPLE in features.get("wanted", ()))
-            self._save_state()
-            return True
-        if NTUPLE not in features.get("hw", ()):
-            raise Refused("the driver cannot change %s (not among its changeable features)"
-                          % NTUPLE, True)
-        saved.setdefault("features", {}).setdefault(NTUPLE, NTUPLE in features.get("wanted", ()))
-        self._save_state()
-        nic.set_features(ifindex, {NTUPLE: want})
-        if (NTUPLE in nic.features(ifindex).get("active", ())) != want:
-            raise Refused("the kernel kept %s %s (a dependency of another feature?)"
-                          % (NTUPLE, "off" if want else "on"))
-        return True
-
-    def _apply_rss(self, nic, ifindex, saved, target):
-        table = nic.rss(ifindex).get("indir") or []
-        want = spread(len(table), target["reserved"][0])
-        target["indir"] = want
-        if table != want:
-            try:
-                nic.set_rss_indir(ifindex, want)
-            except NetlinkRequestError as err:
-                if err.code != errno.EOPNOTSUPP:
-                    raise
-                del saved["rss"]        # unchanged by us: nothing to put back
-                self._save_state()
-                raise Refused("the table can be read but not set (EOPNOTSUPP): a kernel "
-                              "without ethtool RSS_SET (Linux < 6.17) or a driver without "
-                              "set_rxfh", True) from None
-        return True
-
-    def _apply_rules(self, ifname, saved, target):
-        rules = self._rules(ifname)
-        reserved = target["reserved"]
-        mine = saved.setdefault("rules", [])
-        wanted = [spec.on_queue(reserved[i % len(reserved)])
-                  for i, spec in enumerate(self.config.rules)]
-        target["rules"] = wanted
-        have = {}
-        for entry in mine:
-            rule = self._rule_at(rules, entry["location"])
-            if rule is not None and rule.as_dict() == rule_fields(entry):
-                have[rule] = entry["location"]
-        for rule in wanted:
-            if rule in have:
-                continue
-            location = rules.insert(rule)
-            entry = dict(rule.as_dict(), location=location)
-            mine[:] = [e for e in mine if e["location"] != location] + [entry]
-            self._save_state()
-            log.info("%s: flow rule %s at location %d", ifname, rule.describe(), location)
-        return True
-
-    @staticmethod
-    def _rule_at(rules, location):
-        try:
-            return rules.get(location)
-        except OSError as err:
-            if err.errno in (errno.ENOENT, errno.EINVAL):
-                return None
-            raise
-
     @on_kernel_name
     def apply_new(self, ifname):
         """After a link event or on a timer: a device re-created under a new
@@ -380,8 +230,8 @@ class ZeroCopyRxTuner(DeviceTuner):
     @on_kernel_name
     def verify(self, ifname):
         """[Check] of everything applied; what the driver lacks
-        (self.unsupported[ifname]) is named in the log and left out."""
-        for feature, why in sorted(self.unsupported.get(ifname, {}).items()):
+        (self.lacking[ifname]) is named in the log and left out."""
+        for feature, why in sorted(self.lacking.get(ifname, {}).items()):
             log.info("verify: %s: %s: not checked: %s", ifname, feature, why)
         try:
             return self._verify(ifname)
@@ -394,7 +244,7 @@ class ZeroCopyRxTuner(DeviceTuner):
             return []
         target = self.targets.get(ifname, {})
         problems = self.problems.get(ifname, {})
-        skip = self.unsupported.get(ifname, {})
+        skip = self.lacking.get(ifname, {})
         checks = []
 
         def check(what, feature, current, expected):
@@ -469,7 +319,7 @@ class ZeroCopyRxTuner(DeviceTuner):
             napi.restore_all()
         self.targets.pop(ifname, None)
         self.problems.pop(ifname, None)
-        self.unsupported.pop(ifname, None)
+        self.lacking.pop(ifname, None)
         saved, ifindex = take_device(self.originals, ifname, self._ifindex)
         if saved is None:
             self._save_state(before_change=False)
@@ -500,26 +350,6 @@ class ZeroCopyRxTuner(DeviceTuner):
         except (NetlinkRequestError, OSError) as err:
             log.error("%s: cannot restore %s: %s", ifname, what, refusal(what, err))
 
-    def _restore_rules(self, ifname, entries):
-        rules = self._rules(ifname)
-        for entry in entries:
-            if self._rule_at(rules, entry["location"]) == as_rule(entry):
-                rules.delete(entry["location"])
-            else:
-                log.info("%s: flow rule slot %d no longer holds the rule irqtune added; "
-                         "left alone", ifname, entry["location"])
-
-    @staticmethod
-    def _restore_rss(nic, ifindex, original):
-        nic.set_rss_indir(ifindex, [] if original.get("default") else original["indir"])
-
-    @staticmethod
-    def _restore_channels(nic, ifindex, counts):
-        current = nic.channels(ifindex)
-        changes = {k: v for k, v in counts.items() if _n(current, k + "-count") != v}
-        if changes:
-            nic.set_channels(ifindex, **changes)
-
     @on_kernel_name
     def forget(self, ifname):
         napi = self.napi.pop(ifname, None)
@@ -527,17 +357,10 @@ class ZeroCopyRxTuner(DeviceTuner):
             napi.forget(ifname)
         self.targets.pop(ifname, None)
         self.problems.pop(ifname, None)
-        self.unsupported.pop(ifname, None)
+        self.lacking.pop(ifname, None)
         if self.originals.pop(ifname, None) is not None:
             self._save_state(before_change=False)
 
-
-
-def nic_name(ifindex):
-    try:
-        return socket.if_indextoname(ifindex)
-    except OSError:
-        return "ifindex %d" % ifindex
 
 
 def _ethtool_family():
