@@ -450,7 +450,10 @@ class NetDevicePlugin(TunerPlugin, hotplug.Plugin):
 			super()._retune(instance, device)
 
 	def _retune_link(self, instance, ifindex):
-		self._retune(instance, _ifname(ifindex))
+		name = _ifname(ifindex)
+		if name not in instance.processed_devices:
+			name = _known_as(instance, ifindex) or name
+		self._retune(instance, name)
 
 	def _retune_all(self, instance):
 		for device in sorted(instance.processed_devices):
@@ -467,6 +470,24 @@ class NetDevicePlugin(TunerPlugin, hotplug.Plugin):
 		with instance._lock:
 			if instance._tuner is not None:
 				instance._tuner.restore(device_name)
+
+
+def _known_as(instance, ifindex):
+	"""The name TuneD knows a device by that was renamed without a move
+	event (TuneD < 2.25): the processed device whose originals carry
+	ifindex, whether the tuner still keeps them under that name or has
+	followed the rename already (tuner.renamed).  No system calls: the
+	watcher calls this for every link event."""
+	tuner = instance._tuner
+	originals = getattr(tuner, "originals", None)
+	if not isinstance(originals, dict):
+		return None
+	renamed = getattr(tuner, "__dict__", {}).get("renamed", {})
+	for device in sorted(instance.processed_devices):
+		saved = originals.get(renamed.get(device, device))
+		if isinstance(saved, dict) and saved.get("ifindex") == ifindex:
+			return device
+	return None
 
 
 def _ifname(ifindex):

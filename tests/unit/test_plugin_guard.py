@@ -150,3 +150,39 @@ def test_a_renamed_nic_keeps_its_originals_under_the_new_name(napi_plugin, monke
     monkeypatch.setattr(socket, "if_nametoindex", gone)
     napi_plugin._move_device("gone0")
     assert any("following the rename of gone0 failed" in r.getMessage() for r in caplog.records)
+
+
+class Retunes:
+    """A tuner that records apply_new and keeps originals like NapiTuner."""
+
+    unsupported = {}
+
+    def __init__(self, originals, renamed=None):
+        self.originals = originals
+        if renamed is not None:
+            self.renamed = renamed
+        self.retuned = []
+
+    def apply_new(self, ifname):
+        self.retuned.append(ifname)
+        return 0
+
+
+@pytest.mark.parametrize("originals,renamed", [
+    ({"eth0": {"ifindex": 7}}, None),                   # the tuner has not noticed yet
+    ({"lan0": {"ifindex": 7}}, {"eth0": "lan0"}),       # it followed the rename already
+])
+def test_a_link_event_of_a_device_renamed_without_a_move_event_retunes_it(
+        napi_plugin, monkeypatch, originals, renamed):
+    """TuneD < 2.25 keeps calling the device eth0 after `ip link set eth0
+    name lan0`; the link event names lan0.  The device must be tuned again
+    under the name TuneD knows (the tuner maps it to lan0), not skipped as
+    a device of no instance."""
+    common = __import__("tuned.plugins.irqtune_common", fromlist=["x"])
+    monkeypatch.setattr(common, "_ifname", lambda ifindex: {7: "lan0", 9: "other0"}[ifindex])
+    instance = Instance()
+    instance.processed_devices = {"eth0", "eth1"}
+    instance._tuner = Retunes(dict(originals, eth1={"ifindex": 8}), renamed)
+    napi_plugin._retune_link(instance, 7)
+    napi_plugin._retune_link(instance, 9)               # a device of no instance
+    assert instance._tuner.retuned == ["eth0"]
