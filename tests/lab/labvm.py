@@ -268,11 +268,30 @@ class Guest:
             self.kill()
             raise
         self.boot_seconds = time.monotonic() - t0
-        rc, out = self.run(["sh", "-c", "grep -l '^%s$' /sys/class/net/*/address" % GUEST_MAC])
-        if rc == 0 and out.strip():
-            self.nic = out.split()[0].split("/")[-2]
+        self.nic = self.nic_by_mac()
         log.info("guest %s up in %.1fs, nic %s", self.name, self.boot_seconds, self.nic)
         return self
+
+    def nic_by_mac(self, seconds=20):
+        """The guest's interface with the lab NIC's MAC address, waiting for
+        a (re-)probed NIC and udev's rename to settle; None if there is none.
+        Each address is read on its own: an interface going away meanwhile
+        makes a read fail, which is not an answer (a grep over all of them
+        then exits 2)."""
+        script = ('for f in /sys/class/net/*/address; do '
+                  '[ "$(cat "$f" 2>/dev/null)" = "$1" ] && basename "${f%/address}"; done')
+        deadline = time.monotonic() + seconds
+        while True:
+            _, out = self.run(["sh", "-c", script, "nic", GUEST_MAC])
+            if out.split():
+                name = out.split()[0]
+                time.sleep(1)
+                _, again = self.run(["sh", "-c", script, "nic", GUEST_MAC])
+                if again.split() == [name]:
+                    return name
+            if time.monotonic() > deadline:
+                return None
+            time.sleep(1)
 
     def _connect(self, deadline):
         """Connect to the agent socket and wait for a pong."""

@@ -840,7 +840,7 @@ def test_down_unbind_hotplug_under_fixed_delay_flood(gsim_guest, lab):
         assert held_before_down > 0 and held_during > held_before_down
 
         # The rebound NIC lost its address; give it back and allow the new vectors.
-        g.nic = nic_by_mac(g)
+        g.nic = g.nic_by_mac()
         if g.nic is None:
             rc, log = g.run(["dmesg"])
             pytest.fail("NIC gone after rebind; interfaces %s; kernel log ends:\n%s"
@@ -877,27 +877,6 @@ def unpatched_kernel():
     """The unpatched kernel of the guest kernel's generation: "7.2-base"
     beside "7.2-lab", "base" beside the 6.12 kernels."""
     return "7.2-base" if labvm.generation(labvm.default_kernel()) == 7 else "base"
-
-
-def nic_by_mac(g, seconds=20):
-    """The guest's interface with the lab NIC's MAC address, waiting for a
-    re-probed NIC (and udev's rename) to settle; None if there is none.
-    Each address is read on its own: an interface going away meanwhile
-    makes a read fail, which is not an answer."""
-    script = ('for f in /sys/class/net/*/address; do '
-              '[ "$(cat "$f" 2>/dev/null)" = "$1" ] && basename "${f%/address}"; done')
-    deadline = time.monotonic() + seconds
-    while True:
-        rc, out = g.run(["sh", "-c", script, "nic", labvm.GUEST_MAC])
-        if out.split():
-            name = out.split()[0]
-            time.sleep(1)
-            rc, again = g.run(["sh", "-c", script, "nic", labvm.GUEST_MAC])
-            if again.split() == [name]:
-                return name
-        if time.monotonic() > deadline:
-            return None
-        time.sleep(1)
 
 
 def test_unpatched_kernel_fails(lab):

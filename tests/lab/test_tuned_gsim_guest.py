@@ -330,9 +330,8 @@ def test_reprobed_nic_vectors_are_moderated_again(tuned_guest, lab):
         mark = len(t.log())
         assert write_errno(g, "/sys/bus/virtio/drivers/virtio_net/unbind", dev) == "OK"
         assert write_errno(g, "/sys/bus/virtio/drivers/virtio_net/bind", dev) == "OK"
-        rc, out = g.run(["sh", "-c", "grep -l '^%s$' /sys/class/net/*/address" % labvm.GUEST_MAC])
-        assert rc == 0 and out.strip(), "NIC gone after rebind"
-        g.nic = out.split()[0].split("/")[-2]
+        g.nic = g.nic_by_mac()
+        assert g.nic, "NIC gone after rebind"
         queues = t.wait(lambda: nic_queue_irqs(g), "NIC vectors after rebind", timeout=30)
         t.wait(lambda: all(state(g)[1][i] for i in queues),
                "rebound NIC's vectors allowed again by the rescan", timeout=30)
