@@ -99,14 +99,12 @@ class Ledger:
         a device removed and created again is not the one they belong to.
         A device renamed since they were saved has them under its new name
         (ifname: index -> name or None)."""
-        ifname_now = ifname or ifname_of
         originals = {}
         for name, saved in self.load().items():
-            if ifindex(name) == saved.get("ifindex"):
+            now = name_now(name, saved.get("ifindex"), ifindex, ifname or ifname_of)
+            if now == name:
                 originals.setdefault(name, saved)
-                continue
-            now = ifname_now(saved["ifindex"]) if saved.get("ifindex") is not None else None
-            if now is not None:
+            elif now is not None:
                 log.info("%s is now called %s; its saved originals follow it", name, now)
                 originals[now] = saved
             else:
@@ -158,6 +156,17 @@ def ifname_of(ifindex):
         return socket.if_indextoname(ifindex)
     except OSError:
         return None
+
+
+def name_now(name, saved_ifindex, ifindex=ifindex_of, ifname=ifname_of):
+    """The name the device saved as (name, saved_ifindex) has now: name
+    itself, its new name after a rename, or None when no device has that
+    ifindex (ifindex: name -> index or None; ifname: index -> name or None)."""
+    if saved_ifindex is None:
+        return None
+    if ifindex(name) == saved_ifindex:
+        return name
+    return ifname(saved_ifindex)
 
 
 def take_device(originals, ifname, ifindex=ifindex_of):

@@ -9,13 +9,12 @@ device - so they are never written when napi-set can do the job).
 
 import errno
 import logging
-import socket
 from dataclasses import dataclass, fields
 
 from .errors import OptionError
 from .kfs import KFS
 from .names import attr_name, option_name
-from .ledger import positioned
+from .ledger import ifindex_of as _ifindex, name_now, positioned
 from .netlink.genl import NetlinkRequestError
 from .netlink.netdev import THREADED_VALUES, NapiFamily, QueueFamily
 from .tuner import Check, DeviceTuner, on_kernel_name
@@ -348,7 +347,7 @@ class NapiTuner(DeviceTuner):
                 for napi_id, err in nl.set_napis(changes).items():
                     log.error("NAPI %d: cannot restore: %s", napi_id, err)
         for name, dev in originals.items():
-            now = self._name_now(name, dev.get("ifindex")) if dev["sysfs"] else None
+            now = name_now(name, dev.get("ifindex"), _ifindex, self._ifname) if dev["sysfs"] else None
             for attr, value in dev["sysfs"].items() if now else ():
                 # Only what differs: on 6.13+ a write also resets every NAPI.
                 path = self._sysfs_path(now, attr)
@@ -357,14 +356,6 @@ class NapiTuner(DeviceTuner):
                         self.kfs.write_int(path, value)
                 except (OSError, ValueError) as err:
                     log.error("%s: cannot restore %s: %s", now, option_name(attr), err)
-
-    def _name_now(self, name, ifindex):
-        """The name of the device with ifindex (renamed or not), or None."""
-        if ifindex is None:
-            return None
-        if _ifindex(name) == ifindex:
-            return name
-        return self._ifname(ifindex)
 
     def _sysfs_path(self, ifname, attr):
         return self.kfs.net_path(ifname, SYSFS_FILES[attr])
@@ -378,10 +369,3 @@ def _device_napis(nl, ifindex):
         if err.code == errno.ENODEV:
             return []
         raise
-
-
-def _ifindex(ifname):
-    try:
-        return socket.if_nametoindex(ifname)
-    except OSError:
-        return None
