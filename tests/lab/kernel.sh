@@ -91,6 +91,8 @@ fetch_tarball() {
 	log "fetching $SOURCE_PKG from Debian unstable (tools/sid-apt)"
 	(cd "$debs" && "$REPO/tools/sid-apt" download "$SOURCE_PKG" >&2) || die "cannot fetch $SOURCE_PKG"
 	deb=$(ls -t "$debs"/"$SOURCE_PKG"_*.deb | head -n1)
+	# dpkg-deb -x creates the last directory only, not its parents.
+	mkdir -p "$LAB_CACHE/src7"
 	dpkg-deb -x "$deb" "$LAB_CACHE/src7/deb"
 	[ -r "$TARBALL" ] || die "$deb holds no $TARBALL"
 }
