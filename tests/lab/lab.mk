@@ -2,7 +2,7 @@
 # irqtune kernel lab (included by the top-level Makefile). See
 # tests/lab/README.md.
 #
-#   make lab                    build kernels + rootfs, run pytest tests/lab
+#   make lab                    build kernels + rootfs, run pytest tests/lab/gen6
 #   make lab LAB_PATCHES=none   same suite against the unpatched base kernel
 #   make lab-kernel             patched kernel (LAB_PATCHES, default all)
 #   make lab-kernel-base        unpatched base kernel
@@ -18,7 +18,7 @@ LAB_CACHE   ?= /var/cache/irqtune-lab
 LAB_PATCHES ?= all
 LAB_JOBS    ?= 2
 LAB_PYTEST  ?= -v -rA
-LAB_TESTS   ?= tests/lab
+LAB_TESTS   ?= tests/lab/gen6
 LAB_DIR     := tests/lab
 LAB_ENV      = LAB_CACHE=$(LAB_CACHE) LAB_JOBS=$(LAB_JOBS)
 # Name of the kernel the `guest` fixture boots: "lab" for all series,
@@ -38,7 +38,7 @@ lab-deps:
 lab: lab-deps lab-kernel lab-kernel-base lab-rootfs
 	@echo "== irqtune lab: pytest $(LAB_TESTS) with kernel $(LAB_KERNEL_NAME)"
 	$(LAB_ENV) IRQTUNE_LAB_KERNEL=$(LAB_KERNEL_NAME) \
-		$(PYTHON) -m pytest -p no:cacheprovider $(LAB_PYTEST) --ignore=$(LAB_DIR)/gen7 $(LAB_TESTS)
+		$(PYTHON) -m pytest -p no:cacheprovider $(LAB_PYTEST) $(LAB_TESTS)
 
 lab-kernel: lab-deps
 	$(LAB_ENV) $(LAB_DIR)/kernel.sh build $(LAB_PATCHES)
@@ -74,7 +74,7 @@ lab-clean:
 #                               7.2-base, pytest LAB7_SERIES_TESTS with 7.2-lab
 #   make lab7-kernel-base       7.2-base (no series), the unpatched comparison
 LAB7_TESTS  ?= tests/lab/gen7
-LAB7_SERIES_TESTS ?= tests/lab/test_gsim.py tests/lab/test_vectors.py
+LAB7_SERIES_TESTS ?= tests/lab/gen6/test_gsim.py tests/lab/gen6/test_vectors.py
 LAB7_DEB_DEPS := mmdebstrap python3-matplotlib
 .PHONY: lab7 lab7-deps lab7-kernel lab7-kernel-base lab7-rootfs lab7-series lab-bench
 

@@ -16,7 +16,7 @@ import re
 import subprocess
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 # What cannot verify in this guest, and is not the project's to fix: the
 # parents' units (no cpufreq, a lab kernel without NUMA, a kernel command
 # line without network-latency's arguments) and the one value 6.12 lacks.
