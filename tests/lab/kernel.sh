@@ -21,7 +21,8 @@
 # tools/sid-apt), series in kernel-patches/7.2/<series>/, kernels "7.2-lab"
 # and "7.2-base", configured with lab7.config on top of lab.config.
 # LAB_VARIANT=debug adds lab-debug.config (KASAN, lockdep) and "-debug" to
-# the kernel name.
+# the kernel name; LAB_VARIANT=rt adds lab-rt.config (PREEMPT_RT) and "-rt"
+# (e.g. 7.2-lab-rt: the same series in the same tree, its own build directory).
 #
 # Environment: LAB_CACHE (default /var/cache/irqtune-lab), LAB_JOBS (make -j,
 # default 2), LAB_KERNEL_TARBALL, LAB_W (passed as W= to the build),
@@ -55,11 +56,12 @@ case $LAB_GEN in
 	;;
 *) echo "kernel.sh: LAB_GEN must be 6 or 7, not $LAB_GEN" >&2; exit 2 ;;
 esac
-if [ "$LAB_VARIANT" = debug ]; then
-	CONFIGS+=("$HERE/lab-debug.config")
-elif [ -n "$LAB_VARIANT" ]; then
-	echo "kernel.sh: LAB_VARIANT must be empty or debug, not $LAB_VARIANT" >&2; exit 2
-fi
+case $LAB_VARIANT in
+"") ;;
+debug) CONFIGS+=("$HERE/lab-debug.config") ;;
+rt) CONFIGS+=("$HERE/lab-rt.config") ;;
+*) echo "kernel.sh: LAB_VARIANT must be empty, debug or rt, not $LAB_VARIANT" >&2; exit 2 ;;
+esac
 JOBS=${LAB_JOBS:-2}
 SERIES_ORDER=(housekeeping-vectors gsim)
 IDENT=(-c "user.name=irqtune lab" -c "user.email=irqtune@example.org")

@@ -73,10 +73,15 @@ lab-clean:
 #   make lab7-series            the kernel series on Linux 7.2: 7.2-lab and
 #                               7.2-base, pytest LAB7_SERIES_TESTS with 7.2-lab
 #   make lab7-kernel-base       7.2-base (no series), the unpatched comparison
+#   make lab7-rt                PREEMPT_RT kernel 7.2-lab-rt (every 7.2 series,
+#                               lab-rt.config) + guest image, pytest LAB7RT_TESTS
+#   make lab7-rt-kernel         7.2-lab-rt only
 LAB7_TESTS  ?= tests/lab/gen7
 LAB7_SERIES_TESTS ?= tests/lab/gen6/test_gsim.py tests/lab/gen6/test_vectors.py
+LAB7RT_TESTS ?= tests/lab/gen7rt
 LAB7_DEB_DEPS := mmdebstrap python3-matplotlib
-.PHONY: lab7 lab7-deps lab7-kernel lab7-kernel-base lab7-rootfs lab7-series lab-bench
+.PHONY: lab7 lab7-deps lab7-kernel lab7-kernel-base lab7-rootfs lab7-series lab-bench \
+	lab7-rt lab7-rt-kernel
 
 lab7-deps: lab-deps
 	@dpkg -s $(LAB7_DEB_DEPS) >/dev/null 2>&1 || { apt-get update -q && \
@@ -105,3 +110,13 @@ lab7-series: lab7-kernel lab7-kernel-base lab7-rootfs
 	@echo "== irqtune lab, generation 7: pytest $(LAB7_SERIES_TESTS) with kernel 7.2-lab"
 	$(LAB_ENV) IRQTUNE_LAB_KERNEL=7.2-lab \
 		$(PYTHON) -m pytest -p no:cacheprovider $(LAB_PYTEST) $(LAB7_SERIES_TESTS)
+
+# The realtime generation: Linux 7.2 with PREEMPT_RT, the same series and
+# tree as 7.2-lab (kernel.sh serialises the builds), its own build
+# directory; the guest image is generation 7's.
+lab7-rt-kernel: lab7-deps
+	$(LAB_ENV) LAB_GEN=7 LAB_VARIANT=rt $(LAB_DIR)/kernel.sh build all
+
+lab7-rt: lab7-rt-kernel lab7-rootfs
+	@echo "== irqtune lab, realtime generation: pytest $(LAB7RT_TESTS) with kernel 7.2-lab-rt"
+	$(LAB_ENV) $(PYTHON) -m pytest -p no:cacheprovider $(LAB_PYTEST) $(LAB7RT_TESTS)
