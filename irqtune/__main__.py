@@ -17,6 +17,9 @@ def status(devices):
     caps = detect_napi_capabilities()
     print("netdev family: %s, napi-set: %s, settable: %s"
           % (caps.netdev_family, caps.napi_set, ", ".join(sorted(caps.settable)) or "-"))
+    print("kernel: %s" % caps.kernel.describe())
+    for line in caps.lacking():
+        print("missing: %s" % line)
     if not caps.napi_get:
         return 0
     devices = devices or KFS.listdir(KFS.sys_path("class/net"))

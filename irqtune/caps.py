@@ -5,12 +5,19 @@ The netdev family's napi-set policy (CTRL_CMD_GETPOLICY) lists the
 attributes it accepts and their ranges: that tells whether napi-set exists
 (6.13), whether irq-suspend-timeout and per-NAPI threaded exist, and
 whether threaded accepts busy-poll (6.19), without touching any NAPI.
+
+Build options that no netlink policy shows are read from procfs
+(KernelFeatures): busy polling (CONFIG_NET_RX_BUSY_POLL), without which IRQ
+suspension, threaded busy polling and the busy-poll opt-in never act, and
+PREEMPT_RT, which changes what the NAPI values mean (docs/tuning.md).
 """
 
 import logging
+import os
 from dataclasses import dataclass, field
 
 from .errors import UnsupportedError
+from .kfs import KFS
 from .names import attr_of_nla
 from .netlink.genl import NetlinkRequestError
 from .netlink.netdev import CMD_NAPI_GET, CMD_NAPI_SET, NapiFamily, napi_msg
@@ -25,6 +32,57 @@ def _attr_numbers():
     return {i: attr_of_nla(prefix, n) for i, n in enumerate(names)}
 
 
+# What a kernel without CONFIG_NET_RX_BUSY_POLL lacks, in one line.
+NO_BUSY_POLL = ("the kernel has no busy polling (CONFIG_NET_RX_BUSY_POLL is not set: "
+                "no /proc/sys/net/core/busy_poll)")
+
+
+@dataclass(frozen=True)
+class KernelFeatures:
+    """Kernel build options read from procfs.
+
+    busy_poll is None when this process cannot tell: /proc/sys/net/core
+    shows the global busy_poll sysctl only in the initial network
+    namespace, so its absence elsewhere proves nothing.
+    """
+
+    busy_poll: object = None        # True, False or None (cannot tell)
+    preempt_rt: bool = False
+
+    def lacking(self):
+        """One line per missing feature that some irqtune option needs."""
+        if self.busy_poll is False:
+            return [NO_BUSY_POLL + ": IRQ suspension (irq_suspend_timeout), threaded=busy-poll "
+                    "and the busy_poll_optin plugin have no effect"]
+        return []
+
+    def describe(self):
+        poll = {True: "yes", False: "no", None: "cannot tell (not in the initial network namespace)"}
+        return "PREEMPT_RT: %s, busy polling: %s" % ("yes" if self.preempt_rt else "no",
+                                                     poll[self.busy_poll])
+
+
+def detect_kernel_features(kfs=KFS):
+    """KernelFeatures of the running kernel (no side effects)."""
+    version = kfs.read_optional(kfs.proc_path("sys", "kernel", "version")) or ""
+    if os.path.exists(kfs.proc_path("sys", "net", "core", "busy_poll")):
+        busy_poll = True
+    else:
+        busy_poll = False if _in_initial_netns(kfs) else None
+    return KernelFeatures(busy_poll=busy_poll, preempt_rt="PREEMPT_RT" in version.split())
+
+
+def _in_initial_netns(kfs):
+    """Whether this process shares PID 1's network namespace (False when
+    that cannot be read, e.g. without root)."""
+    try:
+        own = os.stat(kfs.proc_path("self", "ns", "net"))
+        init = os.stat(kfs.proc_path("1", "ns", "net"))
+    except OSError:
+        return False
+    return (own.st_dev, own.st_ino) == (init.st_dev, init.st_ino)
+
+
 @dataclass(frozen=True)
 class NapiCapabilities:
     netdev_family: bool = False
@@ -33,16 +91,33 @@ class NapiCapabilities:
     # attributes napi-set accepts, by name ("defer-hard-irqs", ...)
     settable: frozenset = field(default_factory=frozenset)
     threaded_busy_poll: bool = False
+    kernel: KernelFeatures = field(default_factory=KernelFeatures)
 
     def missing(self, attr, value=None):
-        """Why attr (set to value) cannot be set per NAPI, or None when it
-        can; the kernel versions are named here only."""
+        """Why attr (set to value) cannot be set per NAPI, or cannot act,
+        or None when it can; the kernel versions are named here only."""
         why = self._missing(attr)
         if why is not None and attr == "irq-suspend-timeout":
             return "IRQ suspension needs Linux >= 6.13 (napi-set with irq-suspend-timeout): " + why
         if why is None and attr == "threaded" and value == 2 and not self.threaded_busy_poll:
             return "the kernel's threaded NAPI has no busy-poll mode (Linux >= 6.19)"
+        if why is None and self.kernel.busy_poll is False and (
+                (attr == "irq-suspend-timeout" and value) or (attr == "threaded" and value == 2)):
+            return "%s acts only through busy polling, and %s" % (
+                "IRQ suspension" if attr == "irq-suspend-timeout" else "threaded busy-poll",
+                NO_BUSY_POLL)
         return why
+
+    def lacking(self):
+        """One line per missing kernel feature, naming what it costs."""
+        lines = []
+        if not self.netdev_family:
+            lines.append("the kernel has no netdev generic netlink family (Linux >= 6.8): "
+                         "NAPI values only device-wide through sysfs, no IRQ suspension")
+        elif not self.napi_set:
+            lines.append("the kernel has no napi-set operation (Linux >= 6.13): NAPI values "
+                         "only device-wide through sysfs, no IRQ suspension")
+        return lines + self.kernel.lacking()
 
     def _missing(self, attr):
         if not self.netdev_family:
@@ -55,9 +130,10 @@ class NapiCapabilities:
         return None
 
 
-def detect_napi_capabilities():
+def detect_napi_capabilities(kfs=KFS):
+    kernel = detect_kernel_features(kfs)
     if not _family_exists():
-        return NapiCapabilities()
+        return NapiCapabilities(kernel=kernel)
     with ControlFamily() as ctrl:
         get_policy = _op_policy(ctrl, CMD_NAPI_GET)
         set_policy = _op_policy(ctrl, CMD_NAPI_SET)
@@ -68,7 +144,8 @@ def detect_napi_capabilities():
                             napi_get=get_policy is not None,
                             napi_set=bool(set_policy),
                             settable=settable,
-                            threaded_busy_poll=(set_policy.get(8, {}).get("max") or 0) >= 2)
+                            threaded_busy_poll=(set_policy.get(8, {}).get("max") or 0) >= 2,
+                            kernel=kernel)
 
 
 def _op_policy(ctrl, op):

@@ -111,6 +111,7 @@ class NapiTuner(DeviceTuner):
     def _plan(self):
         """Split the wanted attributes by how they can be set on this kernel."""
         per_napi, per_device, unsupported = {}, {}, {}
+        fallback_why = None
         for attr, value in self.config.attrs().items():
             missing = self.caps.missing(attr, value)
             if missing is None:
@@ -118,6 +119,7 @@ class NapiTuner(DeviceTuner):
             elif attr in SYSFS_FILES and self.queues is None and \
                     not (attr == "threaded" and value > 1):
                 per_device[attr] = value
+                fallback_why = missing
             elif self.queues is not None and attr in SYSFS_FILES:
                 unsupported[attr] = "queues= needs per-NAPI control, but " + missing
             else:
@@ -125,8 +127,8 @@ class NapiTuner(DeviceTuner):
         for attr, why in unsupported.items():
             log.warning("%s not applied: %s", option_name(attr), why)
         if per_device:
-            log.warning("%s: no per-NAPI control on this kernel, using the device-wide "
-                        "sysfs files", ", ".join(option_name(a) for a in per_device))
+            log.warning("%s: no per-NAPI control on this kernel (%s), using the device-wide "
+                        "sysfs files", ", ".join(option_name(a) for a in per_device), fallback_why)
         effective = dict(per_napi, **per_device)
         if effective.get("irq-suspend-timeout") and not (
                 effective.get("defer-hard-irqs") and effective.get("gro-flush-timeout")):

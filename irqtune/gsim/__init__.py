@@ -7,14 +7,15 @@ tuner and its builder from a profile's options.
 """
 
 from ..interrupts import IrqInfo, parse_interrupts, read_interrupts
-from .interface import (MISSING_MESSAGE, OPTIONS, RANGES, SHAPE_LATEST,
+from .interface import (MISSING_MESSAGE, OPTIONS, RT_MISSING_MESSAGE, RANGES, SHAPE_LATEST,
                         SHAPE_NAMES, SHAPE_V1, SHAPE_V4, CpuStats, GsimInterface,
-                        GsimStats, GsimWriteError, accepted_range, detect, parse_stats,
+                        GsimStats, GsimWriteError, accepted_range, detect, missing_message, parse_stats,
                         parse_switch)
 from .config import GsimConfig, IrqSelection
 from .tuner import GsimTuner, build_tuner
 
 __all__ = ["IrqInfo", "parse_interrupts", "read_interrupts", "MISSING_MESSAGE", "OPTIONS",
+           "RT_MISSING_MESSAGE", "missing_message",
            "RANGES", "SHAPE_LATEST", "SHAPE_NAMES", "SHAPE_V1", "SHAPE_V4", "CpuStats",
            "GsimInterface", "GsimStats", "GsimWriteError", "accepted_range", "detect",
            "parse_stats", "parse_switch", "GsimConfig", "GsimTuner", "IrqSelection", "build_tuner"]

@@ -69,6 +69,21 @@ MISSING_MESSAGE = (
     "CONFIG_IRQ_SW_MODERATION=y); the GSIM options are not applied, the rest of "
     "the profile is")
 
+# The same, on a PREEMPT_RT kernel: no GSIM kernel can be built there.
+RT_MISSING_MESSAGE = (
+    "GSIM (global software interrupt moderation) is not available: the running "
+    "kernel is PREEMPT_RT, and the GSIM patches refuse PREEMPT_RT "
+    "(CONFIG_IRQ_SW_MODERATION depends on !PREEMPT_RT: every device interrupt is a "
+    "thread there, and GSIM moderates only interrupts handled in hard interrupt "
+    "context); the GSIM options are not applied, the rest of the profile is")
+
+
+def missing_message(kfs=KFS):
+    """The one warning for a kernel without GSIM, naming why."""
+    from ..caps import detect_kernel_features     # netlink modules only when needed
+    return RT_MISSING_MESSAGE if detect_kernel_features(kfs).preempt_rt else MISSING_MESSAGE
+
+
 _TRUE_WORDS = {"1", "on", "y", "yes", "true", "enabled"}
 _FALSE_WORDS = {"0", "off", "n", "no", "false", "disabled"}
 

@@ -15,8 +15,8 @@ from ..ledger import first, forget_changed_irqs, irq_entry
 from ..overlay import read_overlay_file
 from ..tuner import Check, DeviceTuner
 from .config import GsimConfig, IrqSelection
-from .interface import (APPLY_ORDER, MISSING_MESSAGE, RANGES, RESTORE_ORDER, GsimWriteError,
-                        accepted_range, detect)
+from .interface import (APPLY_ORDER, RANGES, RESTORE_ORDER, GsimWriteError,
+                        accepted_range, detect, missing_message)
 
 log = logging.getLogger(__name__)
 
@@ -373,7 +373,7 @@ def build_tuner(options, ledger=None, kfs=KFS, napi_irqs=irqs_mod.napi_irqs,
         return None, errors
     iface = detect(kfs)
     if iface is None:
-        log.warning("%s", MISSING_MESSAGE)
+        log.warning("%s", missing_message(kfs))
     else:
         log.info("GSIM interface %s", iface)
     return GsimTuner(config, selection, iface, ledger=ledger, kfs=kfs,

@@ -5,6 +5,7 @@ as one (see the package text for the rules)."""
 import logging
 import os
 
+from ..caps import NO_BUSY_POLL, detect_kernel_features
 from ..errors import IrqtuneError, UnsupportedError
 from ..kfs import KFS
 from .config import (BUDGET_WITHOUT_CAP, LIBRARY_NAME, OptInValues, check_library_path,
@@ -81,7 +82,13 @@ class ServiceOptIn:
 
     def plan(self):
         """[(unit, drop-in text)] for the named services; raises
-        UnsupportedError without systemd or the library."""
+        UnsupportedError without systemd, the library or busy polling in
+        the kernel (EPIOCSPARAMS exists only with CONFIG_NET_RX_BUSY_POLL)."""
+        if detect_kernel_features(self.kfs).busy_poll is False:
+            raise UnsupportedError(
+                "%s: epoll instances cannot be set to busy poll, so services %s "
+                "are not opted in; nothing was written"
+                % (NO_BUSY_POLL, ", ".join(self.services)))
         if not systemd_running(self.root):
             raise UnsupportedError(
                 "systemd is not running (no /%s): cannot opt services %s in "
