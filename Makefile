@@ -148,13 +148,13 @@ uninstall: uninstall-preload uninstall-man
 	rm -f $(DESTDIR)$(BINDIR)/irqtune
 
 # The README's first command: everything from a fresh machine to an active,
-# verified latency-suspend profile, then the per-NAPI values.
+# verified latency-suspend profile, then the per-NAPI values.  `irqtune
+# verify` passes when the only verify failures are kernel command-line
+# arguments TuneD installed for the next boot (it lists them) and fails,
+# showing TuneD's log lines, on anything else (irqtune/verify_report.py).
 deploy: deploy-deps install start-tuned
 	tuned-adm profile latency-suspend
-	@log=/var/log/tuned/tuned.log; mark=$$(stat -c %s $$log 2>/dev/null || echo 0); \
-	tuned-adm verify || { \
-		echo "make deploy: tuned-adm verify failed for latency-suspend (from $$log):" >&2; \
-		tail -c +$$((mark + 1)) $$log | grep "verify: failed" >&2; exit 1; }
+	$(BINDIR)/irqtune verify
 	$(BINDIR)/irqtune status
 
 # A running daemon is judged by its pid file, not by tuned-adm's text: without

@@ -1,6 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """`irqtune status` (also `python3 -m irqtune status`): what the kernel offers
-and what each NAPI holds; `--watch` shows suspension at work."""
+and what each NAPI holds; `--watch` shows suspension at work.  `irqtune
+verify`: TuneD's verify with arguments waiting for a reboot told apart
+(irqtune.verify_report)."""
 
 import argparse
 import sys
@@ -9,6 +11,7 @@ from .caps import detect_napi_capabilities
 from .errors import IrqtuneError
 from .kfs import KFS
 from .netlink.netdev import NapiFamily
+from . import verify_report
 
 COLUMNS = ("defer-hard-irqs", "gro-flush-timeout", "irq-suspend-timeout", "threaded", "irq")
 
@@ -46,7 +49,14 @@ def main(argv=None):
                     help="per NAPI: interrupts/s, rx packets/s and the busy-polled share")
     st.add_argument("--interval", type=float, default=1.0, help="seconds between samples (--watch)")
     st.add_argument("--count", type=int, default=None, help="samples to print (--watch; default: until ^C)")
+    vf = sub.add_parser("verify", help="tuned-adm verify; kernel arguments that wait for "
+                        "the next boot are listed, not failed")
+    vf.add_argument("--log", default=verify_report.TUNED_LOG,
+                    help="TuneD's log file (default: %(default)s)")
     args = parser.parse_args(argv)
+    if args.command == "verify":
+        return verify_report.verify(log=args.log,
+                                    err=lambda s: print(s, file=sys.stderr))
     try:
         if args.watch:
             if not args.devices:

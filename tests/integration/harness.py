@@ -126,7 +126,7 @@ def _dbus_running():
 
 
 TUNED_ETC = "/etc/tuned"
-SAVED_FILES = ("active_profile", "profile_mode", "post_loaded_profile",
+SAVED_FILES = ("active_profile", "profile_mode", "post_loaded_profile", "bootcmdline",
                "latency-suspend-variables.conf")
 
 

@@ -43,7 +43,7 @@ def test_make_deploy_without_systemd(lab):
         assert "Cannot talk to TuneD daemon" not in out, out[-3000:]
         failures = re.findall(r"verify: failed: (.*)", out)
         if rc != 0:
-            assert "make deploy: tuned-adm verify failed for latency-suspend" in out, out[-3000:]
+            assert "irqtune verify: tuned-adm verify failed for latency-suspend" in out, out[-3000:]
             assert failures, out[-3000:]
             for f in failures:
                 assert any(expected in f for expected in EXPECTED_FAILURES), f

@@ -34,7 +34,7 @@ def test_make_deploy_on_a_fresh_systemd_guest(lab):
         failures = re.findall(r"verify: failed: (.*)", out)
         print("make deploy: rc %d\n%s" % (rc, out[-1500:]))
         if rc != 0:
-            assert "make deploy: tuned-adm verify failed for latency-suspend" in out, out[-3000:]
+            assert "irqtune verify: tuned-adm verify failed for latency-suspend" in out, out[-3000:]
             assert failures and all("'boost'" in f for f in failures), out[-3000:]
         else:
             assert "defer-hard-irqs" in out, out[-3000:]       # irqtune status ran

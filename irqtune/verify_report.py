@@ -1,0 +1,177 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""`irqtune verify`: TuneD's verify, with the kernel command-line arguments
+that only a reboot applies told apart from real failures.
+
+`tuned-adm verify` fails as long as an argument of a [bootloader] cmdline
+(e.g. network-latency's skew_tick=1) is not in /proc/cmdline - on every
+host that has not rebooted since the profile was chosen, after everything
+else applied correctly.  Its result is only an exit code; the reasons are
+TuneD's log lines written meanwhile ("verify: failed: ...", the format of
+tuned.consts STR_VERIFY_PROFILE_*, unchanged from 2.20 to 2.27).  A
+failing "cmdline arg" line whose expected argument TuneD has installed for
+the next boot (TUNED_BOOT_CMDLINE in /etc/tuned/bootcmdline, which its
+bootloader plugin writes on every apply, with or without a grub.cfg to
+patch) waits for a reboot; every other failure is one, and so is a failed
+verify that logged no reason at all.
+"""
+
+import os
+import re
+import shlex
+import subprocess
+from dataclasses import dataclass, field
+
+TUNED_LOG = "/var/log/tuned/tuned.log"
+BOOT_CMDLINE_FILE = "/etc/tuned/bootcmdline"       # tuned.consts.BOOT_CMDLINE_FILE
+BOOT_CMDLINE_VAR = "TUNED_BOOT_CMDLINE"            # tuned.consts.BOOT_CMDLINE_TUNED_VAR
+
+# tuned.consts.STR_VERIFY_PROFILE_CMDLINE_FAIL(_MISSING), logged by the
+# bootloader plugin for each argument /proc/cmdline lacks or holds with
+# another value.
+_CMDLINE_FAIL = re.compile(r"verify: failed: cmdline arg '[^']*'(?: is missing)?, expected '(?P<arg>[^']*)'$")
+_FAILED = "verify: failed: "
+NO_REASON = "(no reason in the log)"
+# A log record's head: "2026-11-24 23:58:01,123 ERROR    tuned.plugins.x: "
+_RECORD = re.compile(r"^\d{4}-\d\d-\d\d \d\d:\d\d:\d\d,\d+ (?P<level>[A-Z]+) +(?P<logger>\S+): (?P<message>.*)$")
+
+
+@dataclass
+class Verdict:
+    """What a failed (or passed) verify means: the arguments waiting for
+    the next boot, the log lines of real failures, and whether the
+    profile is in effect apart from the former."""
+
+    passed: bool                      # tuned-adm verify's own answer
+    next_boot: list = field(default_factory=list)
+    failures: list = field(default_factory=list)
+
+    @property
+    def ok(self):
+        """Nothing wrong but arguments a reboot applies."""
+        return self.passed or (not self.failures and bool(self.next_boot))
+
+
+def next_boot_args(bootcmdline_text):
+    """The arguments TuneD installed for the next boot, from the text of
+    /etc/tuned/bootcmdline (a shell fragment: VAR="value")."""
+    for line in bootcmdline_text.splitlines():
+        name, sep, value = line.strip().partition("=")
+        if sep and name == BOOT_CMDLINE_VAR:
+            try:
+                return set(" ".join(shlex.split(value)).split())
+            except ValueError:      # unbalanced quotes: not what TuneD writes
+                return set(value.strip('"').split())
+    return set()
+
+
+def failed_lines(log_text):
+    """The log records of a verify that report a failure, as logged."""
+    out = []
+    for line in log_text.splitlines():
+        record = _RECORD.match(line)
+        if record and record["message"].startswith(_FAILED):
+            out.append(line)
+    return out
+
+
+def judge(passed, log_text, next_boot):
+    """The Verdict on tuned-adm verify's exit (passed) and the log lines it
+    caused; next_boot: the arguments TuneD installed for the next boot."""
+    verdict = Verdict(passed)
+    if passed:
+        return verdict
+    for line in failed_lines(log_text):
+        arg = _CMDLINE_FAIL.search(line)
+        if arg and arg["arg"] in next_boot:
+            if arg["arg"] not in verdict.next_boot:
+                verdict.next_boot.append(arg["arg"])
+        else:
+            verdict.failures.append(line)
+    if not verdict.failures and not verdict.next_boot:
+        # Failed without naming anything: a plugin error, a daemon that is
+        # not running or has no profile - never taken for a pending reboot.
+        verdict.failures = error_lines(log_text) or [NO_REASON]
+    return verdict
+
+
+def error_lines(log_text):
+    out = []
+    for line in log_text.splitlines():
+        record = _RECORD.match(line)
+        if record and record["level"] in ("ERROR", "CRITICAL"):
+            out.append(line)
+    return out
+
+
+class LogTail:
+    """What a log file gains from now on (a file rotated meanwhile is read
+    from its start)."""
+
+    def __init__(self, path):
+        self.path = path
+        self.stat = self._stat()
+
+    def _stat(self):
+        try:
+            return os.stat(self.path)
+        except OSError:
+            return None
+
+    def read(self):
+        now = self._stat()
+        offset = 0
+        if self.stat is not None and now is not None and now.st_ino == self.stat.st_ino \
+                and now.st_size >= self.stat.st_size:
+            offset = self.stat.st_size
+        try:
+            with open(self.path, "rb") as f:
+                f.seek(offset)
+                return f.read().decode("utf-8", "replace")
+        except OSError:
+            return ""
+
+
+def _read(path):
+    try:
+        with open(path) as f:
+            return f.read()
+    except OSError:
+        return ""
+
+
+def active_profile(run=subprocess.run):
+    out = run(["tuned-adm", "active"], capture_output=True, text=True).stdout
+    found = re.search(r"^Current active profile: (.*)$", out, re.MULTILINE)
+    return found[1].strip() if found else None
+
+
+def verify(log=TUNED_LOG, bootcmdline=BOOT_CMDLINE_FILE, run=subprocess.run, out=print, err=print):
+    """Run tuned-adm verify and report (see the module); returns the exit
+    status: 0 when the profile is in effect apart from arguments for the
+    next boot, 1 otherwise."""
+    tail = LogTail(log)
+    try:
+        result = run(["tuned-adm", "verify"], capture_output=True, text=True)
+    except OSError as e:
+        err("irqtune verify: cannot run tuned-adm: %s" % e)
+        return 1
+    verdict = judge(result.returncode == 0, tail.read(), next_boot_args(_read(bootcmdline)))
+    profile = active_profile(run) or "the profile"
+    if verdict.passed:
+        out("%s is active and verified." % profile)
+        return 0
+    pending = ("kernel command-line arguments that take effect at the next boot "
+               "(TuneD installed them in %s): %s" % (bootcmdline, " ".join(verdict.next_boot)))
+    if verdict.ok:
+        out("%s is active; everything else verified." % profile)
+        out(pending)
+        return 0
+    err("irqtune verify: tuned-adm verify failed for %s (from %s):" % (profile, log))
+    said = (result.stdout + result.stderr).strip()
+    if verdict.failures == [NO_REASON] and said:
+        verdict.failures = said.splitlines()
+    for line in verdict.failures:
+        err(line)
+    if verdict.next_boot:
+        err(pending)
+    return 1
