@@ -14,10 +14,10 @@ from dataclasses import dataclass, fields
 from .errors import OptionError
 from .kfs import KFS
 from .names import attr_name, option_name
-from .ledger import ifindex_of as _ifindex, name_now, positioned
+from .ledger import name_now, positioned
 from .netlink.genl import NetlinkRequestError
 from .netlink.netdev import THREADED_VALUES, NapiFamily, QueueFamily
-from .tuner import Check, DeviceTuner, on_kernel_name
+from .tuner import Check, DeviceTuner, on_kernel_name, verify_on_kernel_name
 from .values import (MAX_QUEUE, S32_MAX, parse_choice, parse_duration_ns, parse_index_list,
                      parse_int)
 
@@ -97,7 +97,9 @@ class NapiTuner(DeviceTuner):
     original of the one it replaced.
     """
 
-    def __init__(self, config, caps, queues=None, ledger=None, kfs=KFS):
+    def __init__(self, config, caps, queues=None, ledger=None, kfs=KFS, ifindex=None,
+                 ifname=None):
+        super().__init__(ifindex, ifname)
         self.config = config
         self.caps = caps
         self.queues = queues
@@ -141,7 +143,7 @@ class NapiTuner(DeviceTuner):
     def _load_state(self):
         if self.ledger is None:
             return {}
-        originals = self.ledger.load_devices(_ifindex, self._ifname)
+        originals = self.ledger.load_devices(self._ifindex, self._ifname)
         for saved in originals.values():
             saved["napi"] = {int(k): v for k, v in saved.get("napi", {}).items()}
             saved["ids"] = set(saved.get("ids", ()))
@@ -157,7 +159,7 @@ class NapiTuner(DeviceTuner):
         dev = self.originals.get(ifname)
         if dev is None:
             dev = self.originals[ifname] = {
-                "ifindex": _ifindex(ifname) if ifindex is None else ifindex,
+                "ifindex": self._ifindex(ifname) if ifindex is None else ifindex,
                 "napi": {}, "ids": set(), "sysfs": {}}
         return dev
 
@@ -175,7 +177,7 @@ class NapiTuner(DeviceTuner):
                 if napis is not None:
                     scoped[ifname] = napis
             return scoped
-        by_index = {_ifindex(name): name for name in ifnames}
+        by_index = {self._ifindex(name): name for name in ifnames}
         by_index.pop(None, None)
         scoped = {name: [] for name in by_index.values()}
         if len(by_index) == 1:
@@ -189,7 +191,7 @@ class NapiTuner(DeviceTuner):
         return {name: positioned(found) for name, found in scoped.items()}
 
     def _queue_scoped_napis(self, nl, ifname):
-        ifindex = _ifindex(ifname)
+        ifindex = self._ifindex(ifname)
         if ifindex is None:
             return None
         napis = nl.napis(ifindex)
@@ -265,7 +267,7 @@ class NapiTuner(DeviceTuner):
         # only NAPIs come back with defaults; sysfs values are per device
         return bool(self.per_napi)
 
-    @on_kernel_name
+    @verify_on_kernel_name
     def verify(self, ifname):
         """[Check] for every value in scope."""
         results = []
@@ -349,7 +351,7 @@ class NapiTuner(DeviceTuner):
                 for napi_id, err in nl.set_napis(changes).items():
                     log.error("NAPI %d: cannot restore: %s", napi_id, err)
         for name, dev in originals.items():
-            now = name_now(name, dev.get("ifindex"), _ifindex, self._ifname) if dev["sysfs"] else None
+            now = name_now(name, dev.get("ifindex"), self._ifindex, self._ifname) if dev["sysfs"] else None
             for attr, value in dev["sysfs"].items() if now else ():
                 # Only what differs: on 6.13+ a write also resets every NAPI.
                 path = self._sysfs_path(now, attr)

@@ -32,7 +32,8 @@ kernel_name(device)
     (TuneD before 2.25 sends no move events) is found by the ifindex its
     originals were saved with.  verify, restore, apply_new and forget
     take TuneD's name and work on this one (see on_kernel_name); verify's
-    Checks then carry the new name, and restore_all follows every rename
+    Checks then carry the new name (verify_on_kernel_name), and
+    restore_all follows every rename
     first, so no original is left behind under a stale name.
 restore_all()
     Put back every original (writing only what differs) and remove the
@@ -90,34 +91,51 @@ class Check:
 
 def on_kernel_name(method):
     """For a DeviceTuner method taking device names: call it with the names
-    the devices have now (DeviceTuner.kernel_name); Checks that verify
-    returns for a device TuneD knows by an older name carry the new one."""
+    the devices have now (DeviceTuner.kernel_name)."""
 
     @functools.wraps(method)
     def wrapper(self, *ifnames):
-        names = [self.kernel_name(name) for name in ifnames]
-        result = method(self, *names)
-        if method.__name__ == "verify" and names and names[0] != ifnames[0]:
-            for check in result:
-                check.device = check.device or names[0]
-        return result
+        return method(self, *[self.kernel_name(name) for name in ifnames])
+    return wrapper
+
+
+def verify_on_kernel_name(verify):
+    """on_kernel_name for verify: the Checks of a device TuneD knows by an
+    older name carry the name it has now, so that TuneD's log names the
+    device as the kernel does."""
+
+    @functools.wraps(verify)
+    def wrapper(self, ifname):
+        now = self.kernel_name(ifname)
+        checks = verify(self, now)
+        if now != ifname:
+            for check in checks:
+                check.device = check.device or now
+        return checks
     return wrapper
 
 
 class DeviceTuner:
     """Defaults for the optional parts of the contract (see the module).
 
-    Subclasses keep self.originals {ifname: {"ifindex": n, ...}} and may
-    set self._ifindex (name -> index or None) and self._ifname (index ->
-    name or None) for fixtures.
+    Subclasses keep self.originals {ifname: {"ifindex": n, ...}} and call
+    DeviceTuner.__init__ first.
     """
 
     unsupported = {}
     rejected = {}
     needs_watching = False
     ledger = None
-    _ifindex = staticmethod(ifindex_of)
-    _ifname = staticmethod(ifname_of)
+
+    def __init__(self, ifindex=None, ifname=None):
+        """ifindex (name -> index or None) and ifname (index -> name or
+        None) look devices up - the kernel's by default; every tuner takes
+        fixtures for them this way, as constructor arguments."""
+        self._ifindex = ifindex or ifindex_of
+        self._ifname = ifname or ifname_of
+        # {name a device had: name it has now}, for names TuneD still uses
+        # after a rename it never reported (see kernel_name)
+        self.renamed = {}
 
     def apply_new(self, device):
         return 0
@@ -136,10 +154,9 @@ class DeviceTuner:
             taken = {old: book.pop(old) for old in moves if old in book}
             for old, entry in taken.items():
                 book[moves[old]] = entry
-        renamed = self.__dict__.setdefault("renamed", {})
-        for stale, now in list(renamed.items()):
-            renamed[stale] = moves.get(now, now)
-        renamed.update(moves)
+        for stale, now in list(self.renamed.items()):
+            self.renamed[stale] = moves.get(now, now)
+        self.renamed.update(moves)
         self._save_state(before_change=False)
 
     def follow_rename(self, new_name, ifindex):
@@ -180,7 +197,7 @@ class DeviceTuner:
         self.follow_renames()
         if ifname in self.originals:
             return ifname
-        return self.__dict__.get("renamed", {}).get(ifname, ifname)
+        return self.renamed.get(ifname, ifname)
 
     def restore_all(self):
         """For tuners with per-device originals (self.originals, self.ledger):

@@ -482,7 +482,7 @@ def _known_as(instance, ifindex):
 	originals = getattr(tuner, "originals", None)
 	if not isinstance(originals, dict):
 		return None
-	renamed = getattr(tuner, "__dict__", {}).get("renamed", {})
+	renamed = getattr(tuner, "renamed", {})
 	for device in sorted(instance.processed_devices):
 		saved = originals.get(renamed.get(device, device))
 		if isinstance(saved, dict) and saved.get("ifindex") == ifindex:

@@ -7,8 +7,8 @@ import logging
 from ..cpus import housekeeping_cpus
 from ..kfs import KFS
 from ..irqs import interrupt_names
-from ..ledger import device_entry, ifindex_of, ifname_of, take_device, vector_book
-from ..tuner import DeviceTuner, Refusals, on_kernel_name
+from ..ledger import device_entry, take_device, vector_book
+from ..tuner import DeviceTuner, Refusals, on_kernel_name, verify_on_kernel_name
 from .affinity import QueueAffinity
 from .config import HOUSEKEEPING, HousekeepingConfig
 from .counts import ChannelCounts
@@ -32,13 +32,12 @@ class HousekeepingTuner(DeviceTuner):
 
     def __init__(self, config, ledger=None, kfs=KFS, channels=None, ifindex=None, napi=None,
                  ifname=None):
+        super().__init__(ifindex, ifname)
         self.config = config
         self.ledger = ledger
         self.kfs = kfs
         self._channels = channels
         self._napi = napi
-        self._ifindex = ifindex or ifindex_of
-        self._ifname = ifname or ifname_of
         self.housekeeping = housekeeping_cpus(
             list(config.housekeeping_cpus) if config.housekeeping_cpus else None, kfs)
         if config.irq_affinity == HOUSEKEEPING:
@@ -139,7 +138,7 @@ class HousekeepingTuner(DeviceTuner):
 
     # -- verify -----------------------------------------------------------
 
-    @on_kernel_name
+    @verify_on_kernel_name
     def verify(self, ifname):
         """[Check] of the channel counts and queue IRQ affinities of ifname."""
         ifindex = self._ifindex(ifname)

@@ -44,6 +44,7 @@ class GsimTuner(DeviceTuner):
 
     def __init__(self, config, selection, iface, ledger=None, kfs=KFS,
                  napi_irqs=irqs_mod.napi_irqs):
+        super().__init__()
         self.config = config
         self.selection = selection
         self.iface = iface

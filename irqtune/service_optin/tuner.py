@@ -20,6 +20,7 @@ class OptInTuner(DeviceTuner):
     """
 
     def __init__(self, optin, ledger=None, label="busy_poll_optin"):
+        super().__init__()
         self.optin = optin
         self.ledger = ledger
         self.label = label

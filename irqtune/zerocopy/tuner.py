@@ -32,8 +32,8 @@ import logging
 from ..errors import IrqtuneError
 from ..netlink.ethtool_rx import TCP_DATA_SPLIT_NAMES
 from ..netlink.genl import NetlinkRequestError
-from ..ledger import device_entry, ifindex_of, ifname_of, take_device
-from ..tuner import Check, DeviceTuner, on_kernel_name
+from ..ledger import device_entry, take_device
+from ..tuner import Check, DeviceTuner, on_kernel_name, verify_on_kernel_name
 from .plan import Refused, ranges, refusal, reserve, rule_key
 from .steps import NTUPLE, NicSteps
 from ..channels.plan import count as _n
@@ -59,12 +59,11 @@ class ZeroCopyRxTuner(NicSteps, DeviceTuner):
 
     def __init__(self, config, ledger=None, nic=None, rules=None, ifindex=None, napi=None,
                  ifname=None):
+        super().__init__(ifindex, ifname)
         self.config = config
         self.ledger = ledger
         self._nic = nic or _ethtool_family
         self._rules = rules or _ntuple_rules
-        self._ifindex = ifindex or ifindex_of
-        self._ifname = ifname or ifname_of
         self._napi_factory = napi
         self.napi = {}          # ifname -> NapiTuner of its reserved queues
         self.targets = {}       # ifname -> {"channels": {...}, "reserved": [..], "indir": [...]}
@@ -227,7 +226,7 @@ class ZeroCopyRxTuner(NicSteps, DeviceTuner):
 
     # -- verify -----------------------------------------------------------
 
-    @on_kernel_name
+    @verify_on_kernel_name
     def verify(self, ifname):
         """[Check] of everything applied; what the driver lacks
         (self.lacking[ifname]) is named in the log and left out."""

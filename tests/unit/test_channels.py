@@ -98,15 +98,16 @@ def roots(tmp_path):
     return str(proc), str(sys_root), tmp_path
 
 
-def tuner(roots, driver, state=True, ifindex=7, **options):
+def tuner(roots, driver, state=True, ifindex=7, names=None, **options):
+    """names: {device name: ifindex} of every device (default: eth0 only)."""
     proc, sys_root, tmp = roots
     config, errors = ch.HousekeepingConfig.from_options(options)
     assert not errors
+    names = {"eth0": ifindex} if names is None else names
     return ch.HousekeepingTuner(
         config, ledger=Ledger("hk", str(tmp / "run")) if state else None,
-        kfs=KernelFs(proc, sys_root), channels=driver,
-        ifindex=lambda name: ifindex if name == "eth0" else None,
-        ifname=lambda index: "eth0" if index == ifindex else None, napi=())
+        kfs=KernelFs(proc, sys_root), channels=driver, ifindex=names.get,
+        ifname=lambda index: {i: n for n, i in names.items()}.get(index), napi=())
 
 
 # -- options and planning ---------------------------------------------------
@@ -402,12 +403,10 @@ def test_a_daemon_started_after_a_rename_restores_under_the_new_name(roots):
 def test_restore_all_follows_names_two_devices_swapped(roots):
     """eth0 <-> eth1 swapped behind TuneD's back: each device's originals
     stay with the device, not with the name."""
-    t = tuner(roots, FakeDriver(roots[0]), state=False, channels="2")
+    t = tuner(roots, FakeDriver(roots[0]), state=False, names={"eth0": 8, "eth1": 7},
+              channels="2")
     t.originals = {"eth0": {"ifindex": 7, "channels": {}, "irqs": {}},
                    "eth1": {"ifindex": 8, "channels": {}, "irqs": {}}}
-    names = {"eth0": 8, "eth1": 7}
-    t._ifindex = names.get
-    t._ifname = lambda index: {i: n for n, i in names.items()}.get(index)
     assert t.follow_renames() == {"eth0": "eth1", "eth1": "eth0"}
     assert (t.originals["eth1"]["ifindex"], t.originals["eth0"]["ifindex"]) == (7, 8)
     assert t.kernel_name("eth0") == "eth0" and t.kernel_name("eth1") == "eth1"

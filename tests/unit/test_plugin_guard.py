@@ -11,6 +11,7 @@ from tuned_loader import load_plugin_module
 
 from irqtune.errors import DependencyError, NetlinkRequestError
 from irqtune.netlink import genl
+from irqtune.tuner import DeviceTuner
 
 
 class DumpFails:
@@ -104,16 +105,13 @@ def test_old_pyroute2_is_not_taken_for_a_kernel_without_the_family(monkeypatch):
         detect_napi_capabilities()
 
 
-class Originals:
+class Originals(DeviceTuner):
     """A tuner with per-device originals, as NapiTuner keeps them."""
 
-    from irqtune.tuner import DeviceTuner
-    follow_rename = DeviceTuner.follow_rename
-    _rename = DeviceTuner._rename
-    _device_books = DeviceTuner._device_books
     state = None
 
     def __init__(self, originals):
+        super().__init__()
         self.originals = originals
         self.saved = 0
 
@@ -159,8 +157,7 @@ class Retunes:
 
     def __init__(self, originals, renamed=None):
         self.originals = originals
-        if renamed is not None:
-            self.renamed = renamed
+        self.renamed = renamed or {}
         self.retuned = []
 
     def apply_new(self, ifname):
