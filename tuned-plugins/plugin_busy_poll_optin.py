@@ -52,7 +52,9 @@ class BusyPollOptinPlugin(common.InstancePlugin):
 	+
 	Not reached: statically linked programs and runtimes that make epoll
 	system calls directly (Go).  Programs started by hand:
-	`irqtune-busypoll-run`.
+	`irqtune-busypoll-run`.  On a kernel built without busy polling
+	(`CONFIG_NET_RX_BUSY_POLL`, which `EPIOCSPARAMS` needs) nothing is
+	written, with one error naming it.
 	+
 	.Opt memcached and nginx in
 	====

@@ -22,8 +22,9 @@ class GsimPlugin(common.InstancePlugin):
 	shapes that were posted are recognised: `/proc/irq/sw_moderation/`,
 	the `/proc/irq/soft_moderation/` directory and the older
 	`/proc/irq/soft_moderation` file. On a kernel without GSIM one warning
-	names the missing interface, the rest of the profile applies, and
-	verification reports the GSIM options as unsupported.
+	names the missing interface (on a PREEMPT_RT kernel: that GSIM refuses
+	PREEMPT_RT), the rest of the profile applies, and verification reports
+	the GSIM options as unsupported.
 	+
 	[option]`delay_us` is the longest moderation delay (0 to 500
 	microseconds; 0 turns moderation off). [option]`target_intr_rate` is

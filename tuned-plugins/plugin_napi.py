@@ -36,7 +36,13 @@ class NapiPlugin(common.NetDevicePlugin):
 	+
 	Suspension only acts for epoll contexts with `prefer_busy_poll` set
 	(see the `busy_poll_optin` plugin), and only together with non-zero
-	deferral.
+	deferral. On a kernel built without busy polling
+	(`CONFIG_NET_RX_BUSY_POLL`) [option]`irq_suspend_timeout` and
+	`threaded=busy-poll` are not applied, with one warning naming it. On
+	PREEMPT_RT kernels the timer behind [option]`gro_flush_timeout` and
+	[option]`irq_suspend_timeout` runs in the `ktimers` thread
+	(SCHED_FIFO 1), so higher-priority realtime threads on the queue's CPU
+	delay it.
 	+
 	The original value of every NAPI is saved (also in `/run/irqtune`, so
 	that a restarted daemon still restores it) and put back when the

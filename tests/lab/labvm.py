@@ -83,6 +83,20 @@ def rootfs_image(kernel="lab"):
     return LAB_CACHE / ("rootfs7.img" if generation(kernel) == 7 else "rootfs.img")
 
 
+def persistent_disk(path, kernel):
+    """A qcow2 overlay at `path` over the kernel's guest image, for guests
+    that must keep their root file system across boots (a reboot with new
+    kernel arguments): Guest(disk=path).  The overlay's backing file is a
+    hard link to today's image next to it, so a rebuilt image (rootfs*.sh
+    replaces the file) cannot change what lies under the overlay."""
+    path = Path(path)
+    base = path.with_name(path.stem + "-base.img")
+    os.link(rootfs_image(kernel), base)
+    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", str(base),
+                    str(path)], check=True)
+    return path
+
+
 def missing(kernel="lab"):
     """Why the lab cannot boot `kernel` here, or None when it can."""
     if os.geteuid() != 0:
@@ -92,6 +106,8 @@ def missing(kernel="lab"):
             return "%s not found" % tool
     if not kernel_image(kernel).is_file():
         target = "make lab7" if generation(kernel) == 7 else "make lab"
+        if generation(kernel) == 7 and str(kernel).endswith("-rt"):
+            target = "make lab7-rt"
         return "lab kernel %s not built (%s); run `%s`" % (kernel, kernel_image(kernel), target)
     if not rootfs_image(kernel).is_file():
         target = "make lab7" if generation(kernel) == 7 else "make lab"
@@ -175,7 +191,7 @@ class Guest:
     """One QEMU guest running a lab kernel. See the module docstring."""
 
     def __init__(self, kernel="lab", cmdline=DEFAULT_ISOLATION, smp=4, memory=None,
-                 queues=NIC_QUEUES, boot_timeout=None, name=None, nic_options=""):
+                 queues=NIC_QUEUES, boot_timeout=None, name=None, nic_options="", disk=None):
         self.kernel = kernel
         self.generation = generation(kernel)
         self.cmdline = cmdline if cmdline is not None else ""
@@ -185,6 +201,9 @@ class Guest:
         self.queues = queues
         # extra virtio-net-pci properties, e.g. "rss=on" (QEMU's software RSS)
         self.nic_options = nic_options
+        # persistent_disk() overlay that keeps its changes; None boots a
+        # throw-away snapshot of the image
+        self.disk = disk
         self.boot_timeout = boot_timeout or float(os.environ.get("LAB_BOOT_TIMEOUT", "600"))
         self.name = name or "%s-%d-%d" % (kernel, os.getpid(), next(_counter))
         self.nic = None
@@ -220,7 +239,8 @@ class Guest:
             "-rtc", "base=utc",
             "-kernel", str(kernel_image(self.kernel)),
             "-append", self.kernel_cmdline(),
-            "-drive", "file=%s,format=raw,if=virtio,snapshot=on" % rootfs_image(self.kernel),
+            "-drive", ("file=%s,format=qcow2,if=virtio" % self.disk) if self.disk else
+            ("file=%s,format=raw,if=virtio,snapshot=on" % rootfs_image(self.kernel)),
             "-virtfs", "local,path=%s,mount_tag=%s,security_model=none,readonly=on"
             % (REPO, MOUNT_TAG),
             "-netdev", "tap,id=n0,ifname=%s,script=no,downscript=no,queues=%d,vhost=off"
