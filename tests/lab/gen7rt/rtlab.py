@@ -196,7 +196,7 @@ def cyclictest_summary(data):
     "histogram": {"<us>": count}}}); overflows beyond -h count as +inf."""
     out = {}
     for thread in data["thread"].values():
-        hist = sorted((int(k), v) for k, v in thread.get("histogram", {}).items())
+        hist = sorted((int(k), v) for k, v in thread.get("histogram", {}).items() if k.isdigit())
         cycles = thread.get("cycles") or sum(v for _, v in hist)
         seen, p99 = 0, None
         for us, count in hist:
