@@ -1,16 +1,17 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Global Software Interrupt Moderation (GSIM): detect, configure, restore.
 
-interface: the three procfs shapes a kernel may carry, their knobs, per-IRQ
-switches and stats; config: target values and IRQ selection; tuner: the
-tuner and its builder from a profile's options.
+interface: the three procfs shapes a kernel may carry, their knobs and
+per-IRQ switches; stats: their statistics text as records; config: target
+values and IRQ selection; tuner: the tuner and its builder from a
+profile's options.
 """
 
 from ..interrupts import IrqInfo, parse_interrupts, read_interrupts
 from .interface import (MISSING_MESSAGE, OPTIONS, RT_MISSING_MESSAGE, RANGES, SHAPE_LATEST,
-                        SHAPE_NAMES, SHAPE_V1, SHAPE_V4, CpuStats, GsimInterface,
-                        GsimStats, GsimWriteError, accepted_range, detect, missing_message, parse_stats,
-                        parse_switch)
+                        SHAPE_NAMES, SHAPE_V1, SHAPE_V4, GsimInterface, GsimWriteError,
+                        accepted_range, detect, missing_message, parse_switch)
+from .stats import CpuStats, GsimStats, parse_stats
 from .config import GsimConfig, IrqSelection
 from .tuner import GsimTuner, build_tuner
 
