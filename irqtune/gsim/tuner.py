@@ -1,22 +1,23 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""The GSIM tuner: applies, verifies and restores a GsimConfig and an
-IrqSelection (irqtune.tuner's contract), and builds itself from options."""
+"""The GSIM tuner: applies, verifies and restores a GsimConfig (the knobs,
+here) and an IrqSelection (the per-IRQ switches, gsim/switches.py) on
+irqtune.tuner's contract, and builds itself from options."""
 
 import errno
 import logging
-import os
 from collections import namedtuple
 
 from .. import irqs as irqs_mod
 from ..errors import OptionError
 from ..interrupts import read_interrupts
 from ..kfs import KFS
-from ..ledger import first, forget_changed_irqs, irq_entry
+from ..ledger import first
 from ..overlay import read_overlay_file
 from ..tuner import Check, DeviceTuner
 from .config import GsimConfig, IrqSelection
 from .interface import (APPLY_ORDER, RANGES, RESTORE_ORDER, GsimWriteError,
                         accepted_range, detect, missing_message)
+from .switches import IrqSwitches
 
 log = logging.getLogger(__name__)
 
@@ -53,9 +54,7 @@ class GsimTuner(DeviceTuner):
         self.napi_irqs = napi_irqs
         self.rejected = {}          # option -> OptionError / text from the kernel
         self.unsupported = {}       # option -> why
-        self.failed_irqs = {}       # irq -> why (writes refused, not vanished)
-        self._ineligible_seen = set()
-        self._refused = {}          # irq -> action name: the kernel said EOPNOTSUPP
+        self.switches = IrqSwitches(selection, iface, kfs, napi_irqs)
         if iface is None:
             self.originals = {"knobs": {}, "irqs": {}}
             for option in list(config.items()) + (["irqs"] if selection else []):
@@ -68,6 +67,11 @@ class GsimTuner(DeviceTuner):
             if missing:
                 self.unsupported[option] = missing
                 log.warning("gsim: %s not applied: %s", option, missing)
+
+    @property
+    def failed_irqs(self):
+        """{irq: why} of switches the kernel refused (not vanished IRQs)."""
+        return self.switches.failed
 
     @property
     def needs_watching(self):
@@ -179,67 +183,12 @@ class GsimTuner(DeviceTuner):
 
     def selected(self, interrupts):
         """{irq: IrqInfo} of selected IRQs that GSIM can moderate."""
-        if not self.selection:
-            return {}
-        chosen = self.selection.select(interrupts, self.kfs, self.napi_irqs)
-        result = {}
-        for irq, reason in sorted(chosen.items()):
-            info = interrupts[irq]
-            if self._refused.get(irq) == info.name:
-                continue
-            if not info.eligible or self.iface.switch_path(irq) is None:
-                if reason != "all" and irq not in self._ineligible_seen:
-                    self._ineligible_seen.add(irq)
-                    log.info("gsim: IRQ %d (%s, %s %s) matches %s but GSIM cannot moderate it "
-                             "(MSI/MSI-X edge interrupts with a per-IRQ switch only)",
-                             irq, info.name or "unnamed", info.chip, info.kind, reason)
-                continue
-            result[irq] = info
-        return result
-
-    def _forget_changed(self, interrupts):
-        """Drop originals of IRQs that are gone or were reused by another device."""
-        names = {irq: info.name for irq, info in interrupts.items()}
-        for key in forget_changed_irqs(self.originals["irqs"], names):
-            log.debug("gsim: IRQ %s gone (or reused)", key)
+        return self.switches.selected(interrupts)
 
     def _apply_switches(self, interrupts):
         if not self.selection:
             return 0
-        self._forget_changed(interrupts)
-        saved = self.originals["irqs"]
-        count = 0
-        for irq, info in self.selected(interrupts).items():
-            key = str(irq)
-            current = self.iface.read_switch(irq)
-            if current is None:
-                continue            # vanished since /proc/interrupts was read
-            if first(saved, key, {"name": info.name, "allow": int(current)}):
-                self._save_state()
-            if current:
-                continue
-            try:
-                self.iface.write_switch(irq, True)
-                count += 1
-                self.failed_irqs.pop(irq, None)
-            except GsimWriteError as err:
-                if self._vanished(irq):
-                    log.debug("gsim: IRQ %d vanished while being switched", irq)
-                    saved.pop(key, None)
-                    continue
-                if err.errno == errno.EOPNOTSUPP:
-                    # Kernels with the fixed GSIM refuse interrupts they
-                    # cannot moderate (unmaskable MSI, threaded, timer).
-                    self._refused[irq] = info.name
-                    log.info("gsim: IRQ %d (%s): the kernel cannot moderate it "
-                             "(EOPNOTSUPP from %s), left alone", irq, info.name, err.path)
-                    continue
-                self.failed_irqs[irq] = "%s (%s)" % (err.errname, err.path)
-                log.error("gsim: IRQ %d (%s): cannot allow moderation: %s", irq, info.name, err)
-        return count
-
-    def _vanished(self, irq):
-        return not os.path.isdir(os.path.join(self.iface.irq_dir, str(irq)))
+        return self.switches.apply(self.originals["irqs"], interrupts, self._save_state)
 
     def apply_new(self, device=None):
         """Moderate selected IRQs that appeared since the last apply (NIC
@@ -291,13 +240,7 @@ class GsimTuner(DeviceTuner):
 
     def verify_switches(self):
         """[(irq, name, path, current, expected)] for the IRQs selected now."""
-        results = []
-        for irq, info in self.selected(self._interrupts()).items():
-            current = self.iface.read_switch(irq)
-            if current is None:
-                continue            # gone between the two reads
-            results.append((irq, info.name, self.iface.switch_path(irq), int(current), 1))
-        return results
+        return self.switches.verify(self._interrupts())
 
     # -- restore -------------------------------------------------------------
 
@@ -325,21 +268,7 @@ class GsimTuner(DeviceTuner):
                 self.iface.write_knob(option, value)
             except GsimWriteError as err:
                 log.error("gsim: cannot restore %s to %s: %s", option, value, err)
-        interrupts = self._interrupts()
-        book = self.originals.get("irqs", {})
-        for irq in sorted(int(key) for key in book):
-            info = interrupts.get(irq)
-            saved = irq_entry(book, irq, info.name if info else None)
-            if saved is None:
-                continue            # gone (or reused): nothing of ours to restore
-            current = self.iface.read_switch(irq)
-            if current is None or int(current) == saved["allow"]:
-                continue
-            try:
-                self.iface.write_switch(irq, bool(saved["allow"]))
-            except GsimWriteError as err:
-                if not self._vanished(irq):
-                    log.error("gsim: IRQ %d: cannot restore its switch: %s", irq, err)
+        self.switches.restore(self.originals.get("irqs", {}), self._interrupts())
         self.originals = {"shape": self.iface.shape, "knobs": {}, "irqs": {}}
         if self.ledger is not None:
             self.ledger.remove()
