@@ -60,8 +60,11 @@ install: install-files install-preload install-man
 # install-profiles only.
 install-files: install-library install-plugins install-profiles
 
+# The installed library is replaced whole: a module that became a package
+# (irqtune/napi.py -> irqtune/napi/) must not linger beside it.
 install-library:
 	@test -n "$(PYTHON_SITELIB)" || { echo "TuneD not found for $(PYTHON)" >&2; exit 1; }
+	rm -rf $(DESTDIR)$(PYTHON_SITELIB)/irqtune
 	for f in $(LIB_FILES); do install -D -m 0644 $$f $(DESTDIR)$(PYTHON_SITELIB)/$$f; done
 	install -d $(DESTDIR)$(BINDIR)
 	{ echo '#!$(PYTHON)'; cat irqtune/cli.py; } > $(DESTDIR)$(BINDIR)/irqtune

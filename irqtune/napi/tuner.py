@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Per-NAPI deferral and IRQ suspension: configuration, apply, verify, restore.
+"""The NAPI tuner: applies a NapiConfig, verifies and restores it.
 
 Values go per NAPI through netdev napi-set where the kernel has it (6.13+),
 else through the device-wide sysfs files, which are the only interface
@@ -9,21 +9,15 @@ device - so they are never written when napi-set can do the job).
 
 import errno
 import logging
-from dataclasses import dataclass, fields
 
-from .errors import OptionError
-from .kfs import KFS
-from .names import attr_name, option_name
-from .ledger import name_now, positioned
-from .netlink.genl import NetlinkRequestError
-from .netlink.netdev import THREADED_VALUES, NapiFamily, QueueFamily
-from .tuner import Check, DeviceTuner, on_kernel_name, verify_on_kernel_name
-from .values import (MAX_QUEUE, S32_MAX, parse_choice, parse_duration_ns, parse_index_list,
-                     parse_int)
+from ..kfs import KFS
+from ..names import option_name
+from ..ledger import name_now, positioned
+from ..netlink.genl import NetlinkRequestError
+from ..netlink.netdev import NapiFamily, QueueFamily
+from ..tuner import Check, DeviceTuner, on_kernel_name, verify_on_kernel_name
 
 log = logging.getLogger(__name__)
-
-THREADED_CHOICES = dict(THREADED_VALUES, **{"0": 0, "1": 1, "2": 2, "off": 0, "on": 1})
 
 # Device-wide sysfs files standing in for napi-set attributes.
 SYSFS_FILES = {
@@ -31,52 +25,6 @@ SYSFS_FILES = {
     "gro-flush-timeout": "gro_flush_timeout",
     "threaded": "threaded",
 }
-
-
-@dataclass(frozen=True)
-class NapiConfig:
-    """Target values; None leaves a value alone."""
-
-    defer_hard_irqs: int = None
-    gro_flush_timeout: int = None      # ns
-    irq_suspend_timeout: int = None    # ns
-    threaded: int = None               # 0 disabled, 1 enabled, 2 busy-poll
-
-    PARSERS = {
-        "defer_hard_irqs": lambda o, v: parse_int(o, v, 0, S32_MAX),
-        "gro_flush_timeout": parse_duration_ns,
-        "irq_suspend_timeout": parse_duration_ns,
-        "threaded": lambda o, v: parse_choice(o, v, THREADED_CHOICES),
-    }
-
-    @classmethod
-    def from_options(cls, options):
-        """(config, [OptionError]) from {"defer_hard_irqs": "100", ...}.
-
-        A bad value is left out of the config and reported; the rest stands.
-        Empty or missing options are not set.
-        """
-        values, errors = {}, []
-        for name, parse in cls.PARSERS.items():
-            text = options.get(name)
-            if text is None or str(text).strip() == "":
-                continue
-            try:
-                values[name] = parse(name, text)
-            except OptionError as err:
-                errors.append(err)
-        return cls(**values), errors
-
-    def attrs(self):
-        """{netlink attribute name: value} of the values to set."""
-        return {attr_name(f.name): getattr(self, f.name)
-                for f in fields(self) if getattr(self, f.name) is not None}
-
-
-def parse_queues(text):
-    if text is None or str(text).strip() == "":
-        return None
-    return parse_index_list("queues", text, MAX_QUEUE)
 
 
 class NapiTuner(DeviceTuner):
