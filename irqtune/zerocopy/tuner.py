@@ -22,27 +22,27 @@ what the kernel cannot do and fails verify); a driver that refuses a value (EINV
 named once too, and verify shows the difference.
 
 This module holds the contract, the order of the steps, the bookkeeping
-of refusals, verify and the order of restore; the steps themselves - the
-ethtool and ntuple reads and writes of each feature, each recording its
-original before it changes anything - are in steps.py (NicSteps).
+of refusals and the order of restore; the steps themselves - the ethtool
+and ntuple reads and writes of each feature, each recording its original
+before it changes anything - are in steps.py (NicSteps), what verify
+reads and compares per feature in checks.py (NicChecks).
 """
 
 import logging
 
 from ..errors import IrqtuneError
-from ..netlink.ethtool_rx import TCP_DATA_SPLIT_NAMES
 from ..netlink.genl import NetlinkRequestError
 from ..ledger import device_entry, take_device
 from ..tuner import Check, DeviceTuner, on_kernel_name, verify_on_kernel_name
-from .plan import Refused, ranges, refusal, reserve, rule_key
+from .plan import Refused, ranges, refusal, reserve
+from .checks import NicChecks
 from .steps import NTUPLE, NicSteps
-from ..channels.plan import count as _n
 
 log = logging.getLogger(__name__)
 
 
 
-class ZeroCopyRxTuner(NicSteps, DeviceTuner):
+class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
     """Applies one ZeroCopyConfig to devices; see the module text.
 
     originals: {ifname: {"ifindex": n, "channels": {"combined": 2},
@@ -236,70 +236,6 @@ class ZeroCopyRxTuner(NicSteps, DeviceTuner):
             return self._verify(ifname)
         except (IrqtuneError, OSError) as err:
             return [Check("zero-copy receive preparation", None, "readable", False, str(err))]
-
-    def _verify(self, ifname):
-        ifindex = self._ifindex(ifname)
-        if ifindex is None:
-            return []
-        target = self.targets.get(ifname, {})
-        problems = self.problems.get(ifname, {})
-        skip = self.lacking.get(ifname, {})
-        checks = []
-
-        def check(what, feature, current, expected):
-            ok = current == expected
-            checks.append(Check(what, current, expected, ok,
-                                "" if ok else problems.get(feature, "changed since it was set")))
-
-        def read(feature, func, *args):
-            try:
-                return func(*args)
-            except (NetlinkRequestError, OSError) as err:
-                checks.append(Check(feature, None, "readable", False, str(refusal(feature, err))))
-                return None
-
-        with self._nic() as nic:
-            if "channels" in target and "channels" not in skip:
-                channels = read("channels", nic.channels, ifindex)
-                for kind, want in target["channels"].items() if channels is not None else ():
-                    check("%s channels" % kind, "channels", _n(channels, kind + "-count"), want)
-            rings = {}
-            if not {"tcp-data-split", "hds-thresh"} <= set(skip) and \
-                    (self.config.header_split is not None or self.config.hds_thresh is not None):
-                rings = read("rings", nic.rings, ifindex) or {}
-            if self.config.header_split is not None and "tcp-data-split" not in skip:
-                want = "on" if self.config.header_split else "off"
-                check("tcp-data-split", "tcp-data-split",
-                      TCP_DATA_SPLIT_NAMES.get(rings.get("tcp-data-split", 0)), want)
-            if self.config.hds_thresh is not None and "hds-thresh" not in skip:
-                check("hds-thresh", "hds-thresh", rings.get("hds-thresh"), self.config.hds_thresh)
-            if self.config.ntuple is not None and NTUPLE not in skip:
-                features = read(NTUPLE, nic.features, ifindex)
-                if features is not None:
-                    check(NTUPLE, NTUPLE, "on" if NTUPLE in features.get("active", ()) else "off",
-                          "on" if self.config.ntuple else "off")
-            if "indir" in target and "rss" not in skip:
-                rss = read("RSS indirection table", nic.rss, ifindex)
-                if rss is not None:
-                    table = rss.get("indir") or []
-                    ok = table == target["indir"]
-                    checks.append(Check("RSS indirection table", "queues " + ranges(set(table)),
-                                        "queues " + ranges(set(target["indir"])), ok,
-                                        "" if ok else problems.get("rss", "changed since it was set")))
-        if ifname in self.napi:
-            checks.extend(self.napi[ifname].verify(ifname))
-        if target.get("rules") and "flow rules" not in skip:
-            rules = self._rules(ifname)
-            at = {rule_key(e): e["location"] for e in self.originals.get(ifname, {}).get("rules", [])}
-            for rule in target["rules"]:
-                location = at.get(rule_key(rule.as_dict()))
-                try:
-                    present = location is not None and self._rule_at(rules, location) == rule
-                except OSError:
-                    present = False
-                check("flow rule " + rule.describe(), "flow rules",
-                      "present" if present else "missing", "present")
-        return checks
 
     # -- restore ----------------------------------------------------------
 
