@@ -1,7 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """What the irqtune TuneD plugins share: the base that drives a tuner
 (irqtune.tuner's contract) - lock, link watcher, option errors, rollback
-rules, verify lines -, the TuneD version shims and net-device handling.
+rules, the guard of every entry point -, the TuneD version shims and
+net-device handling.  What goes into TuneD's log (the library's lines
+under the calling plugin's name, verify lines in TuneD's format) is
+irqtune_tunedlog.py's.
 
 Installed beside the plugins in TuneD's plugin package.  The module name
 does not start with "plugin_", so TuneD's loader never takes it for a
@@ -10,13 +13,12 @@ class stays the only Plugin subclass in their namespace.
 """
 
 import functools
-import logging
 import socket
 import threading
 
 import tuned.consts as consts
-import tuned.logs
 from tuned.plugins import base, hotplug
+from tuned.plugins import irqtune_tunedlog as tunedlog
 
 from irqtune.errors import IrqtuneError, OptionError
 from irqtune.names import option_name
@@ -25,42 +27,9 @@ from irqtune.netlink.links import LinkWatcher
 from irqtune.overlay import read_overlay_file
 from irqtune.values import parse_int
 
-_common_log = tuned.logs.get()
-_calling = threading.local()
-
-
-class _PluginLog:
-	"""TuneD's logger of the plugin whose entry point this thread runs (set
-	by the guard, see Guarded), else this module's: lines logged by the
-	shared base and by the library carry the plugin's name in TuneD's log."""
-
-	def __getattr__(self, name):
-		return getattr(getattr(_calling, "log", None) or _common_log, name)
-
-
-log = _PluginLog()
-
-
-def _plugin_logger(plugin):
-	module = type(plugin).__module__
-	if module.startswith("tuned."):
-		return logging.getLogger(module)
-	return _common_log
-
-
-class _ToTunedLog(logging.Handler):
-	"""Carries the library's records (logger "irqtune") into TuneD's log."""
-
-	def emit(self, record):
-		log.log(record.levelno, record.getMessage())
-
-
-def forward_library_log():
-	lib = logging.getLogger("irqtune")
-	if not any(isinstance(h, _ToTunedLog) for h in lib.handlers):
-		lib.addHandler(_ToTunedLog())
-		lib.setLevel(logging.DEBUG)
-		lib.propagate = False
+log = tunedlog.log
+verify_failed = tunedlog.verify_failed
+verify_checks = tunedlog.verify_checks
 
 
 def wants_restore(rollback):
@@ -75,36 +44,6 @@ def wants_restore(rollback):
 	if isinstance(rollback, bool) or rollback is None:
 		return True
 	return rollback != 0
-
-
-def verify_failed(text):
-	log.error(consts.STR_VERIFY_PROFILE_FAIL % text)
-	return False
-
-
-def verify_checks(device, checks):
-	"""Log a tuner's [Check] in TuneD's verify format; True when all passed.
-
-	A Check's own device (an IRQ, say) wins over the device it is verified
-	for; without either the line has TuneD's device-less format."""
-	ok = True
-	for check in checks:
-		where = getattr(check, "device", None) or device
-		if check.ok:
-			if where is None:
-				log.info(consts.STR_VERIFY_PROFILE_VALUE_OK % (check.what, check.current))
-			else:
-				log.info(consts.STR_VERIFY_PROFILE_DEVICE_VALUE_OK % (where, check.what, check.current))
-			continue
-		ok = False
-		if where is None:
-			log.error(consts.STR_VERIFY_PROFILE_VALUE_FAIL % (check.what, check.current, check.expected))
-		else:
-			log.error(consts.STR_VERIFY_PROFILE_DEVICE_VALUE_FAIL
-				% (where, check.what, check.current, check.expected))
-		if check.note:
-			verify_failed("%s: %s: %s" % (where or "-", check.what, check.note))
-	return ok
 
 
 def expanded_option(variables, instance, name):
@@ -158,16 +97,13 @@ def _guard(name, func):
 
 	@functools.wraps(func)
 	def guarded(self, instance, *args, **kwargs):
-		outer = getattr(_calling, "log", None)
-		_calling.log = _plugin_logger(self)
-		try:
-			return func(self, instance, *args, **kwargs)
-		except Exception as err:    # noqa: BLE001 - see ENTRY_POINTS
-			log.error("instance %s: %s failed: %s; %s" % (getattr(instance, "name", "?"),
-				what, describe_error(err), advice))
-			return fallback
-		finally:
-			_calling.log = outer
+		with tunedlog.lines_of(self):
+			try:
+				return func(self, instance, *args, **kwargs)
+			except Exception as err:    # noqa: BLE001 - see ENTRY_POINTS
+				log.error("instance %s: %s failed: %s; %s" % (getattr(instance, "name", "?"),
+					what, describe_error(err), advice))
+				return fallback
 	guarded._irqtune_guarded = True
 	return guarded
 
@@ -215,7 +151,7 @@ class TunerPlugin(Guarded):
 
 	def __init__(self, *args, **kwargs):
 		super().__init__(*args, **kwargs)
-		forward_library_log()
+		tunedlog.forward_library_log()
 
 	def _expanded_options(self, instance):
 		return {k: (self._variables.expand(v) if isinstance(v, str) else v)

@@ -21,7 +21,9 @@ def _load(short):
 
 
 def load_plugin_module(name):
-    """tuned.plugins.plugin_<name> from this tree (with irqtune_common)."""
+    """tuned.plugins.plugin_<name> from this tree (with irqtune_tunedlog and
+    irqtune_common)."""
+    _load("irqtune_tunedlog")
     _load("irqtune_common")
     return _load("plugin_" + name)
 
