@@ -1,0 +1,131 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""`irqtune doctor`: why IRQ suspension does or does not engage.
+
+Walks the chain suspension needs (irqtune.doctor.chain) for a service's
+processes and the NICs their sockets receive from, and ends with a
+measured window under the current traffic.  Read-only: the target's fds
+are duplicated and closed again (irqtune.doctor.epoll), nothing is set,
+the target keeps running.
+
+Modules: targets (which processes, their network namespace), epoll (their
+epoll instances read from the kernel), chain (the links), window (the
+measured window), links (report, verdict, text).
+"""
+
+import errno
+import logging
+import os
+import socket
+
+from ..errors import IrqtuneError, NetlinkRequestError
+from ..kfs import KFS
+from .links import EXIT_CANNOT_TELL, Report, format_text  # noqa: F401
+
+log = logging.getLogger(__name__)
+
+
+def diagnose(pids=(), devices=(), seconds=3.0, unit=None, kfs=KFS, measure=None,
+             etc="/etc/tuned"):
+    """Report of the chain for pids (may be empty) and devices (default:
+    the devices the pids' sockets receive from, or every device with NAPIs)."""
+    from .. import activeprofile
+    from ..caps import detect_napi_capabilities
+    from ..netlink.netdev import NapiFamily, QueueFamily
+    from . import chain, epoll, targets, window
+
+    report = Report()
+    if pids:
+        targets.enter_net_namespace_of(pids[0], kfs)
+    caps = detect_napi_capabilities()
+    chain.check_kernel(report, caps, epoll.kernel_has_epoll_params())
+
+    instances = {}
+    for pid in pids:
+        try:
+            instances[pid] = epoll.inspect_process(pid, kfs)
+        except IrqtuneError as err:
+            report.add("process", "pid %d" % pid, "unknown", str(err))
+    napi_ids = sorted({n for insts in instances.values() for i in insts for n in i.napi_ids})
+
+    napis = {}          # id: napi-get dict
+    with NapiFamily() as nl:
+        for nid in napi_ids:
+            try:
+                napis[nid] = nl.napi(nid)
+            except NetlinkRequestError as err:
+                if err.code != errno.ENOENT:
+                    raise
+        dev_names = {n["id"]: _ifname(n.get("ifindex")) for n in napis.values()}
+        scope = list(devices) or sorted({d for d in dev_names.values() if d})
+        if not scope and not pids:
+            scope = sorted({_ifname(n.get("ifindex")) for n in nl.all_napis()} - {None})
+        device_napis = {}
+        for dev in scope:
+            try:
+                device_napis[dev] = nl.napis(socket.if_nametoindex(dev))
+            except OSError:
+                report.add("napi", dev, "unknown", "no such device in this network namespace")
+    with QueueFamily() as ql:
+        for dev, found in device_napis.items():
+            try:
+                queue_of = {n: q for q, n in ql.rx_queue_napis(socket.if_nametoindex(dev)).items()}
+            except (OSError, IrqtuneError):
+                queue_of = {}
+            for n in found:
+                n["_queue"] = queue_of.get(n["id"])
+                dev_names[n["id"]] = dev
+
+    profile, units, skipped = activeprofile.napi_units(etc)
+    for why in skipped:
+        report.add("napi", "profile %s" % profile, "info", why)
+    for dev in scope:
+        for napi in sorted(device_napis.get(dev, []), key=lambda n: n["id"]):
+            judged = not pids or napi["id"] in napi_ids
+            chain.check_napi(report, napi, dev, units, profile, judged)
+        if dev in device_napis and not device_napis[dev]:
+            report.add("napi", dev, "broken", "has no NAPI (link down, or a driver without "
+                       "NAPI such as veth with GRO off)", "bring it up / `ethtool -K %s gro on` "
+                       "for veth" % dev)
+    for nid in napi_ids:
+        if nid not in dev_names:
+            report.add("napi", "NAPI %d" % nid, "unknown", "a socket received from it, but "
+                       "napi-get does not know it here (another network namespace, or gone)")
+
+    for pid in pids:
+        if pid not in instances:
+            continue
+        comm = targets.comm(pid, kfs)
+        chain.check_process(report, pid, comm, instances[pid], epoll.preload_loaded(pid, kfs),
+                            unit)
+        for inst in instances[pid]:
+            chain.check_epoll(report, inst, comm, dev_names)
+    if pids:
+        chain.check_sockets_seen(report, instances)
+
+    if scope:
+        result = (measure or window.measure)([d for d in scope if d in device_napis], seconds,
+                                             kfs)
+        chain.check_window(report, result)
+    return report
+
+
+def _ifname(ifindex):
+    try:
+        return socket.if_indextoname(ifindex) if ifindex else None
+    except OSError:
+        return None
+
+
+def resolve_targets(service=None, pid=None, kfs=KFS):
+    """[pid] for the command line's --service / --pid; IrqtuneError naming
+    the bad input."""
+    from . import epoll, targets
+    if service is None and pid is None:
+        return []
+    if os.geteuid() != 0:
+        raise IrqtuneError("%s: reading another process's epoll instances needs root "
+                           "(pidfd_getfd); run irqtune doctor as root"
+                           % ("--service " + service if service else "--pid %d" % pid))
+    pids = targets.service_pids(service, kfs=kfs) if service else targets.check_pid(pid, kfs)
+    epoll.check_pidfd_getfd()
+    return pids

@@ -1,0 +1,72 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The processes `irqtune doctor` inspects: a systemd unit's or one pid,
+and entering their network namespace (NAPI ids and counters are per
+namespace; a NAPI id from a socket is only found by napi-get there)."""
+
+import ctypes
+import os
+
+from ..errors import IrqtuneError
+from ..kfs import KFS
+from ..service_optin.systemd import Systemctl, systemd_running
+
+CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def comm(pid, kfs=KFS):
+    return kfs.read_optional(kfs.proc_path(pid, "comm")) or "?"
+
+
+def check_pid(pid, kfs=KFS):
+    if not os.path.isdir(kfs.proc_path(pid)):
+        raise IrqtuneError("--pid %d: no such process" % pid)
+    return [pid]
+
+
+def service_pids(unit, systemctl=None, kfs=KFS, root="/"):
+    """The pids of a running unit: its cgroup's processes, else MainPID."""
+    if not systemd_running(root):
+        raise IrqtuneError("--service %s: systemd is not running on this host; name the "
+                           "process with --pid instead" % unit)
+    ctl = Systemctl(systemctl)
+    load = ctl.show(unit, "LoadState")
+    if load is None or load == "not-found":
+        raise IrqtuneError("--service %s: no such unit (systemctl show: LoadState=%s)"
+                           % (unit, load or "?"))
+    main = ctl.show(unit, "MainPID") or "0"
+    cgroup = ctl.show(unit, "ControlGroup") or ""
+    pids = []
+    if cgroup:
+        text = kfs.read_optional(kfs.sys_path("fs/cgroup", cgroup.lstrip("/"), "cgroup.procs"))
+        pids = [int(p) for p in (text or "").split()]
+    if not pids and main.isdigit() and main != "0":
+        pids = [int(main)]
+    if not pids:
+        raise IrqtuneError("--service %s: the unit runs no process (ActiveState=%s)"
+                           % (unit, ctl.show(unit, "ActiveState") or "?"))
+    return sorted(pids)
+
+
+def net_namespace(pid="self", kfs=KFS):
+    try:
+        return os.stat(kfs.proc_path(pid, "ns/net")).st_ino
+    except OSError:
+        return None
+
+
+def enter_net_namespace_of(pid, kfs=KFS):
+    """Move this thread into pid's network namespace when it is another;
+    returns True when it did.  Only the namespace changes (setns), nothing
+    in it."""
+    if net_namespace(pid, kfs) in (None, net_namespace("thread-self", kfs)):
+        return False
+    fd = os.open(kfs.proc_path(pid, "ns/net"), os.O_RDONLY)
+    try:
+        if _libc.setns(fd, CLONE_NEWNET) != 0:
+            err = ctypes.get_errno()
+            raise IrqtuneError("pid %d: cannot enter its network namespace: %s"
+                               % (pid, os.strerror(err)))
+    finally:
+        os.close(fd)
+    return True
