@@ -65,7 +65,9 @@ def doctor(args):
 def metrics(args):
     from .metrics import collect, render, write_atomically
     try:
-        text = render(collect(args.devices))
+        fmt = args.format or ("prometheus" if (args.output or "").endswith(".prom")
+                              else "openmetrics")
+        text = render(collect(args.devices), openmetrics=fmt == "openmetrics")
         if args.output:
             write_atomically(args.output, text)
         else:
@@ -103,6 +105,9 @@ def main(argv=None):
     mt.add_argument("--output", metavar="FILE",
                     help="write FILE atomically (node_exporter's textfile collector) "
                          "instead of standard output")
+    mt.add_argument("--format", choices=("openmetrics", "prometheus"), default=None,
+                    help="OpenMetrics 1.0 (default), or the Prometheus text format "
+                         "(default for an --output file named *.prom)")
     args = parser.parse_args(argv)
     if args.command == "verify":
         return verify_report.verify(log=args.log,
