@@ -26,18 +26,28 @@ VARIABLE_FILES := $(wildcard profiles/*/*-variables.conf)
 # Debian 12 / Fedora / RHEL package names: what the project runs and is
 # built on (make deploy installs only these), then what its tests need
 # (rpm-build, rpmlint and groff for the packaging tests, memcached for the
-# preload tests).
+# preload and doctor tests, PCP with pmdaopenmetrics, Prometheus and
+# node_exporter for the metrics tests).
 DEB_RUN_DEPS  := tuned python3-pyroute2 dbus udev iproute2 ethtool gcc make libc6-dev
 DEB_TEST_DEPS := python3-pytest rpm rpmlint groff-base memcached libmemcached-tools \
-	python3-pip python3-wheel python3-setuptools
+	python3-pip python3-wheel python3-setuptools \
+	pcp python3-requests prometheus prometheus-node-exporter
 RPM_RUN_DEPS  := tuned python3-pyroute2 dbus-daemon systemd-udev iproute ethtool gcc make
-RPM_TEST_DEPS := python3-pytest rpm-build rpmlint groff-base memcached pyproject-rpm-macros
+RPM_TEST_DEPS := python3-pytest rpm-build rpmlint groff-base memcached pyproject-rpm-macros \
+	pcp pcp-pmda-openmetrics golang-github-prometheus golang-github-prometheus-node-exporter
 
 # $(call install-packages,DEBIAN PACKAGES,RPM PACKAGES)
+# On a host without systemd as PID 1 (containers, CI) some maintainer
+# scripts (pcp's) call `systemctl daemon-reload` and fail the install: a
+# systemctl that does nothing stands in for it there, only for apt-get.
 install-packages = \
 	if command -v apt-get >/dev/null; then \
 		dpkg -s $(1) >/dev/null 2>&1 || { \
-		apt-get update -q && DEBIAN_FRONTEND=noninteractive apt-get install -y -q $(1); }; \
+		shim=$$(mktemp -d) && \
+		if [ ! -d /run/systemd/system ]; then \
+			printf '\043!/bin/sh\nexit 0\n' > $$shim/systemctl && chmod 0755 $$shim/systemctl; fi && \
+		apt-get update -q && PATH=$$shim:$$PATH DEBIAN_FRONTEND=noninteractive \
+			apt-get install -y -q $(1); rc=$$?; rm -rf $$shim; exit $$rc; }; \
 	elif command -v dnf >/dev/null; then dnf install -y $(2); \
 	else echo "neither apt-get nor dnf found; install: $(2)" >&2; exit 1; fi
 
@@ -52,7 +62,7 @@ deps:
 deploy-deps:
 	@$(call install-packages,$(DEB_RUN_DEPS),$(RPM_RUN_DEPS))
 
-install: install-files install-preload install-man
+install: install-files install-preload install-man install-metrics
 
 # What TuneD needs: library (and the irqtune command), plugins, profiles
 # and their variables files.  The RPM installs the library as a Python
@@ -143,7 +153,7 @@ rpmlint:
 
 FORCE:
 
-uninstall: uninstall-preload uninstall-man
+uninstall: uninstall-preload uninstall-man uninstall-metrics
 	rm -rf $(DESTDIR)$(PYTHON_SITELIB)/irqtune
 	rm -f $(addprefix $(DESTDIR)$(TUNED_PLUGIN_DIR)/,$(notdir $(PLUGIN_FILES)))
 	rm -rf $(addprefix $(DESTDIR)$(TUNED_PROFILE_DIR)/,$(PROFILES))
@@ -208,5 +218,5 @@ $(TUNED_SID)/.unpacked:
 	touch $@
 
 # Fragments owned by the parts they build.
--include preload/preload.mk tests/lab/lab.mk
+-include preload/preload.mk tests/lab/lab.mk metrics/metrics.mk
 -include ansible/fleet.mk

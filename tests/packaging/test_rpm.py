@@ -38,7 +38,7 @@ PROFILE_PACKAGES = {"tuned-profiles-irqtune": sorted(set(PROFILES) - REALTIME_PR
 NAMES = {"python3-irqtune", "tuned-plugins-irqtune", "tuned-profiles-irqtune",
          "tuned-profiles-irqtune-realtime",
          "irqtune-kernel-patches",
-         "irqtune-preload"}
+         "irqtune-preload", "irqtune-metrics"}
 
 
 def rpm_q(path, *query):
@@ -227,6 +227,21 @@ def test_preload_package(packages):
     log = (pathlib.Path(packages["src"]).parents[1] / "build.log").read_text()
     compiles = [line for line in log.splitlines() if "-soname,libirqtune-busypoll.so" in line]
     assert compiles and not any("-Werror" in line for line in compiles), compiles
+
+
+def test_metrics_package(packages):
+    """The PCP entry (executable: pmdaopenmetrics runs only executables)
+    and the textfile timer, and nothing else."""
+    pkg = packages["irqtune-metrics"]
+    files = rpm_q(pkg, "-l")
+    entry = "/var/lib/pcp/pmdas/openmetrics/config.d/irqtune.sh"
+    assert entry in files, files
+    units = {"/usr/lib/systemd/system/irqtune-metrics.service",
+             "/usr/lib/systemd/system/irqtune-metrics.timer"}
+    assert units <= set(files), files
+    modes = dict(line.split()[::-1] for line in rpm_q(pkg, "--qf", "[%{FILEMODES:perms} %{FILENAMES}\n]"))
+    assert modes[entry] == "-rwxr-xr-x", modes
+    assert any(r.startswith("python3-irqtune =") for r in rpm_q(pkg, "--requires"))
 
 
 def test_license_per_package(packages):
