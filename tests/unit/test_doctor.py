@@ -1,0 +1,262 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""irqtune doctor's parsing and judgement, and the metrics text, on fixtures.
+
+Fixtures in doctor_fixtures/ are copied from a real kernel (Linux 6.18 of
+the development host, Debian 12 userland):
+- fdinfo-eventpoll-6.18: /proc/self/fdinfo/<epoll fd> of a Python process
+  whose epoll instance watched a TCP listener, an edge-triggered UDP
+  socket and a pipe (inodes in hex, as the kernel prints them);
+- maps-preloaded-6.18: lines of /proc/PID/maps of `sleep` started with
+  LD_PRELOAD=.../libirqtune-busypoll.so (grep for sleep, libc and the
+  library).
+"""
+
+import os
+import select
+import socket
+
+import pytest
+
+from irqtune import activeprofile
+from irqtune.caps import NapiCapabilities
+from irqtune.doctor import chain, epoll
+from irqtune.doctor.links import Report, format_text
+from irqtune.doctor.window import Window
+from irqtune.kfs import KernelFs
+from irqtune.metrics import Family, render
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+FIX = os.path.join(HERE, "doctor_fixtures")
+
+
+def fixture(name):
+    with open(os.path.join(FIX, name)) as f:
+        return f.read()
+
+
+# -- epoll inspection ---------------------------------------------------------
+
+def test_fdinfo_targets_from_real_kernel_text():
+    assert epoll.parse_fdinfo_targets(fixture("fdinfo-eventpoll-6.18")) == [
+        (5, 0xbdc6), (6, 0xbdc7), (4, 0xbdc5)]
+
+
+def test_fdinfo_of_an_epoll_without_targets():
+    assert epoll.parse_fdinfo_targets("pos:\t0\nflags:\t02\nmnt_id:\t15\nino:\t1057\n") == []
+
+
+def test_preload_found_in_real_maps(tmp_path):
+    (tmp_path / "42").mkdir()
+    (tmp_path / "42" / "maps").write_text(fixture("maps-preloaded-6.18"))
+    kfs = KernelFs(proc=tmp_path)
+    assert epoll.preload_loaded(42, kfs) is True
+    lines = [l for l in fixture("maps-preloaded-6.18").splitlines() if "busypoll" not in l]
+    (tmp_path / "42" / "maps").write_text("\n".join(lines) + "\n")
+    assert epoll.preload_loaded(42, kfs) is False
+    assert epoll.preload_loaded(43, kfs) is None
+
+
+def test_pidfd_getfd_number_is_named_per_architecture():
+    assert epoll.pidfd_getfd_number("x86_64") == 438
+    assert epoll.pidfd_getfd_number("aarch64") == 438
+    assert epoll.pidfd_getfd_number("alpha") == 548
+    with pytest.raises(Exception, match="unknown for architecture sparc64"):
+        epoll.pidfd_getfd_number("sparc64")
+
+
+def test_inspect_own_process_reads_params_and_targets():
+    """The inspection path on this process: a real epoll fd and real
+    sockets (no NAPI: loopback), duplicated and closed again."""
+    ep = select.epoll()
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen()
+    r, w = os.pipe()
+    lfd = listener.fileno()
+    ep.register(lfd, select.EPOLLIN)
+    ep.register(r, select.EPOLLIN)
+    before = sorted(os.listdir("/proc/self/fd"))
+    try:
+        found = [i for i in epoll.inspect_process(os.getpid()) if i.fd == ep.fileno()]
+    except epoll.UnsupportedError as err:
+        pytest.skip(str(err))
+    finally:
+        after = sorted(os.listdir("/proc/self/fd"))
+        ep.close()
+        listener.close()
+        os.close(r)
+        os.close(w)
+    assert before == after, "duplicated fds left open"
+    inst, = found
+    kinds = {t.fd: t.kind for t in inst.targets}
+    assert kinds == {lfd: "socket", r: "other"}
+    assert inst.napi_ids == []
+    if inst.params is not None:          # kernels with EPIOCGPARAMS
+        assert inst.params == epoll.EpollParams(0, 0, 0)
+
+
+# -- chain judgement ----------------------------------------------------------
+
+CAPS = NapiCapabilities(netdev_family=True, napi_get=True, napi_set=True,
+                        settable=frozenset({"defer-hard-irqs", "gro-flush-timeout",
+                                            "irq-suspend-timeout"}))
+
+
+def napi(**values):
+    base = {"id": 8193, "ifindex": 2, "defer-hard-irqs": 100, "gro-flush-timeout": 20000,
+            "irq-suspend-timeout": 20000000}
+    base.update(values)
+    return base
+
+
+@pytest.mark.parametrize("values,state,words", [
+    ({}, "ok", "deferral on"),
+    ({"defer-hard-irqs": 0}, "broken", "deferral is off (defer-hard-irqs is 0)"),
+    ({"gro-flush-timeout": 0}, "broken", "deferral is off (gro-flush-timeout is 0)"),
+    ({"irq-suspend-timeout": 0}, "broken", "never suspends"),
+    ({"irq-suspend-timeout": 20000}, "broken", "is not above gro-flush-timeout"),
+])
+def test_napi_values_judged(values, state, words):
+    report = Report()
+    chain.check_napi(report, napi(**values), "eth0", [], None)
+    link = report.links[0]
+    assert (link.state, link.subject) == (state, "NAPI 8193 (eth0)")
+    assert words in link.text
+    if state == "broken":
+        assert "suspend_nics=eth0" in link.fix
+
+
+def test_napi_drift_from_profile(tmp_path):
+    unit = activeprofile.NapiUnit("latency-suspend", "napi", "eth0", None,
+                                  activeprofile.NapiConfig(defer_hard_irqs=100,
+                                                           gro_flush_timeout=20000,
+                                                           irq_suspend_timeout=20000000))
+    report = Report()
+    chain.check_napi(report, napi(**{"gro-flush-timeout": 50000}), "eth0", [unit],
+                     "latency-suspend")
+    drift = report.links[1]
+    assert drift.state == "broken"
+    assert "gro-flush-timeout holds 50000, the profile sets 20000" in drift.text
+    assert "tuned-adm profile latency-suspend" in drift.fix
+
+
+def test_kernel_links():
+    report = Report()
+    chain.check_kernel(report, CAPS, (True, None))
+    assert [l.state for l in report.links] == ["ok", "ok", "ok"]
+    report = Report()
+    chain.check_kernel(report, NapiCapabilities(netdev_family=True, napi_get=True),
+                       (False, "Inappropriate ioctl for device"))
+    assert [(l.subject, l.state) for l in report.links] == [
+        ("napi-set", "broken"), ("EPIOCSPARAMS", "broken")]
+    assert "6.13" in report.links[0].text
+
+
+def inst(fd, prefer, napis, pid=7):
+    i = epoll.EpollInstance(pid, fd, params=epoll.EpollParams(0, 64 if prefer else 0, prefer))
+    i.targets = [epoll.EpollTarget(10 + n, 100 + n, "socket", nid) for n, nid in enumerate(napis)]
+    return i
+
+
+def test_process_without_preload_and_prefer_is_broken_with_optin_fix():
+    report = Report()
+    chain.check_process(report, 7, "memcached", [inst(3, 0, [0]), inst(7, 0, [8193])], False,
+                        "memcached.service")
+    link, = report.links
+    assert link.state == "broken" and "preload is not loaded" in link.text
+    assert "optin_services=memcached.service" in link.fix
+
+
+def test_process_setting_prefer_itself_is_ok():
+    report = Report()
+    chain.check_process(report, 7, "srv", [inst(3, 1, [8193])], False)
+    assert report.links[0].state == "ok"
+    assert "the program sets them itself" in report.links[0].text
+
+
+def test_two_napis_behind_one_epoll_instance():
+    report = Report()
+    chain.check_epoll(report, inst(7, 1, [8193, 8194, 8193]), "memcached",
+                      {8193: "eth0", 8194: "eth0"})
+    link, = report.links
+    assert link.state == "broken" and link.data["napi_ids"] == [8193, 8194]
+    assert "SO_INCOMING_CPU" in link.fix
+
+
+def test_window_judgement():
+    for rx, busy, state in ((0, 0, "unknown"), (1000, 10, "broken"), (1000, 300, "ok")):
+        report = Report()
+        chain.check_window(report, Window(3.0, devices={"eth0": rx}, busy_poll_s=busy))
+        assert report.links[-1].state == state, (rx, busy)
+
+
+def test_verdict_names_the_first_broken_link_in_chain_order():
+    report = Report()
+    report.add("window", "w", "broken", "late")
+    report.add("process", "pid 7 (x)", "broken", "no prefer")
+    report.add("kernel", "k", "ok", "fine")
+    assert report.verdict() == (1, "suspension not engaged: pid 7 (x): no prefer")
+    assert format_text(report).splitlines()[0].startswith("ok      kernel")
+    only_unknown = Report()
+    only_unknown.add("window", "w", "unknown", "no traffic")
+    assert only_unknown.verdict()[0] == 2
+    assert Report().verdict() == (0, "suspension engaged")
+
+
+# -- the active profile -------------------------------------------------------
+
+def test_active_profile_units_with_includes_and_variables(tmp_path):
+    etc = tmp_path / "etc"
+    lib = tmp_path / "lib"
+    (etc).mkdir()
+    (etc / "active_profile").write_text("child\n")
+    (etc / "child-variables.conf").write_text("# comment\nnics=eth1,eth2\n")
+    (lib / "parent").mkdir(parents=True)
+    (lib / "parent" / "tuned.conf").write_text(
+        "[variables]\ngro=20us\n\n[napi]\ndevices=eth0\ndefer_hard_irqs=100\n"
+        "gro_flush_timeout=${gro}\nirq_suspend_timeout=20ms\n")
+    (lib / "child").mkdir()
+    (lib / "child" / "tuned.conf").write_text(
+        "[main]\ninclude=parent\n\n[variables]\ninclude=%s\n\n[napi]\ndevices=${nics}\n\n"
+        "[other]\ntype=napi\ndevices=eth9\nirq_suspend_timeout=${f:cpulist2hex:1}\n\n"
+        "[off]\ntype=napi\nenabled=false\n" % (etc / "child-variables.conf"))
+    profile, units, skipped = activeprofile.napi_units(str(etc), dirs=(str(lib),))
+    assert profile == "child"
+    unit, = units
+    assert unit.devices == "eth1,eth2"
+    assert unit.expected() == {"defer-hard-irqs": 100, "gro-flush-timeout": 20000,
+                               "irq-suspend-timeout": 20000000}
+    assert skipped == ["[other]: a value uses a TuneD function; not compared"]
+
+
+def test_device_expressions(tmp_path):
+    (tmp_path / "class/net/eth0/device").mkdir(parents=True)
+    (tmp_path / "class/net/veth0").mkdir(parents=True)
+    kfs = KernelFs(sys=tmp_path)
+    assert activeprofile.device_matches("*", "eth0", kfs)
+    assert not activeprofile.device_matches("*", "veth0", kfs)       # not physical
+    assert activeprofile.device_matches("veth0", "veth0", kfs)
+    assert not activeprofile.device_matches("eth*,!eth0", "eth0", kfs)
+
+
+# -- the metrics text ---------------------------------------------------------
+
+def test_openmetrics_and_prometheus_text():
+    fam = [Family("irqtune_napi_interrupts", "counter", "interrupts", samples=[
+               ({"device": "eth0", "napi": "8193"}, 12)]),
+           Family("irqtune_napi_gro_flush_timeout_seconds", "gauge", 'the "timer"', "seconds",
+                  samples=[({"device": 'e"0', "napi": "1"}, 2e-05)]),
+           Family("irqtune_empty", "gauge", "no samples")]
+    om = render(fam)
+    assert om.splitlines() == [
+        "# HELP irqtune_napi_interrupts interrupts",
+        "# TYPE irqtune_napi_interrupts counter",
+        'irqtune_napi_interrupts_total{device="eth0",napi="8193"} 12',
+        '# HELP irqtune_napi_gro_flush_timeout_seconds the "timer"',
+        "# TYPE irqtune_napi_gro_flush_timeout_seconds gauge",
+        "# UNIT irqtune_napi_gro_flush_timeout_seconds seconds",
+        'irqtune_napi_gro_flush_timeout_seconds{device="e\\"0",napi="1"} 2e-05',
+        "# EOF"]
+    prom = render(fam, openmetrics=False)
+    assert "# TYPE irqtune_napi_interrupts_total counter" in prom
+    assert "# EOF" not in prom and "# UNIT" not in prom
