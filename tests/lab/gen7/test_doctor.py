@@ -1,0 +1,126 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""`irqtune doctor --service memcached` on Linux 7.2 under systemd.
+
+Stock memcached runs as a systemd service in the guest, latency-suspend
+(TuneD 2.27) opts it in through the preload and sets the NIC's four NAPIs.
+The host drives it through the tap with the open-loop generator
+(tests/lab/loadgen.py) while the installed `irqtune doctor` reads it:
+virtio-net has real MSI-X queue vectors and per-queue statistics, so the
+window shows per-NAPI interrupts/s and rx packets/s.
+
+Engaged: one connection (one rx queue, one worker's epoll instance), the
+verdict "suspension engaged", exit 0.  Then each link broken in turn,
+each named as the first broken link with exit 1:
+- the preload missing (the profile without optin_services, memcached
+  restarted without it);
+- deferral off (defer_hard_irqs=0 in the profile's variables);
+- two NAPIs behind one epoll instance (memcached with one worker thread,
+  eight connections spread over the rx queues by the tap's flow hash).
+"""
+
+import json
+
+import pytest
+
+VARS = "latency-suspend"
+RATE, SECONDS = 8000, 10
+MEMCACHED_CONF = "/etc/memcached.conf"
+
+
+@pytest.fixture
+def h(host7):
+    host7.off()
+    host7.serve_memcached_on_nic()
+    yield host7
+    host7.sh("sed -i '/^-t 1$/d' %s && systemctl restart memcached" % MEMCACHED_CONF)
+    host7.off()
+
+
+def suspend(h, **extra):
+    v = {"suspend_nics": h.nic, "optin_services": "memcached", "optin_restart": "true"}
+    v.update(extra)
+    return {VARS: v}
+
+
+def doctor_under_load(h, conns=1):
+    """The doctor's JSON report, read while the host loads memcached; the
+    load's answers show memcached kept serving meanwhile."""
+    load = h.start_memcached_load(rate=RATE, seconds=SECONDS, conns=conns)
+    try:
+        rc, out = h.run("sh", "-c", "sleep 2; irqtune doctor --service memcached --seconds 4 "
+                        "--json", timeout=SECONDS + 120)
+    finally:
+        lout, lerr = load.communicate(timeout=SECONDS + 120)
+    assert load.returncode == 0, lout + lerr
+    res = json.loads(lout)
+    start = out.find("{")
+    assert start >= 0, out
+    report, _ = json.JSONDecoder().raw_decode(out[start:])   # stderr may follow
+    for l in report["links"]:
+        print("%-7s %-8s %s: %s%s" % (l["state"], l["group"], l["subject"], l["text"],
+                                      "\n                 fix: " + l["fix"]
+                                      if l["fix"] and l["state"] != "ok" else ""))
+    print("verdict:", report["verdict"], "(exit %d); load:" % rc, json.dumps(res))
+    assert res["answered"] >= 0.9 * res["sent"], res
+    return rc, report
+
+
+def first_broken(report):
+    return next((l for l in report["links"] if l["state"] == "broken"), None)
+
+
+def test_engaged_for_the_opted_in_memcached(h):
+    h.profile(h.lab_profile(), variables=suspend(h))
+    pid_before = h.sh("systemctl show -p MainPID --value memcached").strip()
+    rc, report = doctor_under_load(h)
+    assert (rc, report["verdict"]) == (0, "suspension engaged"), report
+    assert h.sh("systemctl show -p MainPID --value memcached").strip() == pid_before
+    process = [l for l in report["links"] if l["group"] == "process"]
+    assert process and all(l["state"] == "ok" for l in process), process
+    assert "libirqtune-busypoll.so is loaded" in process[0]["text"]
+    napis = [l for l in report["links"] if l["group"] == "napi" and l["state"] == "ok"
+             and "deferral on" in l["text"]]
+    assert napis, report
+    drift = [l for l in report["links"] if l["group"] == "napi" and "holds what profile" in l["text"]]
+    assert drift, report
+    window = [l for l in report["links"] if l["group"] == "window" and l["state"] == "ok"]
+    assert window and window[0]["data"]["busy_share"] >= 0.05, report
+    # virtio-net: every NAPI has its queue vector, counted in the window
+    per_napi = [l for l in report["links"] if l["group"] == "window" and l["state"] == "info"]
+    assert len(per_napi) == 4 and all(l["data"]["irq"] is not None for l in per_napi), per_napi
+
+
+def test_preload_missing_is_named(h):
+    h.profile(h.lab_profile(), variables={VARS: {"suspend_nics": h.nic}})
+    h.sh("systemctl restart memcached")
+    assert "libirqtune-busypoll.so" not in h.main_pid_maps("memcached")
+    rc, report = doctor_under_load(h)
+    broken = first_broken(report)
+    assert rc == 1 and broken["group"] == "process", report
+    assert "the preload is not loaded" in broken["text"], broken
+    assert "optin_services=memcached" in broken["fix"], broken
+
+
+def test_deferral_off_is_named(h):
+    h.profile(h.lab_profile(), variables=suspend(h, defer_hard_irqs="0"))
+    rc, report = doctor_under_load(h)
+    broken = first_broken(report)
+    assert rc == 1 and broken["group"] == "napi", report
+    assert "deferral is off (defer-hard-irqs is 0)" in broken["text"], broken
+
+
+def test_two_napis_behind_one_epoll_instance_are_named(h):
+    h.sh("echo '-t 1' >> %s" % MEMCACHED_CONF)
+    h.profile(h.lab_profile(), variables=suspend(h))      # restarts memcached with -t 1
+    rc, report = doctor_under_load(h, conns=8)
+    broken = first_broken(report)
+    assert rc == 1 and broken["group"] == "epoll", report
+    assert len(broken["data"]["napi_ids"]) >= 2, broken
+    assert "SO_INCOMING_CPU" in broken["fix"], broken
+
+
+def test_bad_input_is_one_line(h):
+    rc, out = h.run("irqtune", "doctor", "--service", "no-such-unit.service")
+    assert rc == 2 and out.strip().splitlines() == [
+        "irqtune doctor: --service no-such-unit.service: no such unit "
+        "(systemctl show: LoadState=not-found)"], out
