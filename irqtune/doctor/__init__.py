@@ -13,15 +13,12 @@ measured window), links (report, verdict, text).
 """
 
 import errno
-import logging
 import os
 import socket
 
 from ..errors import IrqtuneError, NetlinkRequestError
 from ..kfs import KFS
 from .links import EXIT_CANNOT_TELL, Report, format_text  # noqa: F401
-
-log = logging.getLogger(__name__)
 
 
 def diagnose(pids=(), devices=(), seconds=3.0, unit=None, kfs=KFS, measure=None,

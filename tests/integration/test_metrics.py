@@ -25,7 +25,6 @@ import re
 import shutil
 import socket
 import subprocess
-import time
 import urllib.parse
 import urllib.request
 
