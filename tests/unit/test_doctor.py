@@ -95,6 +95,30 @@ def test_inspect_own_process_reads_params_and_targets():
         assert inst.params == epoll.EpollParams(0, 0, 0)
 
 
+def test_fd_number_reused_since_registration_is_not_taken_for_the_socket():
+    """epoll keeps a registered file while another file takes over its fd
+    number (dup2): fdinfo still names the number, with the old inode."""
+    ep = select.epoll()
+    sock = socket.socket()
+    r, w = os.pipe()
+    number = sock.fileno()
+    keep = os.dup(number)                  # keeps the socket's file alive
+    ep.register(number, select.EPOLLIN)
+    os.dup2(r, number)                     # the number now names the pipe
+    try:
+        found = [i for i in epoll.inspect_process(os.getpid()) if i.fd == ep.fileno()]
+    except epoll.UnsupportedError as err:
+        pytest.skip(str(err))
+    finally:
+        ep.close()
+        sock.close()
+        os.close(keep)
+        os.close(r)
+        os.close(w)
+    inst, = found
+    assert [(t.fd, t.kind) for t in inst.targets] == [(number, "gone")]
+
+
 # -- chain judgement ----------------------------------------------------------
 
 CAPS = NapiCapabilities(netdev_family=True, napi_get=True, napi_set=True,
