@@ -15,8 +15,8 @@ profile is resolved the way TuneD resolves it, as far as these units need:
 - [variables] with its own ``include=`` file (``name=value`` lines), and
   ``${name}`` expanded; a value holding a TuneD function (``${f:...}``) is
   not evaluated here and the unit is skipped as unknown;
-- a unit is a [napi] section or any section with ``type=napi``;
-  ``enabled=false`` drops it.
+- a unit is a [napi] (or [busy_poll_optin]) section or any section with
+  ``type=napi``; ``enabled=false`` drops it.
 
 Device expressions follow TuneD's: comma-separated, shell wildcards, ``!``
 excludes.  A wildcard only reaches physical NICs (TuneD's net plugins list
@@ -139,21 +139,20 @@ def expand(value, variables, depth=0):
     return new if new == value else expand(new, variables, depth + 1)
 
 
-def napi_units(etc=ETC, dirs=PROFILE_DIRS):
-    """(profile name or None, [NapiUnit], [why a unit was skipped])."""
+def units_of_type(kind, etc=ETC, dirs=None):
+    """(profile names or None, [(section, {option: expanded value})], [skipped])
+    for the enabled units of one plugin type in the active profile."""
     names = active_profile_names(etc)
     if not names:
         return None, [], []
     merged = {}
     for name in names:
-        _merge(merged, load_profile(name, dirs))
+        _merge(merged, load_profile(name, dirs or PROFILE_DIRS))
     variables = merged.get("variables", {})
     variables = {k: expand(v, variables) or "" for k, v in variables.items()}
     units, skipped = [], []
     for section, options in merged.items():
-        if section in ("main", "variables"):
-            continue
-        if options.get("type", section) != "napi":
+        if section in ("main", "variables") or options.get("type", section) != kind:
             continue
         values = {k: expand(v, variables) for k, v in options.items()}
         if (values.get("enabled") or "true").lower() in ("false", "0", "no", "off"):
@@ -161,6 +160,15 @@ def napi_units(etc=ETC, dirs=PROFILE_DIRS):
         if any(v is None for v in values.values()):
             skipped.append("[%s]: a value uses a TuneD function; not compared" % section)
             continue
+        units.append((section, values))
+    return " ".join(names), units, skipped
+
+
+def napi_units(etc=ETC, dirs=None):
+    """(profile name or None, [NapiUnit], [why a unit was skipped])."""
+    profile, sections, skipped = units_of_type("napi", etc, dirs)
+    units = []
+    for section, values in sections:
         config, errors = NapiConfig.from_options(values)
         try:
             queues = parse_queues(values.get("queues"))
@@ -168,9 +176,24 @@ def napi_units(etc=ETC, dirs=PROFILE_DIRS):
             errors.append(err)
             queues = None
         skipped.extend("[%s] %s" % (section, e) for e in errors)
-        units.append(NapiUnit(" ".join(names), section, values.get("devices") or "*",
-                              queues, config))
-    return " ".join(names), units, skipped
+        units.append(NapiUnit(profile, section, values.get("devices") or "*", queues, config))
+    return profile, units, skipped
+
+
+def optin_units(etc=ETC, dirs=None):
+    """(profile name or None, [(section, (service unit, ...))]) of the
+    active profile's busy_poll_optin units."""
+    from .service_optin.config import parse_services
+    profile, sections, _skipped = units_of_type("busy_poll_optin", etc, dirs)
+    units = []
+    for section, values in sections:
+        try:
+            services = parse_services(values.get("services"))
+        except OptionError:
+            continue
+        if services:
+            units.append((section, tuple(services)))
+    return profile, units
 
 
 def device_matches(expression, ifname, kfs=KFS):

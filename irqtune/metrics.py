@@ -17,7 +17,8 @@ name (``_seconds``), counters end in ``_total``.  Labels: ``device``,
 ``napi`` (the NAPI id), ``netns`` (the network namespace the values belong
 to: its name under /run/netns, else its inode).  Everything is read:
 netdev napi-get and qstats-get, /proc/interrupts, /proc/net/netstat and
-the active TuneD profile's files.
+the active TuneD profile's files, and (under systemd) the mapped
+libraries of the services the profile opts in to busy polling.
 """
 
 import os
@@ -67,7 +68,11 @@ def _families():
              "0 on drift; absent when no unit covers the NAPI"),
             ("irqtune_unit_verified", "gauge", "",
              "1 when every NAPI a [napi] unit of the active TuneD profile covers holds "
-             "its values (tuned-adm verify's judgement for that unit), else 0")):
+             "its values (tuned-adm verify's judgement for that unit), else 0"),
+            ("irqtune_optin_preload_loaded", "gauge", "",
+             "1 when the main process of a service the active profile's busy_poll_optin "
+             "unit opts in has libirqtune-busypoll.so loaded, 0 when it runs without "
+             "(restart it); absent when the service is not running")):
         f[name] = Family(name, kind, text, unit)
     return f
 
@@ -87,7 +92,7 @@ def netns_label(kfs=KFS):
     return "net:[%d]" % ino
 
 
-def collect(devices=(), kfs=KFS, etc="/etc/tuned"):
+def collect(devices=(), kfs=KFS, etc="/etc/tuned", systemctl=None):
     """[Family] of the devices' NAPIs (default: every device with NAPIs)."""
     from . import activeprofile
     from .doctor.window import device_rx_packets
@@ -149,7 +154,30 @@ def collect(devices=(), kfs=KFS, etc="/etc/tuned"):
             fam["irqtune_unit_verified"].add(int(unit_ok[unit.name]), profile=profile,
                                              unit=unit.name, netns=netns)
     fam["irqtune_busy_poll_rx_packets"].add(busy_poll_rx_packets(kfs), netns=netns)
+    _optin_state(fam["irqtune_optin_preload_loaded"], etc, kfs, systemctl)
     return list(fam.values())
+
+
+def _optin_state(family, etc, kfs, systemctl):
+    """Preload state of each opted-in service's main process (systemd only).
+    The library is recognised by its name wherever it was loaded from, as
+    the doctor does."""
+    from . import activeprofile
+    from .doctor.epoll import preload_loaded
+    from .service_optin import systemd_running
+    from .service_optin.systemd import Systemctl
+    if systemctl is None and not systemd_running():
+        return
+    ctl = Systemctl(systemctl)
+    profile, units = activeprofile.optin_units(etc)
+    for section, services in units:
+        for service in services:
+            pid = ctl.show(service, "MainPID")
+            if not pid or not pid.isdigit() or pid == "0":
+                continue
+            loaded = preload_loaded(int(pid), kfs)
+            if loaded is not None:
+                family.add(int(loaded), profile=profile, unit=section, service=service)
 
 
 def _escape(value):

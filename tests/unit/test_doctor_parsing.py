@@ -284,3 +284,31 @@ def test_openmetrics_and_prometheus_text():
     prom = render(fam, openmetrics=False)
     assert "# TYPE irqtune_napi_interrupts_total counter" in prom
     assert "# EOF" not in prom and "# UNIT" not in prom
+
+
+def test_optin_preload_state_metric(tmp_path, monkeypatch):
+    """busy_poll_optin units of the active profile: one sample per running
+    service, 1 with the preload mapped (maps fixture), 0 without."""
+    from irqtune.metrics import _families, _optin_state
+    etc = tmp_path / "etc"
+    (etc / "profiles" / "p").mkdir(parents=True)
+    (etc / "active_profile").write_text("p\n")
+    (etc / "profiles" / "p" / "tuned.conf").write_text(
+        "[variables]\nsvc=memcached nginx\n\n[busy_poll_optin]\nservices=${svc},redis\n")
+    proc = tmp_path / "proc"
+    maps = fixture("maps-preloaded-6.18")
+    for pid, text in ((11, maps), (12, "\n".join(l for l in maps.splitlines()
+                                                  if "busypoll" not in l))):
+        (proc / str(pid)).mkdir(parents=True)
+        (proc / str(pid) / "maps").write_text(text)
+    pids = {"memcached.service": "11", "nginx.service": "12", "redis.service": "0"}
+
+    def systemctl(argv):
+        assert argv[:2] == ["show", "--property=MainPID"], argv
+        return 0, pids[argv[-1]] + "\n"
+    fam = _families()["irqtune_optin_preload_loaded"]
+    monkeypatch.setattr(activeprofile, "PROFILE_DIRS", (str(etc / "profiles"),))
+    _optin_state(fam, str(etc), KernelFs(proc=proc), systemctl)
+    assert fam.samples == [
+        ({"profile": "p", "unit": "busy_poll_optin", "service": "memcached.service"}, 1),
+        ({"profile": "p", "unit": "busy_poll_optin", "service": "nginx.service"}, 0)]
