@@ -83,18 +83,28 @@ def rootfs_image(kernel="lab"):
     return LAB_CACHE / ("rootfs7.img" if generation(kernel) == 7 else "rootfs.img")
 
 
-def persistent_disk(path, kernel):
-    """A qcow2 overlay at `path` over the kernel's guest image, for guests
-    that must keep their root file system across boots (a reboot with new
-    kernel arguments): Guest(disk=path).  The overlay's backing file is a
-    hard link to today's image next to it, so a rebuilt image (rootfs*.sh
-    replaces the file) cannot change what lies under the overlay."""
-    path = Path(path)
-    base = path.with_name(path.stem + "-base.img")
-    os.link(rootfs_image(kernel), base)
-    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b", str(base),
-                    str(path)], check=True)
-    return path
+def persistent_disk(kernel):
+    """A qcow2 overlay over the kernel's guest image in $LAB_CACHE/disks/,
+    for guests that must keep their root file system across boots (a
+    reboot with new kernel arguments): Guest(disk=path).  The overlay's
+    backing file is a hard link to today's image beside it, so a rebuilt
+    image (rootfs*.sh replaces the file) cannot change what lies under the
+    overlay.  Remove the directory (path.parent) when done."""
+    cleanup_stale_disks()
+    d = LAB_CACHE / "disks" / ("%d-%d" % (os.getpid(), next(_counter)))
+    d.mkdir(parents=True)
+    os.link(rootfs_image(kernel), d / "base.img")
+    subprocess.run(["qemu-img", "create", "-q", "-f", "qcow2", "-F", "raw", "-b",
+                    str(d / "base.img"), str(d / "disk.qcow2")], check=True)
+    return d / "disk.qcow2"
+
+
+def cleanup_stale_disks():
+    """Remove the disks of lab processes that no longer exist."""
+    for d in (LAB_CACHE / "disks").glob("*-*"):
+        pid = d.name.split("-")[0]
+        if pid.isdigit() and not os.path.exists("/proc/%s" % pid):
+            shutil.rmtree(d, ignore_errors=True)
 
 
 def missing(kernel="lab"):

@@ -32,6 +32,7 @@ profile's own.
 """
 
 import json
+import shutil
 
 import pytest
 
@@ -45,14 +46,16 @@ RESULTS = {}           # profile -> measurement, for the side-by-side table
 
 
 @pytest.fixture(scope="module")
-def rt(lab, tmp_path_factory):
+def rt(lab):
     reason = labvm.missing(KERNEL)
     if reason:
         pytest.skip(reason)
-    disk = labvm.persistent_disk(tmp_path_factory.mktemp("rt") / "disk.qcow2", KERNEL)
-    host = RtHost(lab, disk).boot("")
-    yield host
-    lab.close()
+    disk = labvm.persistent_disk(KERNEL)
+    try:
+        yield RtHost(lab, disk).boot("")
+    finally:
+        lab.close()
+        shutil.rmtree(disk.parent, ignore_errors=True)
 
 
 def lab_child(h, parent):
