@@ -65,11 +65,14 @@ def next_boot_args(bootcmdline_text):
 
 
 def failed_lines(log_text):
-    """The log records of a verify that report a failure, as logged."""
+    """The log records of a verify that report a failure, as logged: its
+    "verify: failed" lines and any other error (a plugin that raised, say:
+    TuneD's "BUG: Unhandled exception in verify_tuning")."""
     out = []
     for line in log_text.splitlines():
         record = _RECORD.match(line)
-        if record and record["message"].startswith(_FAILED):
+        if record and (record["message"].startswith(_FAILED)
+                       or record["level"] in ("ERROR", "CRITICAL")):
             out.append(line)
     return out
 
@@ -88,19 +91,10 @@ def judge(passed, log_text, next_boot):
         else:
             verdict.failures.append(line)
     if not verdict.failures and not verdict.next_boot:
-        # Failed without naming anything: a plugin error, a daemon that is
-        # not running or has no profile - never taken for a pending reboot.
-        verdict.failures = error_lines(log_text) or [NO_REASON]
+        # Failed without logging why (a daemon that is not running or has no
+        # profile): never taken for a pending reboot.
+        verdict.failures = [NO_REASON]
     return verdict
-
-
-def error_lines(log_text):
-    out = []
-    for line in log_text.splitlines():
-        record = _RECORD.match(line)
-        if record and record["level"] in ("ERROR", "CRITICAL"):
-            out.append(line)
-    return out
 
 
 class LogTail:

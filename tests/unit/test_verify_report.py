@@ -84,6 +84,17 @@ def test_a_failed_verify_without_a_reason_is_never_a_pending_reboot():
     assert not verdict.ok and verdict.failures == [error]
 
 
+def test_a_plugin_that_raised_in_verify_beside_pending_arguments_fails():
+    """TuneD's units/manager.py _try_call (2.20 and 2.27): an exception in a
+    plugin's verify is an ERROR line and a failed verify, no "verify:
+    failed" line - it must not pass because the boot arguments wait."""
+    bug = ("2026-11-24 23:38:19,343 ERROR    tuned.units.manager: BUG: Unhandled exception "
+           "in verify_tuning: boom")
+    verdict = judge(False, fixture("tuned-2.20-reboot-pending.log") + bug + "\n", BOOT)
+    assert not verdict.ok and verdict.failures == [bug]
+    assert verdict.next_boot == ["skew_tick=1", "irqtune.test_pending=1"]
+
+
 def test_a_passed_verify_passes_whatever_the_log_says():
     verdict = judge(True, fixture("tuned-2.20-napi-failed.log"), BOOT)
     assert verdict.ok and verdict.failures == [] and verdict.next_boot == []
