@@ -10,6 +10,8 @@ different value.
 
 import os
 
+from . import crashpoint
+
 
 class KernelFs:
     """procfs and sysfs under two roots (the real ones by default)."""
@@ -63,6 +65,8 @@ class KernelFs:
             os.write(fd, (text + "\n").encode())
         finally:
             os.close(fd)
+        if crashpoint.ENABLED:
+            crashpoint.wrote(path)
 
     @staticmethod
     def write_int(path, value):

@@ -56,6 +56,7 @@ class ChannelsFamily(GenlFamily):
 
     family = "ethtool"
     message = channels_msg
+    set_commands = frozenset({CMD_CHANNELS_SET})
 
     def channels(self, ifindex):
         """{"rx-max": n, ..., "combined-count": n}; attributes the driver

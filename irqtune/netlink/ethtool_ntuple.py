@@ -19,6 +19,8 @@ import socket
 import struct
 from dataclasses import dataclass
 
+from .. import crashpoint
+
 SIOCETHTOOL = 0x8946
 GRXCLSRLCNT = 0x2E
 GRXCLSRULE = 0x2F
@@ -132,6 +134,9 @@ class NtupleRules:
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
             self._ioctl(sock.fileno(), SIOCETHTOOL, ifreq)
         data[:] = buf.raw
+        if crashpoint.ENABLED and data[0] in (SRXCLSRLINS, SRXCLSRLDEL):
+            crashpoint.wrote("%s: ntuple rule %s" % (
+                self.ifname, "insert" if data[0] == SRXCLSRLINS else "delete"))
 
     def table(self):
         """(rule count, table size, driver picks locations itself)."""

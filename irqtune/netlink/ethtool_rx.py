@@ -197,6 +197,8 @@ class RxConfigFamily(ChannelsFamily):
     """
 
     record = None
+    set_commands = ChannelsFamily.set_commands | {CMD_RINGS_SET, CMD_FEATURES_SET,
+                                                  CMD_RSS_SET}
 
     def _send(self, data):
         if self._raw is None:
@@ -234,6 +236,8 @@ class RxConfigFamily(ChannelsFamily):
         code, extack = acked[0]
         if code:
             raise NetlinkRequestError(what, code, extack)
+        if family == self._sock.prid:
+            self._wrote(cmd, what)
         return replies
 
     def _get(self, what, cmd, ifindex, extra=b""):

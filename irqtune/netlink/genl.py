@@ -19,6 +19,7 @@ from pyroute2.netlink import (NLM_F_ACK, NLM_F_DUMP, NLM_F_MULTI, NLM_F_REQUEST,
 from pyroute2.netlink.exceptions import NetlinkError
 from pyroute2.netlink.generic import GenericNetlinkSocket
 
+from .. import crashpoint
 from ..errors import DependencyError, NetlinkRequestError, UnsupportedError  # noqa: F401
 from ..names import attr_of_nla, nla_name
 
@@ -74,6 +75,8 @@ class GenlFamily:
     family = None      # generic netlink family name, set by subclasses
     message = None     # genlmsg subclass describing the family's attributes
     version = 1
+    # Commands that change kernel state (the crash-point hook counts them).
+    set_commands = frozenset()
 
     def __init__(self):
         self._sock = _open_genl_socket()
@@ -110,12 +113,20 @@ class GenlFamily:
 
     def _request(self, what, cmd, attrs, flags):
         try:
-            return list(self._sock.nlm_request(self._message(cmd, attrs),
-                                               msg_type=self._sock.prid,
-                                               msg_flags=flags,
-                                               terminate=_until_done))
+            replies = list(self._sock.nlm_request(self._message(cmd, attrs),
+                                                  msg_type=self._sock.prid,
+                                                  msg_flags=flags,
+                                                  terminate=_until_done))
         except NetlinkError as err:
             raise NetlinkRequestError(what, err.code, _extack(err)) from None
+        self._wrote(cmd, what)
+        return replies
+
+    def _wrote(self, cmd, what):
+        """The crash-point hook (irqtune.crashpoint) after a request that
+        the kernel took; only commands that change something count."""
+        if crashpoint.ENABLED and cmd in self.set_commands:
+            crashpoint.wrote("%s %s" % (self.family, what))
 
     def dump(self, what, cmd, **attrs):
         return [_attrs(m, self.message.nla_prefix)
@@ -186,6 +197,7 @@ class GenlFamily:
                     if code:
                         results[seq - first] = (code, extack)
                     if seq == last:
+                        self._wrote(cmd, "batch of %d" % len(requests))
                         return results
 
     def _encode(self, cmd, attrs, seq, flags):

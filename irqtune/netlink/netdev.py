@@ -48,6 +48,7 @@ class NapiFamily(GenlFamily):
 
     family = "netdev"
     message = napi_msg
+    set_commands = frozenset({CMD_NAPI_SET})
 
     def napis(self, ifindex):
         """Every enabled NAPI of a device, as attribute dicts keyed 'id', ..."""

@@ -12,6 +12,7 @@ import logging
 import os
 import tempfile
 
+from .. import crashpoint
 from ..errors import IrqtuneError
 
 log = logging.getLogger("irqtune.service_optin")
@@ -126,6 +127,8 @@ def write_dropin(unit, path, content, earlier=None):
             except OSError:
                 pass
         raise
+    if crashpoint.ENABLED:
+        crashpoint.wrote(path)
     _CLAIMED.add(path)
     return entry
 
@@ -154,6 +157,8 @@ def remove_dropins(entries):
             except OSError as err:
                 log.error("%s: cannot remove %s: %s", entry.unit, entry.path, err)
                 continue
+            if crashpoint.ENABLED:
+                crashpoint.wrote("removed " + entry.path)
             removed.append(entry.unit)
         _CLAIMED.discard(entry.path)
         if entry.created_dir:
@@ -174,6 +179,8 @@ def roll_back(entries):
         try:
             with open(entry.path, "w") as f:
                 f.write(entry.previous)
+            if crashpoint.ENABLED:
+                crashpoint.wrote(entry.path)
         except OSError as err:
             log.error("%s: cannot restore %s: %s", entry.unit, entry.path, err)
         _CLAIMED.discard(entry.path)
