@@ -297,8 +297,12 @@ class Results:
         print("crash points tried: %d, values lost: %d" % total)
 
 
-def crash_loop(results, tuner, op, where, setup, run_op, recover, read, rng, args, deadline):
-    """N = 1, 2, ... until the operation completes; see the module."""
+def crash_loop(results, tuner, op, where, setup, run_op, recover, read, rng, args, deadline,
+               prepare=lambda: None):
+    """N = 1, 2, ... until the operation completes; see the module.
+    setup(rng) draws the originals, read() takes them, prepare() brings
+    the state the operation starts from (a profile applied), run_op(n)
+    -> (killed, writes), recover() restarts and switches off."""
     start = time.monotonic()
     points = checked = lost = 0
     writes = "?"
@@ -311,6 +315,7 @@ def crash_loop(results, tuner, op, where, setup, run_op, recover, read, rng, arg
             break
         setup(rng)
         before = read()
+        prepare()
         killed, count = run_op(n)
         recover()
         after = read()
