@@ -10,8 +10,9 @@ Rules every tuner keeps (one place each, here):
   (``first()``).
 - On disk before the change.  The ledger is a JSON file under
   /run/irqtune (tmpfs: it dies with the kernel state it describes, so a
-  reboot never restores stale values), written with fsync before the
-  value it protects is changed (``Ledger.save``).
+  reboot never restores stale values), written with fsync (the file,
+  then its directory for the rename) before the value it protects is
+  changed (``Ledger.save``).
 - One error policy.  A ledger that cannot be written stops the change it
   was to protect: ``save`` raises LedgerError, which the plugins' guard
   turns into one log line (nothing is changed without its original on
@@ -73,6 +74,13 @@ class Ledger:
                 f.flush()
                 os.fsync(f.fileno())
             os.replace(tmp, self.path)
+            # The rename is an entry of the directory: on disk only once
+            # the directory is (a file system that persists /run).
+            fd = os.open(os.path.dirname(self.path), os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                os.fsync(fd)
+            finally:
+                os.close(fd)
         except OSError as err:
             raise LedgerError("cannot save originals to %s: %s; nothing more is changed "
                               "(free /run or fix its permissions)"

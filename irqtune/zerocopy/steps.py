@@ -154,6 +154,7 @@ class NicSteps:
         wanted = [spec.on_queue(reserved[i % len(reserved)])
                   for i, spec in enumerate(self.config.rules)]
         target["rules"] = wanted
+        self._settle_pending_rules(rules, mine)
         have = {}
         for entry in mine:
             rule = self._rule_at(rules, entry["location"])
@@ -162,12 +163,38 @@ class NicSteps:
         for rule in wanted:
             if rule in have:
                 continue
+            # On disk before the insert, whose location only the driver
+            # knows: a process killed in between leaves an entry without a
+            # location, found again by its fields (_settle_pending_rules);
+            # slots that held the same rule already are someone else's.
+            entry = dict(rule.as_dict(), location=None,
+                         foreign=self._locations_of(rules, rule))
+            mine.append(entry)
+            self._save_state()
             location = rules.insert(rule)
-            entry = dict(rule.as_dict(), location=location)
-            mine[:] = [e for e in mine if e["location"] != location] + [entry]
+            mine[:] = [e for e in mine if e is entry or e["location"] != location]
+            entry["location"] = location
+            del entry["foreign"]
             self._save_state()
             log.info("%s: flow rule %s at location %d", ifname, rule.describe(), location)
         return True
+
+    def _locations_of(self, rules, rule):
+        """Slots holding rule now."""
+        return [loc for loc in rules.locations() if self._rule_at(rules, loc) == rule]
+
+    def _settle_pending_rules(self, rules, entries):
+        """Entries saved before an insert that was never confirmed (the
+        process was killed): the rule is at a slot that did not hold it
+        before, or it was never inserted and the entry goes."""
+        for entry in [e for e in entries if e.get("location") is None]:
+            placed = [loc for loc in self._locations_of(rules, as_rule(entry))
+                      if loc not in entry.get("foreign", ())]
+            if placed:
+                entry["location"] = placed[0]
+                entry.pop("foreign", None)
+            else:
+                entries.remove(entry)
 
     @staticmethod
     def _rule_at(rules, location):
@@ -182,6 +209,7 @@ class NicSteps:
 
     def _restore_rules(self, ifname, entries):
         rules = self._rules(ifname)
+        self._settle_pending_rules(rules, entries)
         for entry in entries:
             if self._rule_at(rules, entry["location"]) == as_rule(entry):
                 rules.delete(entry["location"])

@@ -216,6 +216,8 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
         if not (self.config.rules and target.get("reserved")):
             return "%d NAPIs of reserved queues set again" % retuned if retuned else ""
         rules = self._rules(ifname)
+        self._step(ifname, "flow rules", self._settle_pending_rules, rules,
+                   saved.get("rules", []))
         missing = [e for e in saved.get("rules", [])
                    if self._step(ifname, "flow rules", self._rule_at, rules, e["location"]) is None]
         if not missing:
