@@ -82,6 +82,9 @@ ENTRY_POINTS = {
 		"its originals may not be back; compare with tuned-adm verify", None),
 	"_retune": ("tuning recreated NAPIs/IRQs again",
 		"tuned-adm verify names what is not set", None),
+	# TuneD 2.25+: a renamed NIC, by its new name (hotplug's move event).
+	"_move_device": ("following the rename",
+		"re-apply the profile", None),
 }
 
 
@@ -101,8 +104,10 @@ def _guard(name, func):
 			try:
 				return func(self, instance, *args, **kwargs)
 			except Exception as err:    # noqa: BLE001 - see ENTRY_POINTS
-				log.error("instance %s: %s failed: %s; %s" % (getattr(instance, "name", "?"),
-					what, describe_error(err), advice))
+				# An instance, or a device name (_move_device)
+				name = getattr(instance, "name", None)
+				log.error("%s: %s failed: %s; %s" % ("instance %s" % name if name is not None
+					else instance, what, describe_error(err), advice))
 				return fallback
 	guarded._irqtune_guarded = True
 	return guarded
@@ -338,27 +343,24 @@ class NetDevicePlugin(TunerPlugin, hotplug.Plugin):
 		# TuneD 2.25+ calls this for a renamed NIC with the new name only;
 		# the tuner knows the device by its ifindex.  TuneD's own device sets
 		# take the new name too, so verify and a later remove event find it.
-		try:
-			ifindex = socket.if_nametoindex(device_name)
-			for instance in list(self._instances.values()):
-				tuner = getattr(instance, "_tuner", None)
-				if tuner is None or not hasattr(tuner, "follow_rename"):
+		# Guarded like every entry point (ENTRY_POINTS).
+		ifindex = socket.if_nametoindex(device_name)
+		for instance in list(self._instances.values()):
+			tuner = getattr(instance, "_tuner", None)
+			if tuner is None or not hasattr(tuner, "follow_rename"):
+				continue
+			with instance._lock:
+				old = tuner.follow_rename(device_name, ifindex)
+				if old is None:
 					continue
-				with instance._lock:
-					old = tuner.follow_rename(device_name, ifindex)
-					if old is None:
-						continue
-					for names in (instance.processed_devices, instance.assigned_devices,
-							self._assigned_devices):
-						if old in names:
-							names.discard(old)
-							names.add(device_name)
-				log.info("instance %s: %s is now called %s; its originals follow it"
-					% (instance.name, old, device_name))
-				return
-		except Exception as err:    # noqa: BLE001 - never into TuneD
-			log.error("following the rename of %s failed: %s; re-apply the profile"
-				% (device_name, describe_error(err)))
+				for names in (instance.processed_devices, instance.assigned_devices,
+						self._assigned_devices):
+					if old in names:
+						names.discard(old)
+						names.add(device_name)
+			log.info("instance %s: %s is now called %s; its originals follow it"
+				% (instance.name, old, device_name))
+			return
 
 	def _get_device_objects(self, devices):
 		return [self._hardware_inventory.get_device("net", x) for x in devices]

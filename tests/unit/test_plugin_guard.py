@@ -79,6 +79,12 @@ def test_every_entry_point_of_every_plugin_is_guarded():
             func = getattr(plugin, entry, None)
             if func is not None and entry in vars(plugin):
                 assert getattr(func, "_irqtune_guarded", False), (name, entry)
+    # the shared bases' own entry points, the move handler among them
+    assert "_move_device" in common.ENTRY_POINTS
+    for base in (common.TunerPlugin, common.InstancePlugin, common.NetDevicePlugin):
+        for entry in common.ENTRY_POINTS:
+            if entry in vars(base):
+                assert getattr(vars(base)[entry], "_irqtune_guarded", False), (base, entry)
 
 
 class Pyroute2Before07:
@@ -147,7 +153,31 @@ def test_a_renamed_nic_keeps_its_originals_under_the_new_name(napi_plugin, monke
         raise OSError(19, "No such device")
     monkeypatch.setattr(socket, "if_nametoindex", gone)
     napi_plugin._move_device("gone0")
-    assert any("following the rename of gone0 failed" in r.getMessage() for r in caplog.records)
+    assert any("gone0: following the rename failed: [Errno 19] No such device" in
+               r.getMessage() for r in caplog.records), caplog.text
+
+
+@pytest.mark.parametrize("error", [RuntimeError("boom"), KeyError("eth0"), ValueError("x")])
+def test_any_error_in_the_move_handler_is_one_line_never_raised(napi_plugin, monkeypatch,
+                                                                 caplog, error):
+    """_move_device is an entry point like the others: not only an OSError
+    from the name lookup, any exception of the tuner stays out of TuneD."""
+    caplog.set_level(logging.DEBUG)
+    instance = Instance()
+
+    class Breaks(Originals):
+        def follow_rename(self, new_name, ifindex):
+            raise error
+    instance._tuner = Breaks({"eth0": {"ifindex": 7}})
+    napi_plugin._instances = {"napi": instance}
+    napi_plugin._assigned_devices = {"eth0"}
+    import socket
+    monkeypatch.setattr(socket, "if_nametoindex", lambda name: 7)
+    assert napi_plugin._move_device("lan0") is None
+    errors = tuned_errors(caplog)
+    assert len(errors) == 1, errors
+    assert "lan0: following the rename failed: %s" % type(error).__name__ in errors[0]
+    assert "re-apply the profile" in errors[0]
 
 
 class Retunes:
