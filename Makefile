@@ -51,7 +51,7 @@ install-packages = \
 	elif command -v dnf >/dev/null; then dnf install -y $(2); \
 	else echo "neither apt-get nor dnf found; install: $(2)" >&2; exit 1; fi
 
-.PHONY: all deps deploy-deps install install-files install-library install-plugins install-profiles install-kernel-patches uninstall check bench lab rpm srpm clean deploy start-tuned \
+.PHONY: all deps deploy-deps install install-files install-library install-plugins install-profiles install-kernel-patches uninstall check crash-check bench lab rpm srpm clean deploy start-tuned \
 	man install-man uninstall-man rpmlint
 
 all: preload
@@ -207,6 +207,13 @@ check: deps install $(VENV)/bin/python $(TUNED_SID)/.unpacked
 	PYTHONPATH=$(CURDIR)/$(TUNED_SID)/root/usr/lib/python3/dist-packages \
 	IRQTUNE_TUNED_VERSION=$$(cat $(TUNED_SID)/version) \
 		$(PYTHON) -m pytest -v -p no:cacheprovider tests/unit $(PYTEST_ARGS)
+
+# The crash-point harness (tests/crash/run.py, README's Test section): every
+# tuner killed after each kernel write of apply, switch, restore and move,
+# then restarted and switched off.  About five minutes on two cores: not in
+# check.  CRASH_ARGS: --seed N, --only NAME..., --time-limit S.
+crash-check: deps install
+	$(PYTHON) tests/crash/run.py $(CRASH_ARGS)
 
 $(TUNED_SID)/.unpacked:
 	rm -rf $(TUNED_SID) && mkdir -p $(TUNED_SID)/deb

@@ -13,6 +13,7 @@ Values are read back with rawnapi (plain netlink) and `ethtool -l`.
 import contextlib
 import os
 import re
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -176,6 +177,13 @@ def run_all(results, args, rng, deadline, crash_loop, crash_dir_class):
         with contextlib.suppress(FileNotFoundError):
             os.unlink("/run/tuned/tuned.pid")
         ns.delete()
+        problems = [line for line in tuned.log().splitlines()
+                    if re.search(r"Traceback|failed to initialize plugin|\bBUG\b|"
+                                 r"cannot import", line)]
+        if problems:
+            results.failures.append(("TuneD", "-", "-", {"log": ("clean", problems[0])}))
+            print("TuneD's log: %s" % "\n".join(problems[:5]))
+        shutil.rmtree(work, ignore_errors=True)
 
 
 def one_op(results, name, op, scenario, tuned, crash, read, randomise, rng, args, deadline,

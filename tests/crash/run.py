@@ -333,6 +333,12 @@ def crash_loop(results, tuner, op, where, setup, run_op, recover, read, rng, arg
                 "; ".join("%s was %r, now %r" % (k, b, a) for k, (b, a) in differ.items())),
                 flush=True)
         if not killed:
+            if not count:
+                # an operation without a kernel write tests nothing: a
+                # plugin that did not load, a profile that tunes nothing
+                results.failures.append((tuner, op, "-", {"kernel writes": (">0", 0)}))
+                print("NO WRITES: %s %s made no kernel write; nothing was tested"
+                      % (tuner, op), flush=True)
             break
     results.add(tuner, op, where, points, writes, checked, lost, time.monotonic() - start)
 
