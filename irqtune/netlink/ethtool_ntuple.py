@@ -134,9 +134,11 @@ class NtupleRules:
         with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as sock:
             self._ioctl(sock.fileno(), SIOCETHTOOL, ifreq)
         data[:] = buf.raw
-        if crashpoint.ENABLED and data[0] in (SRXCLSRLINS, SRXCLSRLDEL):
-            crashpoint.wrote("%s: ntuple rule %s" % (
-                self.ifname, "insert" if data[0] == SRXCLSRLINS else "delete"))
+        if crashpoint.ENABLED:
+            cmd, = struct.unpack_from("=I", data)
+            if cmd in (SRXCLSRLINS, SRXCLSRLDEL):
+                crashpoint.wrote("%s: ntuple rule %s" % (
+                    self.ifname, "insert" if cmd == SRXCLSRLINS else "delete"))
 
     def table(self):
         """(rule count, table size, driver picks locations itself)."""
