@@ -98,6 +98,30 @@ def test_engaged_for_the_opted_in_memcached(h):
     assert len(per_napi) == 4 and all(l["data"]["irq"] is not None for l in per_napi), per_napi
 
 
+def test_metrics_of_the_tuned_guest(h):
+    """`irqtune metrics` on virtio-net under latency-suspend with memcached
+    opted in: queue vector interrupts and qstats rx packets per NAPI, the
+    profile's [napi] unit verified, memcached's preload state."""
+    h.profile(h.lab_profile(), variables=suspend(h))
+    h.memcached_load(rate=1000, seconds=2)
+    rc, out = h.run("irqtune", "metrics", h.nic)
+    assert rc == 0, out
+    print(out)
+    lines = out.splitlines()
+
+    def napi_samples(name):
+        return [l for l in lines if l.startswith(name + "{") and 'device="%s"' % h.nic in l]
+    assert len(napi_samples("irqtune_napi_interrupts_total")) == 4, out
+    rx = napi_samples("irqtune_napi_rx_packets_total")
+    assert len(rx) == 4 and sum(float(l.split()[-1]) for l in rx) > 0, out
+    assert len([l for l in napi_samples("irqtune_napi_profile_match") if l.endswith(" 1")]) == 4
+    assert any(l.startswith("irqtune_unit_verified{") and 'unit="napi"' in l and l.endswith(" 1")
+               for l in lines), out
+    assert any(l.startswith("irqtune_optin_preload_loaded{") and
+               'service="memcached.service"' in l and l.endswith(" 1") for l in lines), out
+    assert lines[-1] == "# EOF"
+
+
 def test_preload_missing_is_named(h):
     h.profile(h.lab_profile(), variables={VARS: {"suspend_nics": h.nic}})
     h.sh("systemctl restart memcached")
