@@ -312,3 +312,14 @@ def test_optin_preload_state_metric(tmp_path, monkeypatch):
     assert fam.samples == [
         ({"profile": "p", "unit": "busy_poll_optin", "service": "memcached.service"}, 1),
         ({"profile": "p", "unit": "busy_poll_optin", "service": "nginx.service"}, 0)]
+
+
+def test_kernel_without_pidfd_getfd_is_named(monkeypatch):
+    """A system call number the kernel does not know answers ENOSYS, as
+    pidfd_getfd does on kernels before 5.6."""
+    import platform
+    monkeypatch.setitem(epoll.SYS_PIDFD_GETFD, platform.machine(), 1023)
+    monkeypatch.setattr(epoll.os, "pidfd_open", lambda pid: os.open("/dev/null", os.O_RDONLY),
+                        raising=False)
+    with pytest.raises(epoll.UnsupportedError, match=r"no pidfd_getfd \(Linux >= 5.6\)"):
+        epoll.check_pidfd_getfd()
