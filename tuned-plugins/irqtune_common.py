@@ -1,10 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """What the irqtune TuneD plugins share: the base that drives a tuner
 (irqtune.tuner's contract) - lock, link watcher, option errors, rollback
-rules, the guard of every entry point -, the TuneD version shims and
-net-device handling.  What goes into TuneD's log (the library's lines
-under the calling plugin's name, verify lines in TuneD's format) is
-irqtune_tunedlog.py's.
+rules, the guard of every entry point -, the TuneD version shims, and the
+base of the system-wide plugins (InstancePlugin).  The net-device base
+(hotplug, renames) is irqtune_netdev.py's; what goes into TuneD's log
+(the library's lines under the calling plugin's name, verify lines in
+TuneD's format) is irqtune_tunedlog.py's.
 
 Installed beside the plugins in TuneD's plugin package.  The module name
 does not start with "plugin_", so TuneD's loader never takes it for a
@@ -13,16 +14,14 @@ class stays the only Plugin subclass in their namespace.
 """
 
 import functools
-import socket
 import threading
 
 import tuned.consts as consts
-from tuned.plugins import base, hotplug
+from tuned.plugins import base
 from tuned.plugins import irqtune_tunedlog as tunedlog
 
 from irqtune.errors import IrqtuneError, OptionError
 from irqtune.names import option_name
-from irqtune.netdevs import is_virtual_netdev
 from irqtune.netlink.links import LinkWatcher
 from irqtune.overlay import read_overlay_file
 from irqtune.values import parse_int
@@ -315,121 +314,3 @@ class InstancePlugin(TunerPlugin, base.Plugin):
 	def _verify_result(self, ok, checked):
 		# Nothing configured, nothing checked: TuneD counts None as skipped.
 		return ok if checked else None
-
-
-class NetDevicePlugin(TunerPlugin, hotplug.Plugin):
-	"""Net devices with hotplug; the tuner's calls take device names.
-
-	Device choice follows the stock net plugin (physical NICs) for the
-	default devices=*, but any explicit devices= or devices_udev_regex=
-	also reaches virtual devices (veth, ...), except lo.
-	"""
-
-	_has_recheck_option = True
-
-	def _init_devices(self):
-		self._devices_supported = True
-		self._free_devices = set()
-		self._assigned_devices = set()
-		for device in self._hardware_inventory.get_devices("net"):
-			if device.sys_name != "lo":
-				self._free_devices.add(device.sys_name)
-		self._hardware_inventory.subscribe(self, "net", self._hardware_events_callback)
-
-	def _hardware_events_cleanup(self):
-		self._hardware_inventory.unsubscribe(self)
-
-	def _move_device(self, device_name):
-		# TuneD 2.25+ calls this for a renamed NIC with the new name only;
-		# the tuner knows the device by its ifindex.  TuneD's own device sets
-		# take the new name too, so verify and a later remove event find it.
-		# Guarded like every entry point (ENTRY_POINTS).
-		ifindex = socket.if_nametoindex(device_name)
-		for instance in list(self._instances.values()):
-			tuner = getattr(instance, "_tuner", None)
-			if tuner is None or not hasattr(tuner, "follow_rename"):
-				continue
-			with instance._lock:
-				old = tuner.follow_rename(device_name, ifindex)
-				if old is None:
-					continue
-				for names in (instance.processed_devices, instance.assigned_devices,
-						self._assigned_devices):
-					if old in names:
-						names.discard(old)
-						names.add(device_name)
-			log.info("instance %s: %s is now called %s; its originals follow it"
-				% (instance.name, old, device_name))
-			return
-
-	def _get_device_objects(self, devices):
-		return [self._hardware_inventory.get_device("net", x) for x in devices]
-
-	def _get_matching_devices(self, instance, devices):
-		matched = super()._get_matching_devices(instance, devices)
-		if instance.devices_udev_regex is None and \
-				(instance.devices_expression or "*").strip() == "*":
-			matched = {d for d in matched if not is_virtual_netdev(d)}
-		return matched
-
-	def _instance_apply_static(self, instance):
-		with instance._lock:
-			devices = sorted(instance.assigned_devices)
-			if devices:
-				self._apply_devices(instance, devices)
-		self._start_watching(instance)
-
-	def _added_device_apply_tuning(self, instance, device_name):
-		with instance._lock:
-			self._apply_devices(instance, [device_name])
-
-	def _retune(self, instance, device):
-		if device is not None and device in instance.processed_devices:
-			super()._retune(instance, device)
-
-	def _retune_link(self, instance, ifindex):
-		name = _ifname(ifindex)
-		if name not in instance.processed_devices:
-			name = _known_as(instance, ifindex) or name
-		self._retune(instance, name)
-
-	def _retune_all(self, instance):
-		for device in sorted(instance.processed_devices):
-			self._retune(instance, device)
-
-	def _verify_result(self, ok, checked):
-		return ok
-
-	def _removed_device_unapply_tuning(self, instance, device_name):
-		# Also called when a device that still exists moves to another
-		# instance (tuned-adm instance_acquire_devices): its originals go
-		# back first, else the next instance would save tuned values as
-		# originals.  A device that is gone only has its originals dropped.
-		with instance._lock:
-			if instance._tuner is not None:
-				instance._tuner.restore(device_name)
-
-
-def _known_as(instance, ifindex):
-	"""The name TuneD knows a device by that was renamed without a move
-	event (TuneD < 2.25): the processed device whose originals carry
-	ifindex, whether the tuner still keeps them under that name or has
-	followed the rename already (tuner.renamed).  No system calls: the
-	watcher calls this for every link event."""
-	tuner = instance._tuner
-	originals = getattr(tuner, "originals", None)
-	if not isinstance(originals, dict):
-		return None
-	renamed = getattr(tuner, "renamed", {})
-	for device in sorted(instance.processed_devices):
-		saved = originals.get(renamed.get(device, device))
-		if isinstance(saved, dict) and saved.get("ifindex") == ifindex:
-			return device
-	return None
-
-
-def _ifname(ifindex):
-	try:
-		return socket.if_indextoname(ifindex)
-	except OSError:
-		return None

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 import tuned.logs
 from tuned.plugins import irqtune_common as common
+from tuned.plugins import irqtune_netdev as netdev
 
 from irqtune.caps import detect_napi_capabilities
 from irqtune.errors import OptionError
@@ -10,7 +11,7 @@ from irqtune.ledger import Ledger
 log = tuned.logs.get()
 
 
-class NapiPlugin(common.NetDevicePlugin):
+class NapiPlugin(netdev.NetDevicePlugin):
 	"""
 	`napi`::
 

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 import tuned.logs
 from tuned.plugins import irqtune_common as common
+from tuned.plugins import irqtune_netdev as netdev
 
 from irqtune.channels import HousekeepingTuner, housekeeping_tuner
 from irqtune.ledger import Ledger
@@ -8,7 +9,7 @@ from irqtune.ledger import Ledger
 log = tuned.logs.get()
 
 
-class NicHousekeepingPlugin(common.NetDevicePlugin):
+class NicHousekeepingPlugin(netdev.NetDevicePlugin):
 	"""
 	`nic_housekeeping`::
 

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 import tuned.logs
 from tuned.plugins import irqtune_common as common
+from tuned.plugins import irqtune_netdev as netdev
 
 from irqtune.caps import detect_napi_capabilities
 from irqtune.errors import OptionError
@@ -13,7 +14,7 @@ NAPI_OPTIONS = ("defer_hard_irqs", "gro_flush_timeout", "irq_suspend_timeout", "
 log = tuned.logs.get()
 
 
-class ZerocopyRxPlugin(common.NetDevicePlugin):
+class ZerocopyRxPlugin(netdev.NetDevicePlugin):
 	"""
 	`zerocopy_rx`::
 

@@ -132,10 +132,11 @@ def test_plugin_package_puts_library_and_plugins_where_tuned_looks(packages):
         assert "%s/tuned/plugins/plugin_%s.py" % (site, plugin) in files
     assert site + "/tuned/plugins/irqtune_common.py" in files
     assert site + "/tuned/plugins/irqtune_tunedlog.py" in files
+    assert site + "/tuned/plugins/irqtune_netdev.py" in files
     # only irqtune's own modules in TuneD's package, no directory of TuneD's
     for f in files:
         if "/tuned/plugins" in f:
-            assert re.search(r"/tuned/plugins/(__pycache__/)?(plugin_[a-z_]+|irqtune_common|irqtune_tunedlog)"
+            assert re.search(r"/tuned/plugins/(__pycache__/)?(plugin_[a-z_]+|irqtune_common|irqtune_tunedlog|irqtune_netdev)"
                              r"(\.cpython-\d+(\.opt-\d)?)?\.pyc?$", f), f
     assert "/usr/share/man/man7/tuned-plugins-irqtune.7.gz" in files
     assert not [f for f in files if "/irqtune/" in f and "/tuned/" not in f], files
@@ -442,6 +443,7 @@ def test_tuned_loader_finds_the_plugins_in_the_installed_tree(tuned_view, instal
         assert tuned_view["loaded"][plugin][0] == "tuned.plugins.plugin_" + plugin
     assert "irqtune_common" not in tuned_view["plugins"]
     assert "irqtune_tunedlog" not in tuned_view["plugins"]
+    assert "irqtune_netdev" not in tuned_view["plugins"]
 
 
 def test_tuned_adm_list_would_show_the_profiles(tuned_view):

@@ -81,7 +81,8 @@ def test_every_entry_point_of_every_plugin_is_guarded():
                 assert getattr(func, "_irqtune_guarded", False), (name, entry)
     # the shared bases' own entry points, the move handler among them
     assert "_move_device" in common.ENTRY_POINTS
-    for base in (common.TunerPlugin, common.InstancePlugin, common.NetDevicePlugin):
+    netdev = __import__("tuned.plugins.irqtune_netdev", fromlist=["x"])
+    for base in (common.TunerPlugin, common.InstancePlugin, netdev.NetDevicePlugin):
         for entry in common.ENTRY_POINTS:
             if entry in vars(base):
                 assert getattr(vars(base)[entry], "_irqtune_guarded", False), (base, entry)
@@ -205,8 +206,8 @@ def test_a_link_event_of_a_device_renamed_without_a_move_event_retunes_it(
     name lan0`; the link event names lan0.  The device must be tuned again
     under the name TuneD knows (the tuner maps it to lan0), not skipped as
     a device of no instance."""
-    common = __import__("tuned.plugins.irqtune_common", fromlist=["x"])
-    monkeypatch.setattr(common, "_ifname", lambda ifindex: {7: "lan0", 9: "other0"}[ifindex])
+    netdev = __import__("tuned.plugins.irqtune_netdev", fromlist=["x"])
+    monkeypatch.setattr(netdev, "_ifname", lambda ifindex: {7: "lan0", 9: "other0"}[ifindex])
     instance = Instance()
     instance.processed_devices = {"eth0", "eth1"}
     instance._tuner = Retunes(dict(originals, eth1={"ifindex": 8}), renamed)

@@ -21,10 +21,11 @@ def _load(short):
 
 
 def load_plugin_module(name):
-    """tuned.plugins.plugin_<name> from this tree (with irqtune_tunedlog and
-    irqtune_common)."""
+    """tuned.plugins.plugin_<name> from this tree (with irqtune_tunedlog,
+    irqtune_common and irqtune_netdev)."""
     _load("irqtune_tunedlog")
     _load("irqtune_common")
+    _load("irqtune_netdev")
     return _load("plugin_" + name)
 
 

@@ -1,0 +1,137 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The base of the irqtune plugins that tune net devices (napi,
+nic_housekeeping, zerocopy_rx): TuneD's hotplug devices, the default
+devices=* limited to physical NICs, and renames - reported by TuneD 2.25+
+(_move_device) or not (a link event under a name TuneD does not know,
+_known_as).
+
+Installed beside the plugins in TuneD's plugin package, like
+irqtune_common.py; not a plugin (no "plugin_" prefix).
+"""
+
+import socket
+
+from tuned.plugins import hotplug
+from tuned.plugins import irqtune_common as common
+
+from irqtune.netdevs import is_virtual_netdev
+
+log = common.log
+
+
+class NetDevicePlugin(common.TunerPlugin, hotplug.Plugin):
+	"""Net devices with hotplug; the tuner's calls take device names.
+
+	Device choice follows the stock net plugin (physical NICs) for the
+	default devices=*, but any explicit devices= or devices_udev_regex=
+	also reaches virtual devices (veth, ...), except lo.
+	"""
+
+	_has_recheck_option = True
+
+	def _init_devices(self):
+		self._devices_supported = True
+		self._free_devices = set()
+		self._assigned_devices = set()
+		for device in self._hardware_inventory.get_devices("net"):
+			if device.sys_name != "lo":
+				self._free_devices.add(device.sys_name)
+		self._hardware_inventory.subscribe(self, "net", self._hardware_events_callback)
+
+	def _hardware_events_cleanup(self):
+		self._hardware_inventory.unsubscribe(self)
+
+	def _move_device(self, device_name):
+		# TuneD 2.25+ calls this for a renamed NIC with the new name only;
+		# the tuner knows the device by its ifindex.  TuneD's own device sets
+		# take the new name too, so verify and a later remove event find it.
+		# Guarded like every entry point (ENTRY_POINTS).
+		ifindex = socket.if_nametoindex(device_name)
+		for instance in list(self._instances.values()):
+			tuner = getattr(instance, "_tuner", None)
+			if tuner is None or not hasattr(tuner, "follow_rename"):
+				continue
+			with instance._lock:
+				old = tuner.follow_rename(device_name, ifindex)
+				if old is None:
+					continue
+				for names in (instance.processed_devices, instance.assigned_devices,
+						self._assigned_devices):
+					if old in names:
+						names.discard(old)
+						names.add(device_name)
+			log.info("instance %s: %s is now called %s; its originals follow it"
+				% (instance.name, old, device_name))
+			return
+
+	def _get_device_objects(self, devices):
+		return [self._hardware_inventory.get_device("net", x) for x in devices]
+
+	def _get_matching_devices(self, instance, devices):
+		matched = super()._get_matching_devices(instance, devices)
+		if instance.devices_udev_regex is None and \
+				(instance.devices_expression or "*").strip() == "*":
+			matched = {d for d in matched if not is_virtual_netdev(d)}
+		return matched
+
+	def _instance_apply_static(self, instance):
+		with instance._lock:
+			devices = sorted(instance.assigned_devices)
+			if devices:
+				self._apply_devices(instance, devices)
+		self._start_watching(instance)
+
+	def _added_device_apply_tuning(self, instance, device_name):
+		with instance._lock:
+			self._apply_devices(instance, [device_name])
+
+	def _retune(self, instance, device):
+		if device is not None and device in instance.processed_devices:
+			super()._retune(instance, device)
+
+	def _retune_link(self, instance, ifindex):
+		name = _ifname(ifindex)
+		if name not in instance.processed_devices:
+			name = _known_as(instance, ifindex) or name
+		self._retune(instance, name)
+
+	def _retune_all(self, instance):
+		for device in sorted(instance.processed_devices):
+			self._retune(instance, device)
+
+	def _verify_result(self, ok, checked):
+		return ok
+
+	def _removed_device_unapply_tuning(self, instance, device_name):
+		# Also called when a device that still exists moves to another
+		# instance (tuned-adm instance_acquire_devices): its originals go
+		# back first, else the next instance would save tuned values as
+		# originals.  A device that is gone only has its originals dropped.
+		with instance._lock:
+			if instance._tuner is not None:
+				instance._tuner.restore(device_name)
+
+
+def _known_as(instance, ifindex):
+	"""The name TuneD knows a device by that was renamed without a move
+	event (TuneD < 2.25): the processed device whose originals carry
+	ifindex, whether the tuner still keeps them under that name or has
+	followed the rename already (tuner.renamed).  No system calls: the
+	watcher calls this for every link event."""
+	tuner = instance._tuner
+	originals = getattr(tuner, "originals", None)
+	if not isinstance(originals, dict):
+		return None
+	renamed = getattr(tuner, "renamed", {})
+	for device in sorted(instance.processed_devices):
+		saved = originals.get(renamed.get(device, device))
+		if isinstance(saved, dict) and saved.get("ifindex") == ifindex:
+			return device
+	return None
+
+
+def _ifname(ifindex):
+	try:
+		return socket.if_indextoname(ifindex)
+	except OSError:
+		return None
