@@ -27,6 +27,13 @@ HERE = Path(__file__).resolve().parent
 KERNEL = os.environ.get("IRQTUNE_LAB7_KERNEL", "7.2-lab")
 BOOT_ARGS = "skew_tick=1 tsc=reliable rcupdate.rcu_normal_after_boot=1 " \
             "rcutree.nohz_full_patience_delay=1000"
+# How the bench and its counter test boot the guest (tests/lab/bench,
+# tests/lab/plugin).  idle=halt: under TCG with several vCPUs MWAIT does
+# not sleep, so an idle vCPU would execute (and count) instructions all the
+# time.  -cpu max without ERMS/FSRM: the guest's copies use `rep movsq`,
+# counted once per 8 bytes, instead of `rep movsb`, counted once per byte.
+COUNTED_BOOT_ARGS = BOOT_ARGS + " idle=halt"
+COUNTED_CPU = "max,-erms,-fsrm"
 SRC = "/root/irqtune"
 # latency-suspend's defaults, and non-default originals set before it is
 # applied (so a restore to zero, the kernel default, cannot pass).

@@ -69,7 +69,10 @@ lab-clean:
 #   make lab7                   kernel 7.2-lab + guest image, pytest tests/lab/gen7
 #   make lab7-kernel            7.2-lab (kernel-patches/7.2 series, if any)
 #   make lab7-rootfs            the Debian unstable guest image
-#   make lab-bench              the seed's five-mode memcached benchmark
+#   make lab-bench              the seed's eleven-mode memcached benchmark
+#                               (LAB_BENCH_ARGS=--quick for a short run)
+#   make lab-plugin             the instruction-counting QEMU plugin
+#   make lab-bench-tools        the bench's load generator and epoll shim
 #   make lab7-series            the kernel series on Linux 7.2: 7.2-lab and
 #                               7.2-base, pytest LAB7_SERIES_TESTS with 7.2-lab
 #   make lab7-kernel-base       7.2-base (no series), the unpatched comparison
@@ -81,7 +84,7 @@ LAB7_SERIES_TESTS ?= tests/lab/gen6/test_gsim.py tests/lab/gen6/test_vectors.py
 LAB7RT_TESTS ?= tests/lab/gen7rt
 LAB7_DEB_DEPS := mmdebstrap python3-matplotlib
 .PHONY: lab7 lab7-deps lab7-kernel lab7-kernel-base lab7-rootfs lab7-series lab-bench \
-	lab7-rt lab7-rt-kernel
+	lab7-rt lab7-rt-kernel lab-plugin lab-bench-tools
 
 lab7-deps: lab-deps
 	@dpkg -s $(LAB7_DEB_DEPS) >/dev/null 2>&1 || { apt-get update -q && \
@@ -97,11 +100,24 @@ lab7-kernel-base: lab7-kernel
 lab7-rootfs: lab7-deps lab7-kernel
 	$(LAB_ENV) $(LAB_DIR)/rootfs7.sh
 
-lab7: lab7-kernel lab7-rootfs
+# The counting plugin: header from Debian's qemu source package (fetched
+# by tools/debsrc-apt), built into $(LAB_CACHE)/plugin.
+lab-plugin: lab-deps
+	$(LAB_ENV) $(LAB_DIR)/plugin/build.sh
+
+# Host-side C tools of the bench, rebuilt every time (two small files).
+LAB_BENCH_TOOLS := $(LAB_CACHE)/bench
+lab-bench-tools: lab-deps
+	mkdir -p $(LAB_BENCH_TOOLS)
+	gcc -O2 -Wall -Wextra -Werror -o $(LAB_BENCH_TOOLS)/mcload $(LAB_DIR)/bench/mcload.c -lm
+	gcc -O2 -Wall -Wextra -Werror -shared -fPIC -fvisibility=hidden \
+		-o $(LAB_BENCH_TOOLS)/epoll_slice.so $(LAB_DIR)/bench/epoll_slice.c -ldl
+
+lab7: lab7-kernel lab7-rootfs lab-plugin
 	@echo "== irqtune lab, generation 7: pytest $(LAB7_TESTS)"
 	$(LAB_ENV) $(PYTHON) -m pytest -p no:cacheprovider $(LAB_PYTEST) $(LAB7_TESTS)
 
-lab-bench: lab7-kernel lab7-rootfs
+lab-bench: lab7-kernel lab7-rootfs lab-plugin lab-bench-tools
 	$(LAB_ENV) $(PYTHON) $(LAB_DIR)/bench/memcached_modes.py $(LAB_BENCH_ARGS)
 
 # The generation-6 series tests on the 7.2 kernels (the guest fixture boots

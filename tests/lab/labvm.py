@@ -125,6 +125,40 @@ def missing(kernel="lab"):
     return None
 
 
+def insn_plugin():
+    """The instruction-counting QEMU plugin (`make lab-plugin`,
+    tests/lab/plugin/)."""
+    return LAB_CACHE / "plugin" / "insn_count.so"
+
+
+def read_insns(sock_path, timeout=5):
+    """One snapshot of the plugin's per-vCPU instruction counters: [count
+    per vCPU].  A window is the difference of two snapshots."""
+    s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    s.settimeout(timeout)
+    try:
+        s.connect(str(sock_path))
+        data = b""
+        while True:
+            chunk = s.recv(65536)
+            if not chunk:
+                break
+            data += chunk
+    finally:
+        s.close()
+    counts = {}
+    n = None
+    for line in data.decode().splitlines():
+        f = line.split()
+        if f[:1] == ["vcpus"]:
+            n = int(f[1])
+        elif f[:1] == ["vcpu"]:
+            counts[int(f[1])] = int(f[2])
+    if n is None or sorted(counts) != list(range(n)):
+        raise LabError("unreadable instruction counter answer: %r" % data[:200])
+    return [counts[i] for i in range(n)]
+
+
 def _prune(run_root, keep):
     """Remove all but the newest `keep` run directories (console logs)."""
     dirs = sorted(d for d in run_root.iterdir() if d.is_dir())
@@ -201,7 +235,8 @@ class Guest:
     """One QEMU guest running a lab kernel. See the module docstring."""
 
     def __init__(self, kernel="lab", cmdline=DEFAULT_ISOLATION, smp=4, memory=None,
-                 queues=NIC_QUEUES, boot_timeout=None, name=None, nic_options="", disk=None):
+                 queues=NIC_QUEUES, boot_timeout=None, name=None, nic_options="", disk=None,
+                 cpu="max", count_insns=False):
         self.kernel = kernel
         self.generation = generation(kernel)
         self.cmdline = cmdline if cmdline is not None else ""
@@ -214,6 +249,12 @@ class Guest:
         # persistent_disk() overlay that keeps its changes; None boots a
         # throw-away snapshot of the image
         self.disk = disk
+        # QEMU -cpu model; the bench drops ERMS/FSRM so string copies count
+        # per 8 bytes, not per byte (tests/lab/plugin/insn_count.c)
+        self.cpu = cpu
+        # load the instruction-counting plugin; read it with insns()
+        self.count_insns = count_insns
+        self.insn_sock = None
         self.boot_timeout = boot_timeout or float(os.environ.get("LAB_BOOT_TIMEOUT", "600"))
         self.name = name or "%s-%d-%d" % (kernel, os.getpid(), next(_counter))
         self.nic = None
@@ -243,7 +284,7 @@ class Guest:
         vectors = 2 * self.queues + 2
         return [
             QEMU, "-name", "irqtune-lab-" + self.name,
-            "-machine", "pc", "-accel", "tcg,thread=multi", "-cpu", "max",
+            "-machine", "pc", "-accel", "tcg,thread=multi", "-cpu", self.cpu,
             "-smp", str(self.smp), "-m", str(self.memory),
             "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
             "-rtc", "base=utc",
@@ -263,7 +304,7 @@ class Guest:
             "-chardev", "file,id=s0,path=%s" % self.console_path,
             "-serial", "chardev:s0",
             "-monitor", "none",
-        ]
+        ] + (["-plugin", "%s,sock=%s" % (insn_plugin(), self.insn_sock)] if self.count_insns else [])
 
     def start(self):
         reason = missing(self.kernel)
@@ -276,6 +317,10 @@ class Guest:
         self.workdir.mkdir(parents=True)
         self.sockpath = self.workdir / "agent.sock"
         self.console_path = self.workdir / "console.log"
+        if self.count_insns:
+            if not insn_plugin().is_file():
+                raise LabError("instruction counter %s not built; run `make lab-plugin`" % insn_plugin())
+            self.insn_sock = self.workdir / "insn.sock"
         cleanup_stale()
         self.netns = Netns("irqtune-lab-%s" % self.name, self.queues)
         argv = self.qemu_argv()
@@ -355,6 +400,13 @@ class Guest:
             return self.console_path.read_text(errors="replace")
         except (OSError, AttributeError):
             return ""
+
+    def insns(self):
+        """Guest instructions each vCPU has executed since boot (the plugin's
+        counters; needs count_insns=True)."""
+        if self.insn_sock is None:
+            raise LabError("guest %s was booted without the instruction counter" % self.name)
+        return read_insns(self.insn_sock)
 
     def alive(self):
         return self.proc is not None and self.proc.poll() is None

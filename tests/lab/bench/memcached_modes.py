@@ -1,36 +1,60 @@
 #!/usr/bin/env python3
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""`make lab-bench`: the seed's five-mode memcached benchmark in the
-generation-7 lab (Linux 7.2 guest, 4-queue virtio-net, TuneD 2.27).
+"""`make lab-bench`: the seed's memcached benchmark (IRQ suspension v9
+cover letter, all eleven modes) in the generation-7 lab (Linux 7.2 guest,
+4-queue virtio-net, TuneD 2.27), with the CPU cost measured as guest
+instructions per request.
 
-Every case is set up only through the project: the latency-suspend profile
-and its variables (NAPI values per queue), the busy_poll_optin plugin with
-the preload library for memcached (a stock server), or `tuned-adm off`.
+Modes and who sets what ("project": the latency-suspend profile and its
+variables file, the busy_poll_optin plugin with the preload library;
+"bench": only what the project has no knob for):
 
-  case       NAPI defer / gro / suspend   memcached's epoll (via the preload)
-  base       0 / 0 / 0 (tuned-adm off)    untouched
-  defer20    100 / 20 us / 0              untouched
-  napibusy   100 / 200 us / 0             busy_poll_usecs 64, prefer 1
-  fullbusy   100 / 5 ms / 0               busy_poll_usecs 1000, prefer 1 (*)
-  suspend20  100 / 20 us / 20 ms          busy_poll_usecs 0, prefer 1
+  mode       NAPI defer / gro / suspend   memcached's epoll (EPIOCSPARAMS)
+  base       0 / 0 / 0                    untouched
+  deferX     100 / X us / 0               untouched            (X 10 20 50 200)
+  napibusy   100 / 200 us / 0             usecs 64, budget 64, prefer 1
+  fullbusy   100 / 5 ms / 0               usecs 1000, budget 64, prefer 1,
+                                          + epoll_wait in 1 ms slices (bench)
+  suspend0   0 / 0 / 20 ms                usecs 0, budget 64, prefer 1
+  suspendX   100 / X us / 20 ms           usecs 0, budget 64, prefer 1 (X 10 20 50)
 
-(*) The seed's fullbusy loops epoll_wait without blocking; a stock
-memcached blocks in epoll_wait, so the approximation is a 1 ms busy loop
-inside each epoll_wait before it sleeps.
+Every mode runs under latency-suspend (so they differ only in the seed's
+knobs); fullbusy's epoll loop that never sleeps (the seed patched libevent)
+is the bench's LD_PRELOAD shim epoll_slice.so, combined with the opt-in's
+library through the unit's LD_PRELOAD.  Before every run the bench reads
+back what the kernel and the server hold (napi-get of every rx NAPI,
+EPIOCGPARAMS of every memcached epoll instance via pidfd_getfd, the shim's
+setting) and fails the run if it is not the mode's.
 
-Load: tests/lab/loadgen.py (open loop, Poisson arrivals, latency from the
-scheduled send time) from the host end of the tap.  Printed per offered
-rate: achieved qps, p50/p99 latency, CPU % of the guest CPUs serving the
-NIC queues, NIC queue interrupts/s and the busy-polled share of rx packets
-(TcpExt:BusyPollRxPackets over rx_packets: how much of the receive work the
-application's busy poll took from the softirq); the same as JSON and a PNG
-in build/.  One connection by default (--conns), so one memcached worker
-busy polls the one rx queue that carries its requests.
+Layout as in the seed: memcached pinned to one vCPU (bench drop-in
+CPUAffinity=, default vCPU 2), one connection; its replies leave on that
+vCPU's tx queue, so the tap steers the flow's requests to the paired rx
+queue, whose interrupt is affine to the same vCPU.  The "serving" vCPUs of
+a run are memcached's plus those of the rx queues that carried its packets.
+
+Loads: the guest's saturation point is found first (base mode, offered
+rate raised 1.5x per probe until the achieved rate falls below 95 % of it
+or the median latency exceeds 10x the lightest probe's), then the offered
+loads are fractions of it.  Load generator: mcload (C, open loop, Poisson,
+latency from the scheduled send time, its own lateness and CPU reported)
+on the host in the guest's namespace; it reads the instruction counter
+(tests/lab/plugin) at the start and end of exactly the window its
+latencies come from.
+
+Every (mode, load) cell runs --repeats times; rounds interleave: each
+round sets every mode once (shuffled order) and runs each load once
+(shuffled order).  The JSON keeps every run; the table shows medians and
+the spread (min..max).
 """
 
 import argparse
+import base64
 import json
 import os
+import platform
+import random
+import statistics
+import subprocess
 import sys
 import time
 from pathlib import Path
@@ -39,156 +63,530 @@ HERE = Path(__file__).resolve().parent
 sys.path.insert(0, str(HERE.parent))
 
 import labvm  # noqa: E402
-from host7 import BOOT_ARGS, KERNEL, Host7  # noqa: E402
+from host7 import COUNTED_BOOT_ARGS, COUNTED_CPU, GUEST_IP, KERNEL, Host7  # noqa: E402
 
 PROFILE = "latency-suspend"
-CASES = {
-    "base": None,
-    "defer20": {"gro_flush_timeout": "20us", "irq_suspend_timeout": "0"},
-    "napibusy": {"gro_flush_timeout": "200us", "irq_suspend_timeout": "0",
-                 "optin_services": "memcached", "optin_busy_poll_usecs": "64"},
-    "fullbusy": {"gro_flush_timeout": "5ms", "irq_suspend_timeout": "0",
-                 "optin_services": "memcached", "optin_busy_poll_usecs": "1000"},
-    "suspend20": {"gro_flush_timeout": "20us", "irq_suspend_timeout": "20ms",
-                  "optin_services": "memcached", "optin_busy_poll_usecs": "0"},
+TOOLS = labvm.LAB_CACHE / "bench"
+GUEST_SHIM = "/usr/local/lib/irqtune-bench/epoll_slice.so"
+BENCH_DROPIN = "/etc/systemd/system/memcached.service.d/40-irqtune-bench.conf"
+GUEST_STATE = "/irqtune/tests/lab/bench/guest_state.py"
+MS, US = 1000000, 1000
+
+
+def mode(defer, gro_us, suspend_ms, epoll_usecs=None, slice_ms=0):
+    return {"defer_hard_irqs": defer, "gro_flush_timeout_ns": gro_us * US,
+            "irq_suspend_timeout_ns": suspend_ms * MS,
+            "epoll": None if epoll_usecs is None else
+            {"busy_poll_usecs": epoll_usecs, "busy_poll_budget": 64, "prefer_busy_poll": 1},
+            "epoll_slice_ms": slice_ms}
+
+
+MODES = {
+    "base": mode(0, 0, 0),
+    "defer10": mode(100, 10, 0),
+    "defer20": mode(100, 20, 0),
+    "defer50": mode(100, 50, 0),
+    "defer200": mode(100, 200, 0),
+    "napibusy": mode(100, 200, 0, epoll_usecs=64),
+    "fullbusy": mode(100, 5000, 0, epoll_usecs=1000, slice_ms=1),
+    "suspend0": mode(0, 0, 20, epoll_usecs=0),
+    "suspend10": mode(100, 10, 20, epoll_usecs=0),
+    "suspend20": mode(100, 20, 20, epoll_usecs=0),
+    "suspend50": mode(100, 50, 20, epoll_usecs=0),
+}
+WHO_SETS = {
+    "NAPI defer-hard-irqs / gro-flush-timeout / irq-suspend-timeout":
+        "project: latency-suspend variables defer_hard_irqs, gro_flush_timeout, irq_suspend_timeout",
+    "epoll busy_poll_usecs / busy_poll_budget / prefer_busy_poll":
+        "project: latency-suspend variables optin_services=memcached, optin_busy_poll_usecs "
+        "(budget 64 and prefer 1 are busy_poll_optin's defaults), optin_restart=true",
+    "fullbusy's epoll_wait that never sleeps (1 ms slices)":
+        "bench: LD_PRELOAD shim epoll_slice.so with IRQTUNE_BENCH_EPOLL_SLICE_MS=1 in a "
+        "memcached drop-in (the project has no knob for an application's epoll timeout)",
+    "memcached pinned to one vCPU": "bench: CPUAffinity= in the same drop-in (the seed pins memcached)",
 }
 
 
-def set_up(h, case):
-    h.off()
-    values = CASES[case]
-    if values is None:
-        # tuned-adm off restores originals and removes drop-ins; restart so
-        # memcached runs without the preload whatever ran before.
-        h.sh("systemctl restart memcached")
-        return
-    variables = {"suspend_nics": h.nic, "defer_hard_irqs": "100", "optin_restart": "true",
-                 "optin_services": ""}
-    variables.update(values)
-    h.profile(PROFILE, variables={PROFILE: variables})
-    if not values.get("optin_services"):
-        h.sh("systemctl restart memcached")
+def variables_of(m, nic):
+    """latency-suspend's variables for mode m."""
+    return {"suspend_nics": nic, "defer_hard_irqs": str(m["defer_hard_irqs"]),
+            "gro_flush_timeout": "%dus" % (m["gro_flush_timeout_ns"] // US),
+            "irq_suspend_timeout": "%dms" % (m["irq_suspend_timeout_ns"] // MS),
+            "optin_services": "memcached" if m["epoll"] else "",
+            "optin_busy_poll_usecs": str(m["epoll"]["busy_poll_usecs"] if m["epoll"] else 0),
+            "optin_restart": "true"}
 
 
-def queue_cpus(h):
-    """Guest CPUs the NIC's rx queue interrupts are affine to."""
-    cpus = set()
-    for name, (irq, _) in h.g.nic_queue_interrupts().items():
-        if name.startswith("input."):
-            text = h.g.read_file("/proc/irq/%d/effective_affinity_list" % irq).strip()
-            for part in text.split(","):
-                lo, _, hi = part.partition("-")
-                cpus.update(range(int(lo), int(hi or lo) + 1))
-    return sorted(cpus)
+# -- the guest -------------------------------------------------------------
+
+class Bench:
+    def __init__(self, h, args):
+        self.h = h
+        self.g = h.g
+        self.args = args
+        self.cpu = args.memcached_cpu
+
+    def prepare(self):
+        h = self.h
+        h.install_project()
+        h.serve_memcached_on_nic()
+        shim = (TOOLS / "epoll_slice.so").read_bytes()
+        rc, out = self.g.run(["sh", "-c", "mkdir -p %s && base64 -d > %s"
+                              % (os.path.dirname(GUEST_SHIM), GUEST_SHIM)],
+                             input=base64.b64encode(shim).decode())
+        assert rc == 0, self.g.last_stderr
+
+    def write_dropin(self, m):
+        lines = ["# irqtune lab bench (tests/lab/bench/memcached_modes.py)", "[Service]",
+                 "CPUAffinity=%d" % self.cpu]
+        if m["epoll_slice_ms"]:
+            lines += ['Environment="LD_PRELOAD=%s"' % GUEST_SHIM,
+                      "Environment=IRQTUNE_BENCH_EPOLL_SLICE_MS=%d" % m["epoll_slice_ms"]]
+        self.h.sh("mkdir -p %s" % os.path.dirname(BENCH_DROPIN))
+        self.h.write(BENCH_DROPIN, "\n".join(lines) + "\n")
+        self.h.sh("systemctl daemon-reload")
+
+    def set_mode(self, name):
+        """The mode through the project (profile variables, opt-in), and the
+        bench's own drop-in (pinning, fullbusy's epoll slices)."""
+        m = MODES[name]
+        t0 = time.monotonic()
+        self.write_dropin(m)
+        self.h.profile(PROFILE, variables={PROFILE: variables_of(m, self.h.nic)})
+        if not m["epoll"]:
+            # no opt-in: restart so memcached runs without whatever preload
+            # and pinning the previous mode left
+            self.h.sh("systemctl restart memcached && systemctl is-active memcached")
+        else:
+            # the opt-in restarted it; make sure the pinning drop-in is in
+            self.h.sh("systemctl is-active memcached")
+        return time.monotonic() - t0
+
+    def state(self, stats_only=False):
+        argv = ["python3", GUEST_STATE, self.h.nic] + (["--stats-only"] if stats_only else [])
+        rc, out = self.g.run(argv, timeout=60)
+        assert rc == 0, "guest_state: %s" % self.g.last_stderr
+        return json.loads(out)
+
+    def load(self, rate, seconds, warmup, seed):
+        argv = [str(TOOLS / "mcload"), "--host", GUEST_IP, "--rate", str(rate),
+                "--seconds", str(seconds), "--warmup", str(warmup), "--conns", str(self.args.conns),
+                "--counter", str(self.g.insn_sock), "--seed", str(seed)]
+        res = subprocess.run(self.g.netns.exec_argv(argv), capture_output=True, text=True,
+                             timeout=seconds + warmup + 60)
+        if res.returncode != 0:
+            raise RuntimeError("mcload: %s" % res.stderr.strip())
+        return json.loads(res.stdout)
 
 
-def cpu_jiffies(h, cpus):
-    busy = total = 0
-    for line in h.g.read_file("/proc/stat").splitlines():
-        name = line.split()[0]
-        if name.startswith("cpu") and name[3:].isdigit() and int(name[3:]) in cpus:
-            f = [int(x) for x in line.split()[1:]]
-            idle = f[3] + f[4]
-            busy += sum(f) - idle
-            total += sum(f)
-    return busy, total
+def check(m, st, cpu):
+    """Why the guest does not hold mode m now ([] when it does)."""
+    problems = []
+    rx_napis = set(st["rx_queues"].values())
+    want = {"defer-hard-irqs": m["defer_hard_irqs"], "gro-flush-timeout": m["gro_flush_timeout_ns"],
+            "irq-suspend-timeout": m["irq_suspend_timeout_ns"]}
+    if not rx_napis:
+        problems.append("queue-get lists no rx NAPI")
+    for napi in st["napis"]:
+        if napi["id"] not in rx_napis:
+            continue
+        for k, v in want.items():
+            if napi.get(k, 0) != v:
+                problems.append("NAPI %d %s=%s, mode wants %s" % (napi["id"], k, napi.get(k), v))
+    ep = m["epoll"] or {"busy_poll_usecs": 0, "busy_poll_budget": 0, "prefer_busy_poll": 0}
+    if not st["epoll"]:
+        problems.append("memcached holds no epoll instance")
+    for e in st["epoll"]:
+        got = {k: e[k] for k in ep}
+        if got != ep:
+            problems.append("memcached epoll fd %d %s, mode wants %s" % (e["fd"], got, ep))
+    if st["slice_ms"] != m["epoll_slice_ms"]:
+        problems.append("epoll slice %s ms, mode wants %s" % (st["slice_ms"], m["epoll_slice_ms"]))
+    if st["affinity"] != [cpu]:
+        problems.append("memcached may run on vCPUs %s, bench wants [%d]" % (st["affinity"], cpu))
+    return problems
 
 
-def measure(h, rate, seconds, cpus, conns):
-    irq0 = h.queue_interrupts()
-    busy0, total0 = cpu_jiffies(h, cpus)
-    t0 = time.monotonic()
-    res = h.measure_memcached(rate, seconds, conns=conns)
-    wall = time.monotonic() - t0
-    busy1, total1 = cpu_jiffies(h, cpus)
-    res["irq_per_s"] = round((h.queue_interrupts() - irq0) / wall, 1)
-    res["cpu_pct"] = round(100.0 * (busy1 - busy0) / max(1, total1 - total0), 1)
-    return res
+# -- counters --------------------------------------------------------------
+
+def parse_stats(s, irq_names):
+    """The counters of one guest_state snapshot."""
+    out = {"cpu": {}, "irqs": {}, "rxq": {}}
+    for line in s["/proc/stat"].splitlines():
+        f = line.split()
+        if f and f[0].startswith("cpu") and f[0][3:].isdigit():
+            v = [int(x) for x in f[1:]]
+            out["cpu"][int(f[0][3:])] = (sum(v) - v[3] - v[4], sum(v))
+    lines = s["/proc/interrupts"].splitlines()
+    ncpu = len(lines[0].split())
+    for line in lines[1:]:
+        f = line.split()
+        if f and f[0].rstrip(":").isdigit() and int(f[0].rstrip(":")) in irq_names:
+            out["irqs"][int(f[0].rstrip(":"))] = sum(int(x) for x in f[1:1 + ncpu])
+    for line in s["/proc/softirqs"].splitlines():
+        if line.split()[:1] == ["NET_RX:"]:
+            out["net_rx"] = sum(int(x) for x in line.split()[1:])
+    nl = [l.split() for l in s["/proc/net/netstat"].splitlines() if l.startswith("TcpExt:")]
+    out["busy_poll_rx"] = int(dict(zip(nl[0][1:], nl[1][1:]))["BusyPollRxPackets"])
+    rx_total = 0
+    for line in s["/proc/net/dev"].splitlines():
+        name, _, fields = line.partition(":")
+        if fields and name.strip() not in ("lo",):
+            rx_total += int(fields.split()[1])
+    out["rx_packets"] = rx_total
+    for line in s["ethtool"].splitlines():
+        k, _, v = line.strip().partition(":")
+        if k.startswith("rx_queue_") and k.endswith("_packets"):
+            out["rxq"][int(k[len("rx_queue_"):-len("_packets")])] = int(v)
+    return out
 
 
-def table(results, rates):
+def derive(res, st0, st1, cpu, ncpu):
+    """Per-run figures from mcload's answer and two guest snapshots."""
+    irq_of_queue = {}
+    napi_irq = {n["id"]: n.get("irq") for n in st0["napis"]}
+    for q, napi in st0["rx_queues"].items():
+        irq_of_queue[int(q)] = napi_irq.get(napi)
+    a = parse_stats(st0["stats"], set(irq_of_queue.values()))
+    b = parse_stats(st1["stats"], set(irq_of_queue.values()))
+    rxq = {q: b["rxq"].get(q, 0) - a["rxq"].get(q, 0) for q in b["rxq"]}
+    rx_all = max(1, sum(rxq.values()))
+    queues = sorted(q for q, n in rxq.items() if n >= 0.1 * rx_all)
+    serving = {cpu}
+    for q in queues:
+        serving.update(st0["irq_cpus"].get(str(irq_of_queue.get(q)), []))
+    serving = sorted(serving)
+    busy = {c: b["cpu"][c][0] - a["cpu"][c][0] for c in b["cpu"]}
+    total = {c: max(1, b["cpu"][c][1] - a["cpu"][c][1]) for c in b["cpu"]}
+    answered = max(1, res["measured"])
+    out = {
+        "rx_queues_used": queues, "serving_vcpus": serving,
+        "cpu_pct_serving": round(100.0 * sum(busy[c] for c in serving) / sum(total[c] for c in serving), 1),
+        "cpu_pct_guest": round(100.0 * sum(busy.values()) / sum(total.values()), 1),
+        "irqs_per_request": round(sum(b["irqs"].values()) - sum(a["irqs"].values()), 1) / answered,
+        "busy_share": round((b["busy_poll_rx"] - a["busy_poll_rx"]) / max(1, b["rx_packets"] - a["rx_packets"]), 3),
+    }
+    out["irqs_per_request"] = round(out["irqs_per_request"], 4)
+    ins = res.get("insns")
+    if ins:
+        out["insns_per_vcpu"] = ins
+        out["ipr_serving"] = round(sum(ins[c] for c in serving) / answered)
+        out["ipr_guest"] = round(sum(ins) / answered)
+        out["minsn_per_s_guest"] = round(sum(ins) / res["window_s"] / 1e6, 1)
+    return out
+
+
+# -- schedule --------------------------------------------------------------
+
+def saturation(bench, args, log):
+    """Highest offered rate the guest keeps up with in base mode."""
+    bench.set_mode("base")
+    probes = []
+    rate, good, bad, ref_p50 = args.probe_start, None, None, None
+
+    def probe(r):
+        res = bench.load(r, args.probe_seconds, args.warmup, seed=len(probes) + 1)
+        ok = (res["qps"] >= 0.95 * r and res["lost"] == 0 and res["p50_us"] is not None
+              and (ref_p50 is None or res["p50_us"] <= 10 * ref_p50))
+        probes.append({"offered": r, "qps": res["qps"], "p50_us": res["p50_us"], "p99_us": res["p99_us"],
+                       "lost": res["lost"], "send_late_p99_us": res["send_late_p99_us"],
+                       "gen_cpu_pct": res["gen_cpu_pct"], "kept_up": ok})
+        log("saturation probe %6d req/s: qps %.0f p50 %s us p99 %s us -> %s"
+            % (r, res["qps"], res["p50_us"], res["p99_us"], "kept up" if ok else "saturated"))
+        return ok, res
+
+    while rate <= args.probe_max:
+        ok, res = probe(rate)
+        if ref_p50 is None:
+            if not ok:
+                raise SystemExit("lab-bench: the guest does not keep up with %d req/s" % rate)
+            ref_p50 = res["p50_us"]
+        if not ok:
+            bad = rate
+            break
+        good = rate
+        rate = int(rate * 1.5)
+    if bad is not None:
+        for _ in range(2):      # two bisection steps between kept up and saturated
+            mid = (good + bad) // 2
+            ok, _ = probe(mid)
+            good, bad = (mid, bad) if ok else (good, mid)
+    return good, probes
+
+
+def summarise(runs, modes, loads):
+    keys = ("qps", "avg_us", "p50_us", "p99_us", "cpu_pct_serving", "cpu_pct_guest", "ipr_serving",
+            "ipr_guest", "irqs_per_request", "busy_share", "send_late_p99_us", "gen_cpu_pct")
+    cells = {}
+    for m in modes:
+        for load in loads:
+            ok = [r for r in runs if r["mode"] == m and r["offered"] == load and not r.get("failed")]
+            cell = {"runs": len(ok), "failed": sum(1 for r in runs if r["mode"] == m
+                                                   and r["offered"] == load and r.get("failed"))}
+            for k in keys:
+                vals = [r[k] for r in ok if r.get(k) is not None]
+                if vals:
+                    cell[k] = {"median": statistics.median(vals), "min": min(vals), "max": max(vals)}
+            cells["%s@%d" % (m, load)] = cell
+    return cells
+
+
+def fmt(cell, key, scale=1.0, digits=0):
+    v = cell.get(key)
+    if not v:
+        return "-"
+    f = "%%.%df" % digits
+    return (f + " [" + f + ".." + f + "]") % (v["median"] * scale, v["min"] * scale, v["max"] * scale)
+
+
+def med(cell, key):
+    return cell.get(key, {}).get("median")
+
+
+def table(cells, modes, loads):
     lines = []
-    cases = list(CASES)
-    for rate in rates:
-        lines.append("offered %d req/s" % rate)
-        lines.append("%-10s %10s %10s %10s %8s %10s %8s" % ("case", "qps", "p50 us", "p99 us", "CPU %",
-                                                            "irq/s", "busy %"))
-        for case in cases:
-            r = results[case][str(rate)]
-            lines.append("%-10s %10.0f %10s %10s %8.1f %10.0f %8.0f" % (
-                case, r["qps"], r["p50_us"], r["p99_us"], r["cpu_pct"], r["irq_per_s"],
-                100 * r["busy_share"]))
+    head = "%-10s %7s %26s %24s %17s %15s %6s %6s %7s %6s" % (
+        "mode", "qps", "p99 us med [min..max]", "kinsn/req serving", "kinsn/req guest",
+        "CPU% serv/all", "irq/r", "busy%", "late99", "gen%")
+    for load in loads:
+        lines.append("offered %d req/s" % load)
+        lines.append(head)
+        for m in modes:
+            c = cells["%s@%d" % (m, load)]
+            if not c["runs"]:
+                lines.append("%-10s no valid run (%d failed)" % (m, c["failed"]))
+                continue
+            lines.append("%-10s %7.0f %26s %24s %17s %15s %6.3f %6.0f %7.0f %6.1f" % (
+                m, med(c, "qps"), fmt(c, "p99_us"), fmt(c, "ipr_serving", 1e-3, 1),
+                "%.1f" % (med(c, "ipr_guest") / 1e3) if med(c, "ipr_guest") else "-",
+                "%.0f/%.0f" % (med(c, "cpu_pct_serving"), med(c, "cpu_pct_guest")),
+                med(c, "irqs_per_request"), 100 * med(c, "busy_share"), med(c, "send_late_p99_us"),
+                med(c, "gen_cpu_pct")))
         lines.append("")
     return "\n".join(lines)
 
 
-def plot(results, rates, path):
+def verdicts(cells, loads):
+    out = []
+    for load in loads:
+        s, f = cells["suspend20@%d" % load], cells["fullbusy@%d" % load]
+        if not (med(s, "p99_us") and med(f, "p99_us") and med(s, "ipr_serving") and med(f, "ipr_serving")):
+            out.append("offered %d: suspend20 or fullbusy has no valid run - no verdict" % load)
+            continue
+        p = med(s, "p99_us") / med(f, "p99_us")
+        c = med(s, "ipr_serving") / med(f, "ipr_serving")
+        holds = p <= 1.5 and c <= 0.7
+        line = ("offered %d: suspend20 p99 %.2fx fullbusy's (target <= 1.5x) at %.2fx its instructions "
+                "per request on the serving vCPUs (target <= 0.7x): %s"
+                % (load, p, c, "HOLDS" if holds else "does NOT hold"))
+        defers = [(med(cells["%s@%d" % (d, load)], "p99_us"), d) for d in ("defer10", "defer20", "defer50", "defer200")
+                  if med(cells["%s@%d" % (d, load)], "p99_us")]
+        if defers:
+            best_p99, best = min(defers)
+            bc = cells["%s@%d" % (best, load)]
+            line += ("; against the best defer mode (%s): p99 %.2fx, instructions/request %.2fx"
+                     % (best, med(s, "p99_us") / best_p99, med(s, "ipr_serving") / med(bc, "ipr_serving")))
+        out.append(line)
+    return out
+
+
+def plot(cells, modes, loads, out):
     try:
         import matplotlib
         matplotlib.use("Agg")
         import matplotlib.pyplot as plt
     except ImportError:
-        print("matplotlib missing: no PNG (apt-get install python3-matplotlib)", file=sys.stderr)
-        return False
-    fig, axes = plt.subplots(1, 3, figsize=(15, 4.5))
-    for case in CASES:
-        xs = [results[case][str(r)]["qps"] for r in rates]
-        axes[0].plot(xs, [results[case][str(r)]["p99_us"] for r in rates], marker="o", label=case)
-        axes[1].plot(xs, [results[case][str(r)]["cpu_pct"] for r in rates], marker="o", label=case)
-        axes[2].plot(xs, [results[case][str(r)]["irq_per_s"] for r in rates], marker="o", label=case)
-    for ax, title in zip(axes, ("p99 latency (us)", "CPU % (queue CPUs)", "NIC queue interrupts/s")):
+        print("matplotlib missing: no plots (apt-get install python3-matplotlib)", file=sys.stderr)
+        return []
+    written = []
+    styles = {"base": ("k", "o"), "defer10": ("tab:blue", "v"), "defer20": ("tab:blue", "^"),
+              "defer50": ("tab:blue", "<"), "defer200": ("tab:blue", ">"), "napibusy": ("tab:orange", "s"),
+              "fullbusy": ("tab:red", "D"), "suspend0": ("tab:green", "x"), "suspend10": ("tab:green", "v"),
+              "suspend20": ("tab:green", "o"), "suspend50": ("tab:green", "^")}
+    for key, fname, title, scale in (
+            ("p99_us", "lab-bench-p99.png", "p99 latency (us), median of runs, bars min..max", 1.0),
+            ("ipr_serving", "lab-bench-insn.png",
+             "guest instructions per request, serving vCPUs (thousands)", 1e-3)):
+        fig, ax = plt.subplots(figsize=(9, 5.5))
+        for m in modes:
+            xs, ys, lo, hi = [], [], [], []
+            for load in loads:
+                c = cells["%s@%d" % (m, load)]
+                if med(c, key) is None:
+                    continue
+                xs.append(load)
+                ys.append(med(c, key) * scale)
+                lo.append((c[key]["median"] - c[key]["min"]) * scale)
+                hi.append((c[key]["max"] - c[key]["median"]) * scale)
+            color, marker = styles.get(m, (None, "o"))
+            ls = "--" if m.startswith("defer") else "-"
+            ax.errorbar(xs, ys, yerr=[lo, hi], label=m, color=color, marker=marker, linestyle=ls,
+                        capsize=2, alpha=0.85)
+        ax.set_xlabel("offered load (req/s)")
         ax.set_title(title)
-        ax.set_xlabel("achieved qps")
+        if key == "p99_us":
+            ax.set_yscale("log")
         ax.grid(True, alpha=0.3)
-    axes[0].legend()
-    fig.suptitle("memcached in the lab guest (Linux 7.2, QEMU TCG): judge by ratios")
-    fig.tight_layout()
-    fig.savefig(path, dpi=100)
-    return True
+        ax.legend(ncol=2, fontsize=8)
+        fig.suptitle("memcached in the lab guest (Linux 7.2, QEMU TCG, 4 vCPUs)", fontsize=10)
+        fig.tight_layout()
+        fig.savefig(out / fname, dpi=100)
+        plt.close(fig)
+        written.append(out / fname)
+    return written
+
+
+def machine():
+    info = {"host_cpus": os.cpu_count(), "host_kernel": platform.release()}
+    try:
+        for line in Path("/proc/cpuinfo").read_text().splitlines():
+            if line.startswith("model name"):
+                info["host_cpu"] = line.split(":", 1)[1].strip()
+                break
+        info["host_mem_gib"] = round(int(Path("/proc/meminfo").read_text().split()[1]) / 2**20, 1)
+    except (OSError, ValueError, IndexError):
+        pass
+    res = subprocess.run([labvm.QEMU, "--version"], capture_output=True, text=True)
+    info["qemu"] = res.stdout.splitlines()[0] if res.stdout else "?"
+    return info
 
 
 def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
-    ap.add_argument("--rates", default="2000,5000,8000", help="offered req/s, comma separated")
-    ap.add_argument("--seconds", type=float, default=8.0)
-    ap.add_argument("--conns", type=int, default=1,
-                    help="connections (1: one rx queue, one memcached worker, as the seed's NAPI steering)")
+    ap.add_argument("--modes", default=",".join(MODES), help="comma separated, of: " + " ".join(MODES))
+    ap.add_argument("--loads", default="", help="offered req/s, comma separated (default: found "
+                    "from the guest's saturation point and --fractions)")
+    ap.add_argument("--fractions", default="0.1,0.3,0.55,0.8,1.0",
+                    help="offered loads as fractions of the saturation point")
+    ap.add_argument("--repeats", type=int, default=3, help="runs per cell, interleaved rounds")
+    ap.add_argument("--seconds", type=float, default=4.0, help="measurement window per run")
+    ap.add_argument("--warmup", type=float, default=0.5, help="load before the window opens")
+    ap.add_argument("--conns", type=int, default=1)
+    ap.add_argument("--memcached-cpu", type=int, default=2, help="vCPU memcached is pinned to")
+    ap.add_argument("--probe-start", type=int, default=1000)
+    ap.add_argument("--probe-max", type=int, default=200000)
+    ap.add_argument("--probe-seconds", type=float, default=2.0)
+    ap.add_argument("--seed", type=int, default=1, help="of the round orders")
+    ap.add_argument("--quick", action="store_true",
+                    help="a short run: 1 repeat, 2 s windows, 3 loads (checks the machinery, not the modes)")
     ap.add_argument("--out", default=str(labvm.REPO / "build"))
     args = ap.parse_args(argv)
-    rates = [int(r) for r in args.rates.split(",")]
+    if args.quick:
+        args.repeats, args.seconds, args.fractions = 1, 2.0, "0.2,0.6,1.0"
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        ap.error("unknown mode(s) %s; known: %s" % (", ".join(unknown), " ".join(MODES)))
+    for need in ("suspend20", "fullbusy"):
+        if need not in modes:
+            print("lab-bench: %s not among --modes: no verdict lines" % need, file=sys.stderr)
     reason = labvm.missing(KERNEL)
+    for tool in ("mcload", "epoll_slice.so"):
+        if not reason and not (TOOLS / tool).is_file():
+            reason = "%s not built; run `make lab-bench-tools`" % (TOOLS / tool)
+    if not reason and not labvm.insn_plugin().is_file():
+        reason = "%s not built; run `make lab-plugin`" % labvm.insn_plugin()
     if reason:
         print("lab-bench: %s" % reason, file=sys.stderr)
         return 1
-    results = {}
-    with labvm.Guest(kernel=KERNEL, cmdline=BOOT_ARGS) as g:
-        h = Host7(g)
-        h.install_project()
-        h.serve_memcached_on_nic()
-        cpus = queue_cpus(h)
-        for case in CASES:
-            set_up(h, case)
-            results[case] = {}
-            for rate in rates:
-                results[case][str(rate)] = r = measure(h, rate, args.seconds, cpus, args.conns)
-                print("%-10s %6d req/s -> %s" % (case, rate, json.dumps(r)), file=sys.stderr)
-        h.off()
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
-    report = {"kernel": KERNEL, "kernel_info": labvm.kernel_info(KERNEL), "queue_cpus": cpus,
-              "seconds": args.seconds, "conns": args.conns, "rates": rates, "cases": CASES, "results": results}
+    t_start = time.monotonic()
+
+    def log(msg):
+        print("[lab-bench %5.0fs] %s" % (time.monotonic() - t_start, msg), file=sys.stderr, flush=True)
+
+    report = {"kernel": KERNEL, "kernel_info": labvm.kernel_info(KERNEL), "machine": machine(),
+              "guest": {"vcpus": 4, "cpu_model": COUNTED_CPU, "cmdline_extra": COUNTED_BOOT_ARGS,
+                        "nic_queues": labvm.NIC_QUEUES},
+              "settings": vars(args), "modes": MODES, "who_sets": WHO_SETS,
+              "started": time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime())}
+    runs = []
+    report["runs"] = runs
+    with labvm.Guest(kernel=KERNEL, cmdline=COUNTED_BOOT_ARGS, cpu=COUNTED_CPU, count_insns=True) as g:
+        log("guest up in %.0fs, nic %s" % (g.boot_seconds, g.nic))
+        h = Host7(g)
+        bench = Bench(h, args)
+        bench.prepare()
+        log("project installed")
+        idle0 = g.insns()
+        time.sleep(2)
+        idle1 = g.insns()
+        report["idle_insns_per_s"] = [round((b - a) / 2) for a, b in zip(idle0, idle1)]
+        log("idle guest: %s instructions/s per vCPU" % report["idle_insns_per_s"])
+        if args.loads:
+            loads = sorted(int(x) for x in args.loads.split(","))
+            report["saturation"] = None
+        else:
+            sat, probes = saturation(bench, args, log)
+            report["saturation"] = {"rate": sat, "probes": probes}
+            fr = sorted(float(x) for x in args.fractions.split(","))
+            loads = sorted({max(100, int(round(sat * f, -2))) for f in fr})
+            log("saturation %d req/s; loads %s" % (sat, loads))
+        report["loads"] = loads
+        n_runs = len(modes) * len(loads) * args.repeats
+        for rnd in range(args.repeats):
+            rng = random.Random(args.seed * 1000 + rnd)
+            order = modes[:]
+            rng.shuffle(order)
+            for name in order:
+                took = bench.set_mode(name)
+                log("round %d: mode %s set in %.0fs" % (rnd + 1, name, took))
+                lorder = loads[:]
+                rng.shuffle(lorder)
+                for load in lorder:
+                    run = {"round": rnd + 1, "mode": name, "offered": load}
+                    st0 = bench.state()
+                    problems = check(MODES[name], st0, args.memcached_cpu)
+                    run["readback"] = {"napis": [{k: n.get(k) for k in ("id", "irq", "defer-hard-irqs",
+                                                                         "gro-flush-timeout", "irq-suspend-timeout")}
+                                                 for n in st0["napis"]],
+                                       "rx_queues": st0["rx_queues"], "epoll": st0["epoll"],
+                                       "epoll_slice_ms": st0["slice_ms"], "memcached_vcpus": st0["affinity"]}
+                    if problems:
+                        run["failed"] = "mode not in effect: " + "; ".join(problems)
+                        log("%s @ %d: FAILED %s" % (name, load, run["failed"]))
+                        runs.append(run)
+                        continue
+                    res = bench.load(load, args.seconds, args.warmup, seed=len(runs) + 1)
+                    st1 = bench.state(stats_only=True)
+                    run.update(res)
+                    run.update(derive(res, st0, st1, args.memcached_cpu, g.smp))
+                    runs.append(run)
+                    log("[%d/%d] %-9s %6d req/s: qps %.0f p50 %s p99 %s us, %s kinsn/req serving %s, "
+                        "CPU %s%%, late99 %s us, gen %s%%"
+                        % (len(runs), n_runs, name, load, res["qps"], res["p50_us"], res["p99_us"],
+                           round(run.get("ipr_serving", 0) / 1e3, 1), run["serving_vcpus"],
+                           run["cpu_pct_serving"], res["send_late_p99_us"], res["gen_cpu_pct"]))
+                    (out / "lab-bench.json").write_text(json.dumps(report, indent=1) + "\n")
+        h.off()
+    report["seconds_total"] = round(time.monotonic() - t_start)
+    cells = summarise(runs, modes, loads)
+    report["cells"] = cells
+    text = table(cells, modes, loads)
+    verdict = verdicts(cells, loads) if "suspend20" in modes and "fullbusy" in modes else []
+    report["verdicts"] = verdict
     (out / "lab-bench.json").write_text(json.dumps(report, indent=1) + "\n")
-    text = table(results, rates)
-    (out / "lab-bench.txt").write_text(text + "\n")
-    print(text)
-    s, f = results["suspend20"], results["fullbusy"]
-    for rate in rates:
-        a, b = s[str(rate)], f[str(rate)]
-        if a["p99_us"] and b["p99_us"] and b["cpu_pct"]:
-            print("offered %d: suspend20 p99 = %.2fx fullbusy's, CPU = %.2fx (target <= 1.5x, <= 0.7x)"
-                  % (rate, a["p99_us"] / b["p99_us"], a["cpu_pct"] / b["cpu_pct"]))
-    if plot(results, rates, out / "lab-bench.png"):
-        print("wrote %s, %s" % (out / "lab-bench.json", out / "lab-bench.png"))
+    settings = ["who sets what:"] + ["  %s: %s" % kv for kv in WHO_SETS.items()]
+    header = ("memcached, Linux 7.2 guest under QEMU TCG (4 vCPUs, -cpu %s), %d run(s) per cell, "
+              "%.1f s windows, %d connection(s); saturation %s req/s; full run %d s\n"
+              "columns: achieved qps; p99 latency; guest instructions per request on the serving vCPUs "
+              "(memcached's and its rx queue's) and the whole guest; guest CPU %% serving/all; "
+              "queue interrupts per request; busy-polled share of rx packets; generator's p99 send "
+              "lateness (us) and CPU %%"
+              % (COUNTED_CPU, args.repeats, args.seconds, args.conns,
+                 report["saturation"]["rate"] if report.get("saturation") else "not searched",
+                 report["seconds_total"]))
+    full = "\n".join([header, ""] + settings + ["", text] + verdict)
+    (out / "lab-bench.txt").write_text(full + "\n")
+    print(full)
+    for p in plot(cells, modes, loads, out):
+        print("wrote %s" % p)
+    print("wrote %s, %s" % (out / "lab-bench.json", out / "lab-bench.txt"))
+    failed = [r for r in runs if r.get("failed")]
+    if failed:
+        print("lab-bench: %d run(s) failed the settings check (see the JSON)" % len(failed), file=sys.stderr)
+        return 1
     return 0
 
 
