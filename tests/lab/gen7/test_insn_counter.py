@@ -3,12 +3,15 @@
 instruction-counting plugin (tests/lab/plugin/insn_count.c) on a guest
 booted as `make lab-bench` boots it (-cpu max,-erms,-fsrm, idle=halt).
 
-- An idle window counts next to nothing: the whole guest executes less
-  than 2 % of what one busy vCPU executes in the same time.
-- A shell loop of 2N iterations pinned to vCPU 3 counts about twice a loop
-  of N (1.8-2.2x) on vCPU 3, and vCPU 3 holds at least 90 % of what the
-  whole guest executed more for the longer loop (the counts are per vCPU,
-  not one shared total).
+- A dash loop of 2N iterations pinned to vCPU 3 counts 1.8-2.2x a loop of
+  N on vCPU 3, and during it vCPU 3 counts at least 3x any other vCPU
+  (the counts are per vCPU, not one total spread over them).
+- An idle window counts next to nothing: once the guest has settled
+  (nginx and redis stopped, as the bench stops them; boot-time work done),
+  the whole guest executes under 5 % of what one busy vCPU executes in
+  the same time.  Right after boot systemd, TuneD and RCU still execute
+  tens of millions of instructions a second under TCG, so the test waits
+  up to 120 s for a quiet 2 s window and prints every window it saw.
 """
 
 import time
@@ -42,26 +45,33 @@ def loop(g, n):
     return [b - a for a, b in zip(before, after)], seconds
 
 
-def test_counter_idle_and_loop_scaling(counted):
+def test_counter_loop_scaling_and_idle(counted):
     g = counted
     assert len(g.insns()) == g.smp
+    rc, _ = g.run(["systemctl", "stop", "nginx", "redis-server"], timeout=120)
+    assert rc == 0, g.last_stderr
     loop(g, 1000)                       # warm the page cache and translations
     one, t1 = loop(g, N)
     two, t2 = loop(g, 2 * N)
-    time.sleep(1)
-    before = g.insns()
-    time.sleep(3)
-    after = g.insns()
-    idle = [b - a for a, b in zip(before, after)]
-    busy_rate = two[VCPU] / t2          # one busy vCPU, instructions/s
-    print("loop N=%d: %s (%.1fs); 2N: %s (%.1fs); idle 3 s: %s; busy vCPU %.0f M/s"
-          % (N, one, t1, two, t2, idle, busy_rate / 1e6))
+    print("loop N=%d: %s (%.1f s); 2N: %s (%.1f s)" % (N, one, t1, two, t2))
     ratio = two[VCPU] / max(1, one[VCPU])
     assert 1.8 <= ratio <= 2.2, "2N/N on vCPU %d = %.3f (%s vs %s)" % (VCPU, ratio, two, one)
-    extra = sum(two) - sum(one)
-    assert two[VCPU] - one[VCPU] >= 0.9 * extra, \
-        "vCPU %d holds %d of the %d more instructions of the 2N loop" % (VCPU, two[VCPU] - one[VCPU], extra)
+    others = max(c for i, c in enumerate(two) if i != VCPU)
+    assert two[VCPU] >= 3 * others, "2N loop pinned to vCPU %d counted %s" % (VCPU, two)
     per_iter = (two[VCPU] - one[VCPU]) / N
     assert 100 <= per_iter <= 100000, "%.0f instructions per dash loop iteration" % per_iter
-    assert sum(idle) / 3 < 0.02 * busy_rate, \
-        "idle guest %.1f M instructions/s, a busy vCPU %.1f M/s" % (sum(idle) / 3e6, busy_rate / 1e6)
+
+    busy_rate = two[VCPU] / t2          # one busy vCPU, instructions/s (a lower bound)
+    windows = []
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        before = g.insns()
+        time.sleep(2)
+        idle = [b - a for a, b in zip(before, g.insns())]
+        windows.append(idle)
+        if sum(idle) / 2 < 0.05 * busy_rate:
+            break
+    print("busy vCPU %.1f M/s; idle 2 s windows: %s" % (busy_rate / 1e6, windows))
+    assert sum(windows[-1]) / 2 < 0.05 * busy_rate, \
+        "no quiet window in 120 s: the idle guest still executes %.1f M instructions/s, a busy vCPU " \
+        "%.1f M/s (windows %s)" % (sum(windows[-1]) / 2e6, busy_rate / 1e6, windows)
