@@ -439,6 +439,34 @@ def plot(cells, modes, loads, out):
     return written
 
 
+def write_report(report, out):
+    """Table, verdicts and plots of a run (also from a saved JSON, --report)."""
+    runs, loads, args = report["runs"], report["loads"], report["settings"]
+    modes = [m.strip() for m in args["modes"].split(",") if m.strip()]
+    cells = summarise(runs, modes, loads)
+    report["cells"] = cells
+    text = table(cells, modes, loads)
+    verdict = verdicts(cells, loads) if "suspend20" in modes and "fullbusy" in modes else []
+    report["verdicts"] = verdict
+    (out / "lab-bench.json").write_text(json.dumps(report, indent=1) + "\n")
+    settings = ["who sets what:"] + ["  %s: %s" % kv for kv in report["who_sets"].items()]
+    sat = report.get("saturation")
+    header = ("memcached, Linux 7.2 guest under QEMU TCG (4 vCPUs, -cpu %s), %d run(s) per cell, "
+              "%.1f s windows, %d connection(s); saturation %s req/s; full run %s s\n"
+              "columns: achieved qps; p50 and p99 latency (us); guest instructions per request (thousands) "
+              "on the serving vCPUs (memcached's and its rx queue's) and the whole guest; guest CPU %% "
+              "serving/all; queue interrupts per request; busy-polled share of rx packets (%%); the "
+              "generator's p99 send lateness (us) and CPU %%"
+              % (report["guest"]["cpu_model"], args["repeats"], args["seconds"], args["conns"],
+                 sat["rate"] if sat else "not searched", report.get("seconds_total", "?")))
+    full = "\n".join([header, ""] + settings + ["", text] + verdict)
+    (out / "lab-bench.txt").write_text(full + "\n")
+    print(full)
+    for p in plot(cells, modes, loads, out):
+        print("wrote %s" % p)
+    print("wrote %s, %s" % (out / "lab-bench.json", out / "lab-bench.txt"))
+
+
 def machine():
     info = {"host_cpus": os.cpu_count(), "host_kernel": platform.release()}
     try:
@@ -473,7 +501,13 @@ def main(argv=None):
     ap.add_argument("--quick", action="store_true",
                     help="a short run: 1 repeat, 2 s windows, 3 loads (checks the machinery, not the modes)")
     ap.add_argument("--out", default=str(labvm.REPO / "build"))
+    ap.add_argument("--report", metavar="JSON", help="only write table, verdicts and plots of a saved run")
     args = ap.parse_args(argv)
+    if args.report:
+        out = Path(args.out)
+        out.mkdir(parents=True, exist_ok=True)
+        write_report(json.loads(Path(args.report).read_text()), out)
+        return 0
     if args.quick:
         args.repeats, args.seconds, args.fractions = 1, 2.0, "0.2,0.6,1.0"
     modes = [m.strip() for m in args.modes.split(",") if m.strip()]
@@ -570,28 +604,7 @@ def main(argv=None):
                     (out / "lab-bench.json").write_text(json.dumps(report, indent=1) + "\n")
         h.off()
     report["seconds_total"] = round(time.monotonic() - t_start)
-    cells = summarise(runs, modes, loads)
-    report["cells"] = cells
-    text = table(cells, modes, loads)
-    verdict = verdicts(cells, loads) if "suspend20" in modes and "fullbusy" in modes else []
-    report["verdicts"] = verdict
-    (out / "lab-bench.json").write_text(json.dumps(report, indent=1) + "\n")
-    settings = ["who sets what:"] + ["  %s: %s" % kv for kv in WHO_SETS.items()]
-    header = ("memcached, Linux 7.2 guest under QEMU TCG (4 vCPUs, -cpu %s), %d run(s) per cell, "
-              "%.1f s windows, %d connection(s); saturation %s req/s; full run %d s\n"
-              "columns: achieved qps; p99 latency; guest instructions per request on the serving vCPUs "
-              "(memcached's and its rx queue's) and the whole guest; guest CPU %% serving/all; "
-              "queue interrupts per request; busy-polled share of rx packets; generator's p99 send "
-              "lateness (us) and CPU %%"
-              % (COUNTED_CPU, args.repeats, args.seconds, args.conns,
-                 report["saturation"]["rate"] if report.get("saturation") else "not searched",
-                 report["seconds_total"]))
-    full = "\n".join([header, ""] + settings + ["", text] + verdict)
-    (out / "lab-bench.txt").write_text(full + "\n")
-    print(full)
-    for p in plot(cells, modes, loads, out):
-        print("wrote %s" % p)
-    print("wrote %s, %s" % (out / "lab-bench.json", out / "lab-bench.txt"))
+    write_report(report, out)
     failed = [r for r in runs if r.get("failed")]
     if failed:
         print("lab-bench: %d run(s) failed the settings check (see the JSON)" % len(failed), file=sys.stderr)
