@@ -383,7 +383,7 @@ def verdicts(cells, loads):
                 "per request on the serving vCPUs (target <= 0.7x; whole guest %.2fx): %s"
                 % (load, p, c, med(s, "ipr_guest") / med(f, "ipr_guest"), "HOLDS" if holds else "does NOT hold"))
         defers = [(med(cells["%s@%d" % (d, load)], "p99_us"), d) for d in ("defer10", "defer20", "defer50", "defer200")
-                  if med(cells["%s@%d" % (d, load)], "p99_us")]
+                  if med(cells.get("%s@%d" % (d, load), {}), "p99_us")]
         if defers:
             best_p99, best = min(defers)
             bc = cells["%s@%d" % (best, load)]
