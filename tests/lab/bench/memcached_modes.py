@@ -567,13 +567,25 @@ def main(argv=None):
             order = modes[:]
             rng.shuffle(order)
             for name in order:
-                took = bench.set_mode(name)
-                log("round %d: mode %s set in %.0fs" % (rnd + 1, name, took))
                 lorder = loads[:]
                 rng.shuffle(lorder)
+                try:
+                    took = bench.set_mode(name)
+                    log("round %d: mode %s set in %.0fs" % (rnd + 1, name, took))
+                except (AssertionError, labvm.LabError) as err:
+                    log("round %d: mode %s could not be set: %s" % (rnd + 1, name, err))
+                    runs.extend({"round": rnd + 1, "mode": name, "offered": load,
+                                 "failed": "setting the mode: %s" % err} for load in lorder)
+                    continue
                 for load in lorder:
                     run = {"round": rnd + 1, "mode": name, "offered": load}
-                    st0 = bench.state()
+                    try:
+                        st0 = bench.state()
+                    except (AssertionError, labvm.LabError, ValueError) as err:
+                        run["failed"] = "reading the guest back: %s" % err
+                        log("%s @ %d: FAILED %s" % (name, load, run["failed"]))
+                        runs.append(run)
+                        continue
                     problems = check(MODES[name], st0, args.memcached_cpu)
                     run["readback"] = {"napis": [{k: n.get(k) for k in ("id", "irq", "defer-hard-irqs",
                                                                          "gro-flush-timeout", "irq-suspend-timeout")}
@@ -592,7 +604,12 @@ def main(argv=None):
                         log("%s @ %d: FAILED %s" % (name, load, run["failed"]))
                         runs.append(run)
                         continue
-                    st1 = bench.state(stats_only=True)
+                    try:
+                        st1 = bench.state(stats_only=True)
+                    except (AssertionError, labvm.LabError, ValueError) as err:
+                        run["failed"] = "reading the guest's counters after the load: %s" % err
+                        runs.append(run)
+                        continue
                     run.update(res)
                     run.update(derive(res, st0, st1, args.memcached_cpu, g.smp))
                     runs.append(run)
