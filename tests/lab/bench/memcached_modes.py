@@ -490,7 +490,7 @@ def main(argv=None):
     ap.add_argument("--fractions", default="0.1,0.3,0.55,0.8,1.0",
                     help="offered loads as fractions of the saturation point")
     ap.add_argument("--repeats", type=int, default=3, help="runs per cell, interleaved rounds")
-    ap.add_argument("--seconds", type=float, default=4.0, help="measurement window per run")
+    ap.add_argument("--seconds", type=float, default=3.0, help="measurement window per run")
     ap.add_argument("--warmup", type=float, default=0.5, help="load before the window opens")
     ap.add_argument("--conns", type=int, default=1)
     ap.add_argument("--memcached-cpu", type=int, default=2, help="vCPU memcached is pinned to")
