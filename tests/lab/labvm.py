@@ -127,8 +127,8 @@ def missing(kernel="lab"):
 
 def insn_plugin():
     """The instruction-counting QEMU plugin (`make lab-plugin`,
-    tests/lab/plugin/)."""
-    return LAB_CACHE / "plugin" / "insn_count.so"
+    tests/lab/plugin/); IRQTUNE_LAB_INSN_PLUGIN names another build."""
+    return Path(os.environ.get("IRQTUNE_LAB_INSN_PLUGIN") or LAB_CACHE / "plugin" / "insn_count.so")
 
 
 def read_insns(sock_path, timeout=5):
