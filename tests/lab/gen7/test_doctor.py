@@ -25,9 +25,10 @@ import pytest
 
 VARS = "latency-suspend"
 # The load outlasts the doctor by far: under TCG, on a host running other
-# guests too, its Python start, netlink reads and the 4 s window took over
-# 10 s, and a doctor that arrives after the load finds no connection.
-RATE, SECONDS = 8000, 45
+# guests too, its Python start, netlink reads and the 4 s window took 22-45 s
+# with the load running, and a doctor that arrives after the load finds no
+# connection.
+RATE, SECONDS = 8000, 75
 MEMCACHED_CONF = "/etc/memcached.conf"
 
 
@@ -54,9 +55,8 @@ def doctor_under_load(h, conns=1):
         t0 = time.monotonic()
         rc, out = h.run("sh", "-c", "sleep 3; irqtune doctor --service memcached --seconds 4 "
                         "--json", timeout=SECONDS + 120)
-        took = time.monotonic() - t0
-        print("doctor finished %.1f s into the %d s load" % (took, SECONDS))
-        assert took < SECONDS, "the doctor outlasted the load: its reading proves nothing"
+        print("doctor finished %.1f s into the %d s load" % (time.monotonic() - t0, SECONDS))
+        assert load.poll() is None, "the load ended before the doctor: its reading proves nothing"
     finally:
         lout, lerr = load.communicate(timeout=SECONDS + 120)
     assert load.returncode == 0, lout + lerr
