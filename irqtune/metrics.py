@@ -15,7 +15,7 @@ One producer serves both monitoring stacks RHEL users run:
 Names follow Prometheus' rules: ``irqtune_`` prefix, base units in the
 name (``_seconds``), counters end in ``_total``.  Labels: ``device``,
 ``napi`` (the NAPI id), ``netns`` (the network namespace the values belong
-to: its name under /run/netns, else its inode).  Everything is read:
+to: "init" for PID 1's, its name under /run/netns, else its inode).  Everything is read:
 netdev napi-get and qstats-get, /proc/interrupts, /proc/net/netstat and
 the active TuneD profile's files, and (under systemd) the mapped
 libraries of the services the profile opts in to busy polling.
@@ -78,11 +78,17 @@ def _families():
 
 
 def netns_label(kfs=KFS):
-    """The name of this thread's network namespace under /run/netns, else its inode."""
+    """The name of this thread's network namespace under /run/netns, "init"
+    for the one of PID 1, else its inode."""
     try:
         ino = os.stat(kfs.proc_path("thread-self/ns/net")).st_ino
     except OSError:
         return "?"
+    try:
+        if os.stat(kfs.proc_path(1, "ns/net")).st_ino == ino:
+            return "init"
+    except OSError:
+        pass
     for name in sorted(kfs.listdir("/run/netns")):
         try:
             if os.stat(os.path.join("/run/netns", name)).st_ino == ino:
