@@ -186,6 +186,32 @@ def test_engaged_chain_on_veth(bed):
     assert all(l["data"]["params"]["prefer_busy_poll"] == 1 for l in epolls)
 
 
+class OwnServer(Server):
+    """tests/integration/epoll_server.py: sets prefer_busy_poll itself."""
+
+    def __init__(self):
+        self.proc = subprocess.Popen(
+            ["ip", "netns", "exec", SRV, "/usr/bin/python3",
+             os.path.join(REPO, "tests", "integration", "epoll_server.py"), SERVER_ADDR,
+             str(PORT)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        self.pid = self.proc.pid
+        assert self.proc.stdout.readline().strip() == "ready", self.proc.stderr.read()
+
+
+def test_program_setting_prefer_itself_is_engaged(bed):
+    set_napis(SUSPEND)
+    server = OwnServer()
+    try:
+        rc, report, answers = under_load(server)
+    finally:
+        server.stop()
+    assert answers > 1000
+    assert (rc, report["verdict"]) == (0, "suspension engaged"), report
+    process, = [l for l in report["links"] if l["group"] == "process"]
+    assert process["state"] == "ok"
+    assert "the program sets them itself (the preload is not loaded)" in process["text"]
+
+
 def test_preload_missing_is_named(bed):
     set_napis(SUSPEND)
     server = Server(preload=False)
