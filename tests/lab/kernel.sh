@@ -12,8 +12,8 @@
 #   kernel.sh info            print the base version
 #
 # SET is "all" (every kernel-patches/*/series, housekeeping-vectors first,
-# then gsim, then the rest by name), "none" (the pristine base) or a
-# comma-separated list of series names.
+# then gsim, then the rest by name, except series marked "# fault-injection"),
+# "none" (the pristine base) or a comma-separated list of series names.
 #
 # Generations (LAB_GEN): 6 (default) is Debian 12's linux-source-6.12, the
 # RHEL 10 base, series in kernel-patches/<series>/, kernels "lab" and
@@ -152,6 +152,9 @@ resolve_set() {
 		done
 		for s in "$PATCHDIR"/*/series; do
 			[ -f "$s" ] || continue
+			# Fault injection (a faulty kernel for the tests to fail on)
+			# is built only when named.
+			grep -q '^# fault-injection' "$s" && continue
 			s=$(basename "$(dirname "$s")")
 			case " ${SERIES_ORDER[*]} " in *" $s "*) continue ;; esac
 			echo "$s"
