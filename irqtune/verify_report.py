@@ -50,6 +50,22 @@ class Verdict:
         """Nothing wrong but arguments a reboot applies."""
         return self.passed or (not self.failures and bool(self.next_boot))
 
+    @property
+    def reasons(self):
+        """The failures without the log's head: what differs, in TuneD's
+        words ("device eth1: 'NAPI 8193 defer_hard_irqs' = '0', expected
+        '100'")."""
+        return [reason(line) for line in self.failures]
+
+
+def reason(line):
+    """A failure line as TuneD worded it, without time, level and logger."""
+    record = _RECORD.match(line)
+    if not record:
+        return line
+    message = record["message"]
+    return message[len(_FAILED):] if message.startswith(_FAILED) else message
+
 
 def next_boot_args(bootcmdline_text):
     """The arguments TuneD installed for the next boot, from the text of
@@ -139,31 +155,49 @@ def active_profile(run=subprocess.run):
     return found[1].strip() if found else None
 
 
+def check(run_verify, log=TUNED_LOG, bootcmdline=BOOT_CMDLINE_FILE):
+    """The Verdict on one tuned-adm verify, run by run_verify() ->
+    (exit status, what it printed); the log is read from where it stood
+    before.  A failure TuneD logged no reason for is what tuned-adm said.
+    The one judgement of `irqtune verify` and of the Ansible module
+    irqtune.tuning.tuned_profile (which runs tuned-adm its own way)."""
+    tail = LogTail(log)
+    returncode, said = run_verify()
+    verdict = judge(returncode == 0, tail.read(), next_boot_args(_read(bootcmdline)))
+    if verdict.failures == [NO_REASON] and said.strip():
+        verdict.failures = said.strip().splitlines()
+    return verdict
+
+
+def pending_text(verdict, bootcmdline=BOOT_CMDLINE_FILE):
+    """The sentence naming the arguments that wait for the next boot."""
+    return ("kernel command-line arguments that take effect at the next boot "
+            "(TuneD installed them in %s): %s" % (bootcmdline, " ".join(verdict.next_boot)))
+
+
 def verify(log=TUNED_LOG, bootcmdline=BOOT_CMDLINE_FILE, run=subprocess.run, out=print, err=print):
     """Run tuned-adm verify and report (see the module); returns the exit
     status: 0 when the profile is in effect apart from arguments for the
     next boot, 1 otherwise."""
-    tail = LogTail(log)
-    try:
+    def run_verify():
         result = run(["tuned-adm", "verify"], capture_output=True, text=True)
+        return result.returncode, result.stdout + result.stderr
+
+    try:
+        verdict = check(run_verify, log, bootcmdline)
     except OSError as e:
         err("irqtune verify: cannot run tuned-adm: %s" % e)
         return 1
-    verdict = judge(result.returncode == 0, tail.read(), next_boot_args(_read(bootcmdline)))
     profile = active_profile(run) or "the profile"
     if verdict.passed:
         out("%s is active and verified." % profile)
         return 0
-    pending = ("kernel command-line arguments that take effect at the next boot "
-               "(TuneD installed them in %s): %s" % (bootcmdline, " ".join(verdict.next_boot)))
+    pending = pending_text(verdict, bootcmdline)
     if verdict.ok:
         out("%s is active; everything else verified." % profile)
         out(pending)
         return 0
     err("irqtune verify: tuned-adm verify failed for %s (from %s):" % (profile, log))
-    said = (result.stdout + result.stderr).strip()
-    if verdict.failures == [NO_REASON] and said:
-        verdict.failures = said.splitlines()
     for line in verdict.failures:
         err(line)
     if verdict.next_boot:

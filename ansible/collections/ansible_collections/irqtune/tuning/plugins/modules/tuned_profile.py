@@ -8,6 +8,15 @@ import os
 import re
 import tempfile
 
+# How a verify is judged is the irqtune library's (the role installs it on
+# the host; `irqtune verify` judges the same way): imported on the managed
+# host by the Python that runs this module, needed only when a verify runs.
+try:
+    from irqtune import verify_report
+except ImportError as err:
+    verify_report = None
+    VERIFY_REPORT_IMPORT_ERROR = str(err)
+
 DOCUMENTATION = r"""
 module: tuned_profile
 short_description: Activate a TuneD profile stack, verify it, and roll it back
@@ -17,6 +26,15 @@ description:
     last applied, then runs C(tuned-adm verify). A failed verify fails
     the host with the C(verify failed) lines TuneD logged (each NAPI, IRQ
     or value that differs).
+  - A verify whose only failures are kernel command-line arguments that
+    TuneD installed for the next boot (C(TUNED_BOOT_CMDLINE) in
+    O(bootcmdline_file), e.g. C(skew_tick=1) of a [bootloader] section the
+    stack inherits) does not fail the host: the profile is in effect, the
+    arguments are returned in RV(reboot_pending_args) and named in a
+    warning until the host reboots. The judgement is the irqtune
+    library's (C(irqtune.verify_report), the one C(irqtune verify)
+    makes), so verify needs irqtune installed for the Python that runs
+    this module (the role installs it).
   - The first activation records the profile and selection mode that were
     active before in O(state_file). V(absent) goes back to them (or
     C(tuned-adm off) when none was active) and removes the record.
@@ -59,6 +77,10 @@ options:
     description: TuneD's log, read for the details of a failed verify.
     type: path
     default: /var/log/tuned/tuned.log
+  bootcmdline_file:
+    description: Where TuneD's bootloader plugin writes the kernel arguments of the next boot.
+    type: path
+    default: /etc/tuned/bootcmdline
 attributes:
   check_mode: {support: full}
   diff_mode: {support: full}
@@ -81,15 +103,24 @@ previous:
   returned: when recorded
   type: str
 differences:
-  description: The C(verify failed) lines of TuneD's log.
+  description:
+    - The C(verify failed) lines of TuneD's log (and other errors it logged
+      meanwhile; what tuned-adm said when it logged none).
   returned: when verify failed
   type: list
   elements: str
+reboot_pending_args:
+  description:
+    - Kernel command-line arguments of the stack that only the next boot
+      applies (installed by TuneD, missing from /proc/cmdline).
+  returned: when verify failed for such arguments (alone, or beside a failure)
+  type: list
+  elements: str
+  sample: [skew_tick=1]
 """
 
 ACTIVE = re.compile(r"^Current active profile:\s*(.*)$", re.M)
 MODE = re.compile(r"^Profile selection mode:\s*(\S+)", re.M)
-VERIFY_FAILED = re.compile(r"verify: failed: (.*)$")
 
 
 class TunedError(Exception):
@@ -107,10 +138,12 @@ def digest(files):
 class Tuned:
     """tuned-adm through run(argv) -> (rc, stdout, stderr) - never a shell."""
 
-    def __init__(self, run, log_file, tuned_adm="tuned-adm"):
+    def __init__(self, run, log_file, tuned_adm="tuned-adm",
+                 bootcmdline_file="/etc/tuned/bootcmdline"):
         self.run = run
         self.log_file = log_file
         self.tuned_adm = tuned_adm
+        self.bootcmdline_file = bootcmdline_file
 
     def _call(self, *argv):
         rc, out, err = self.run([self.tuned_adm] + list(argv))
@@ -144,33 +177,20 @@ class Tuned:
             self._call("profile", *profile.split())
 
     def verify(self):
-        """[] when verify passed, else the differences TuneD logged meanwhile."""
-        start = self._log_size()
-        rc, out, err = self.run([self.tuned_adm, "verify"])
-        if rc == 0:
-            return []
-        lines = []
-        for line in self._log_since(start):
-            match = VERIFY_FAILED.search(line)
-            if match:
-                lines.append(match.group(1))
-        return lines or [(out + err).strip() or "tuned-adm verify failed (%d)" % rc]
+        """The irqtune library's Verdict on tuned-adm verify (from the log
+        lines it caused and the arguments TuneD installed for the next boot)."""
+        if verify_report is None:
+            raise TunedError("verify needs the irqtune library, which this Python cannot "
+                             "import (%s): install irqtune (irqtune_install_method) or set "
+                             "ansible_python_interpreter to the Python it is installed for"
+                             % VERIFY_REPORT_IMPORT_ERROR)
 
-    def _log_size(self):
-        try:
-            return os.path.getsize(self.log_file)
-        except OSError:
-            return 0
+        def run_verify():
+            rc, out, err = self.run([self.tuned_adm, "verify"])
+            said = (out + err).strip()
+            return rc, said or "tuned-adm verify failed (%d)" % rc
 
-    def _log_since(self, offset):
-        try:
-            with open(self.log_file, "rb") as stream:
-                if os.fstat(stream.fileno()).st_size < offset:
-                    offset = 0          # rotated meanwhile
-                stream.seek(offset)
-                return stream.read().decode("utf-8", "replace").splitlines()
-        except OSError:
-            return []
+        return verify_report.check(run_verify, self.log_file, self.bootcmdline_file)
 
 
 def read_state(path):
@@ -214,12 +234,21 @@ def present(tuned, profiles, variables, state_file, check_mode, verify=True):
     if state:
         result["previous"] = state["previous"]
     if verify and not (check_mode and result["changed"]):
-        differences = tuned.verify()
-        if differences:
-            result.update(failed=True, differences=differences,
+        verdict = tuned.verify()
+        if verdict.next_boot:
+            result["reboot_pending_args"] = list(verdict.next_boot)
+        if not verdict.ok:
+            result.update(failed=True, differences=verdict.reasons,
                           msg="tuned-adm verify failed for '%s': %s"
-                          % (wanted, "; ".join(differences)))
+                          % (wanted, "; ".join(verdict.reasons)))
     return result
+
+
+def pending_warning(profiles, args, bootcmdline_file):
+    """The warning of a host whose stack waits for a reboot."""
+    return ("'%s' is active; everything else verified. Kernel command-line arguments "
+            "that take effect at the next boot (TuneD installed them in %s): %s"
+            % (profiles, bootcmdline_file, " ".join(args)))
 
 
 def absent(tuned, managed_profiles, state_file, check_mode):
@@ -254,6 +283,7 @@ def main():
             managed_profiles=dict(type="list", elements="str", default=[]),
             state_file=dict(type="path", default="/var/lib/irqtune/ansible/tuned-profile.json"),
             log_file=dict(type="path", default="/var/log/tuned/tuned.log"),
+            bootcmdline_file=dict(type="path", default="/etc/tuned/bootcmdline"),
         ),
         required_if=[("state", "present", ["profiles"])],
         supports_check_mode=True,
@@ -268,7 +298,7 @@ def main():
                              msg="tuned-adm is not installed")
         module.fail_json(msg="tuned-adm is not installed: install TuneD (irqtune_install_method)")
     tuned = Tuned(lambda argv: module.run_command(argv, environ_update={"LC_ALL": "C"}),
-                  p["log_file"], tuned_adm)
+                  p["log_file"], tuned_adm, p["bootcmdline_file"])
     try:
         if p["state"] == "present":
             result = present(tuned, p["profiles"], p["variables"], p["state_file"],
@@ -281,6 +311,9 @@ def main():
     if module._diff:
         result["diff"] = {"before": "active profile: %s\n" % (before or "(none)"),
                           "after": "active profile: %s\n" % (after or "(none)")}
+    if result.get("reboot_pending_args") and not result.get("failed"):
+        module.warn(pending_warning(" ".join(p["profiles"]), result["reboot_pending_args"],
+                                    p["bootcmdline_file"]))
     if result.get("failed"):
         module.fail_json(**result)
     module.exit_json(**result)
