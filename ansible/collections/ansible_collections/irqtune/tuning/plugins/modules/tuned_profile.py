@@ -29,7 +29,7 @@ description:
   - A verify whose only failures are kernel command-line arguments that
     TuneD installed for the next boot (C(TUNED_BOOT_CMDLINE) in
     O(bootcmdline_file), e.g. C(skew_tick=1) of a [bootloader] section the
-    stack inherits) does not fail the host: the profile is in effect, the
+    stack inherits) does not fail the host; the profile is in effect, the
     arguments are returned in RV(reboot_pending_args) and named in a
     warning until the host reboots. The judgement is the irqtune
     library's (C(irqtune.verify_report), the one C(irqtune verify)
