@@ -93,6 +93,15 @@ def test_a_plugin_that_raised_in_verify_beside_pending_arguments_fails():
     verdict = judge(False, fixture("tuned-2.20-reboot-pending.log") + bug + "\n", BOOT)
     assert not verdict.ok and verdict.failures == [bug]
     assert verdict.next_boot == ["skew_tick=1", "irqtune.test_pending=1"]
+    # What the Ansible module reports: TuneD's words, without the log's head.
+    assert verdict.reasons == ["BUG: Unhandled exception in verify_tuning: boom"]
+
+
+def test_reasons_are_the_failures_in_tuneds_words():
+    verdict = judge(False, fixture("tuned-2.20-napi-failed.log"), BOOT)
+    assert verdict.reasons == ["device vd0: 'NAPI 505 defer_hard_irqs' = '1', expected '100'",
+                               "device vd0: 'NAPI 506 defer_hard_irqs' = '1', expected '100'"]
+    assert judge(False, "", BOOT).reasons == [NO_REASON]
 
 
 def test_a_passed_verify_passes_whatever_the_log_says():
