@@ -99,6 +99,9 @@ class RtHost(Host7):
 
     # -- what the kernel shows -------------------------------------------
 
+    def preempt_rt(self):
+        return "PREEMPT_RT" in self.g.read_file("/proc/sys/kernel/version").split()
+
     def proc_cmdline(self):
         return self.g.read_file("/proc/cmdline").split()
 
