@@ -48,11 +48,45 @@ class LedgerError(IrqtuneError):
 
 
 class Ledger:
-    """One tuner's originals on disk: /run/irqtune/<name>.json."""
+    """One tuner's originals on disk: /run/irqtune/<name>.json.
 
-    def __init__(self, name, directory=None):
+    kin: the name prefix of the ledgers of the same plugin's other
+    instances ("napi-"), whose device entries this one inherits
+    (``kin_device``).
+    """
+
+    def __init__(self, name, directory=None, kin=None):
         safe = "".join(c if c.isalnum() or c in "-_." else "_" for c in name)
         self.path = os.path.join(directory or STATE_DIR, safe + ".json")
+        self.kin = kin
+
+    def kin_device(self, ifname, ifindex):
+        """The originals another instance of the same plugin saved for the
+        device (ifname, ifindex), or None.
+
+        A device moves between instances (instance_acquire_devices): the
+        first restores and forgets it, the second saves its originals and
+        tunes it.  A daemon killed then and started again hands the device
+        back to the instance its profile names, which would take the second
+        instance's values for originals: the older entry wins, as within a
+        ledger (first value wins), and both instances restore the same."""
+        if not self.kin:
+            return None
+        directory = os.path.dirname(self.path)
+        try:
+            names = sorted(os.listdir(directory))
+        except OSError:
+            return None
+        for name in names:
+            path = os.path.join(directory, name)
+            if path == self.path or not name.startswith(self.kin) or not name.endswith(".json"):
+                continue
+            entry = Ledger(name[:-5], directory).load().get(ifname)
+            if isinstance(entry, dict) and entry.get("ifindex") == ifindex:
+                log.info("%s: originals saved by another instance (%s) are taken over",
+                         ifname, path)
+                return entry
+        return None
 
     def load(self):
         try:

@@ -98,7 +98,7 @@ class NapiPlugin(netdev.NetDevicePlugin):
 			return None    # a bad scope must not widen to every NAPI
 		self._option_errors_found(instance, errors)
 		return NapiTuner(config, detect_napi_capabilities(), queues=queues,
-			ledger=Ledger("napi-" + instance.name))
+			ledger=Ledger("napi-" + instance.name, kin="napi-"))
 
 	def _describe(self, result):
 		return "set %d NAPIs" % result

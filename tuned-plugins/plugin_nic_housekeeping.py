@@ -75,7 +75,7 @@ class NicHousekeepingPlugin(netdev.NetDevicePlugin):
 
 	def _make_tuner(self, instance, options):
 		tuner, errors = housekeeping_tuner(options, HousekeepingTuner,
-			ledger=Ledger("nic_housekeeping-" + instance.name))
+			ledger=Ledger("nic_housekeeping-" + instance.name, kin="nic_housekeeping-"))
 		self._option_errors_found(instance, errors)
 		return tuner
 

@@ -85,6 +85,12 @@ class HousekeepingTuner(DeviceTuner):
         return [self.originals, self.targets, self.refusals.by_device]
 
     def _saved(self, ifname, ifindex):
+        saved = self.originals.get(ifname)
+        if (saved is None or saved.get("ifindex") != ifindex) and self.ledger is not None:
+            kin = self.ledger.kin_device(ifname, ifindex)
+            if kin is not None:
+                self.originals[ifname] = dict(kin, channels=dict(kin.get("channels", {})),
+                                              irqs=dict(kin.get("irqs", {})))
         return device_entry(self.originals, ifname, ifindex, channels={}, irqs={})
 
     def queue_irqs(self, ifname):

@@ -106,9 +106,11 @@ class NapiTuner(DeviceTuner):
     def _saved(self, ifname, ifindex=None):
         dev = self.originals.get(ifname)
         if dev is None:
-            dev = self.originals[ifname] = {
-                "ifindex": self._ifindex(ifname) if ifindex is None else ifindex,
-                "napi": {}, "ids": set(), "sysfs": {}}
+            ifindex = self._ifindex(ifname) if ifindex is None else ifindex
+            kin = self.ledger.kin_device(ifname, ifindex) if self.ledger is not None else None
+            dev = self.originals[ifname] = {"ifindex": ifindex, "ids": set(),
+                "napi": {int(k): v for k, v in (kin or {}).get("napi", {}).items()},
+                "sysfs": dict((kin or {}).get("sysfs", {}))}
         return dev
 
     # -- selection --------------------------------------------------------
@@ -187,7 +189,12 @@ class NapiTuner(DeviceTuner):
                     if only_new and napi["id"] in dev["ids"]:
                         continue
                     dev["ids"].add(napi["id"])
-                    saved.setdefault(pos, {a: napi.get(a) for a in self.per_napi})
+                    # first value wins per value: the position may carry
+                    # originals of other values already (another profile's or
+                    # instance's, taken over after a crash)
+                    book = saved.setdefault(pos, {})
+                    for attr in self.per_napi:
+                        book.setdefault(attr, napi.get(attr))
                     diff = {a: v for a, v in self.per_napi.items() if napi.get(a) != v}
                     if diff:
                         changes[napi["id"]] = diff

@@ -165,7 +165,8 @@ def run_all(results, args, rng, deadline, crash_loop, crash_dir_class):
 
                 def randomise(rng, devs=devs):
                     randomise_channels(ns, devs, rng)
-            for op in ("apply", "switch", "restore", "move"):
+            for op in [o for o in ("apply", "switch", "restore", "move")
+                       if not args.ops or o in args.ops]:
                 one_op(results, name, op, scenario, tuned, crash, read, randomise, rng, args,
                        deadline, crash_loop)
     finally:

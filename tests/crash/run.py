@@ -381,6 +381,8 @@ def library_scenarios(results, args, rng, deadline):
         env = dict(os.environ, IRQTUNE_CRASH_DIR=crash.path)
         try:
             for op in cls.ops:
+                if args.ops and op not in args.ops:
+                    continue
                 pre, steps, recovery = LIB_OPS[op]
 
                 def worker(argv, n=None):
@@ -417,6 +419,7 @@ def main():
     parser.add_argument("--max-points", type=int, default=40)
     parser.add_argument("--time-limit", type=float, default=600.0)
     parser.add_argument("--only", nargs="*", help="tuners whose name contains one of these")
+    parser.add_argument("--ops", nargs="*", help="operations (apply switch restore move)")
     parser.add_argument("--no-daemon", action="store_true", help="library scenarios only")
     args = parser.parse_args()
     if os.geteuid() != 0:

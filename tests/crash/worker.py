@@ -54,7 +54,8 @@ def napi_sysfs_tuner(work, instance, options):
     config, errors = NapiConfig.from_options(options)
     assert not errors, errors
     # A kernel without napi-set (before 6.13): every value goes through sysfs.
-    return NapiTuner(config, NapiCapabilities(), ledger=Ledger("napi-" + instance, run_dir(work)))
+    return NapiTuner(config, NapiCapabilities(),
+                     ledger=Ledger("napi-" + instance, run_dir(work), kin="napi-"))
 
 
 # -- channels and queue IRQ affinity (procfs fixture, fixture driver) ------
@@ -101,7 +102,8 @@ def affinity_tuner(work, instance, options):
     assert not errors, errors
     kernel = os.path.join(work, "kernel")
     return ch.HousekeepingTuner(
-        config, ledger=Ledger("nic_housekeeping-" + instance, run_dir(work)),
+        config, ledger=Ledger("nic_housekeeping-" + instance, run_dir(work),
+                              kin="nic_housekeeping-"),
         kfs=KernelFs(os.path.join(kernel, "proc"), os.path.join(kernel, "sys")),
         channels=FileDriver(work), ifindex=lambda name: 7 if name == "eth0" else None,
         ifname=lambda index: "eth0" if index == 7 else None, napi=())
@@ -272,7 +274,8 @@ def main(argv):
             for tuner, devices in tuners(arg):
                 tuner.apply(*devices)
         elif verb == "off":
-            for tuner, _ in tuners(arg):
+            # TuneD unapplies instances in the reverse order of applying
+            for tuner, _ in reversed(tuners(arg)):
                 tuner.restore_all()
         elif verb == "move":
             (first, _), (second, _) = tuners("M")

@@ -117,3 +117,24 @@ def test_channel_counts_are_on_disk_at_the_channel_change(netns, ledger_at_write
     assert saved["channels"] == {"rx": 2, "tx": 2}, writes[0]
     tuner.restore_all()
     assert ethtool_channels("vn0") == {"rx": 2, "tx": 2}
+
+
+def test_a_position_with_originals_of_other_values_gets_this_configs_too(netns, tmp_path):
+    """First value wins per value: a ledger taken over from another profile
+    or instance (after a crash) holds a NAPI's position with originals of
+    other attributes; the ones this configuration sets are added before
+    the change, and all of them come back."""
+    run = str(tmp_path / "run")
+    set_originals("vn0")
+    Ledger("napi-test", run).save({"vn0": {
+        "ifindex": socket.if_nametoindex("vn0"), "ids": [], "sysfs": {},
+        "napi": {"0": {"defer-hard-irqs": 3}, "1": {"defer-hard-irqs": 3}}}})
+    napi_tuner(run).apply("vn0")
+    with open(os.path.join(run, "napi-test.json")) as f:
+        assert json.load(f)["vn0"]["napi"] == {"0": ORIGINAL, "1": ORIGINAL}
+    napi_tuner(run).restore_all()
+    raw = RawGenl()
+    try:
+        assert [{k: n[k] for k in ORIGINAL} for n in raw.napis("vn0")] == [ORIGINAL, ORIGINAL]
+    finally:
+        raw.close()

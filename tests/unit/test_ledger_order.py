@@ -260,3 +260,43 @@ def test_zerocopy_originals_are_on_disk_at_each_write(tmp_path, monkeypatch):
 def test_zerocopy_header_split_original_is_known_before_the_change(tmp_path, monkeypatch):
     log = zerocopy_apply(tmp_path, monkeypatch)
     assert_never_corrected(log, log.on_disk())
+
+
+# -- a device handed from one instance to another (instance_acquire_devices) ------
+
+def test_kin_device_is_the_same_plugins_entry_for_the_same_device(tmp_path):
+    import socket
+    lo = socket.if_nametoindex("lo")
+    Ledger("napi-second", str(tmp_path)).save({"lo": {"ifindex": lo, "sysfs": {"x": 1}}})
+    Ledger("napi-stale", str(tmp_path)).save({"lo": {"ifindex": lo + 1000, "sysfs": {}}})
+    Ledger("nic_housekeeping-a", str(tmp_path)).save({"lo": {"ifindex": lo, "channels": {}}})
+    first = Ledger("napi-first", str(tmp_path), kin="napi-")
+    assert first.kin_device("lo", lo) == {"ifindex": lo, "sysfs": {"x": 1}}
+    assert first.kin_device("lo", lo + 1) is None       # another device of that name
+    assert Ledger("napi-first", str(tmp_path)).kin_device("lo", lo) is None   # no kin
+    assert Ledger("napi-second", str(tmp_path), kin="napi-").kin_device("lo", lo) is None
+
+
+def test_a_device_given_back_after_a_crash_keeps_the_originals_the_other_instance_saved(
+        tmp_path):
+    """A move, then kill -9: the restarted daemon gives the device back to
+    the instance its profile names, while the instance it had moved to
+    holds its originals; the device's values are the other instance's.
+    The first instance takes over the older originals; both restore them."""
+    import socket
+    dev = sysfs_fixture(tmp_path)
+    (dev / "napi_defer_hard_irqs").write_text("22\n")       # the second instance's value
+    run = str(tmp_path / "run")
+    Ledger("napi-second", run).save({"lo": {"ifindex": socket.if_nametoindex("lo"),
+                                            "napi": {}, "ids": [],
+                                            "sysfs": {"defer-hard-irqs": 2}}})
+    kfs = KernelFs(sys=str(tmp_path / "sys"))
+    first = NapiTuner(NapiConfig(defer_hard_irqs=100), NapiCapabilities(),
+                      ledger=Ledger("napi-first", run, kin="napi-"), kfs=kfs)
+    second = NapiTuner(NapiConfig(defer_hard_irqs=22), NapiCapabilities(),
+                       ledger=Ledger("napi-second", run, kin="napi-"), kfs=kfs)
+    first.apply("lo")
+    assert (dev / "napi_defer_hard_irqs").read_text() == "100\n"
+    second.restore_all()        # TuneD unapplies the later instance first
+    first.restore_all()
+    assert (dev / "napi_defer_hard_irqs").read_text() == "2\n"
