@@ -210,7 +210,7 @@ check: deps install $(VENV)/bin/python $(TUNED_SID)/.unpacked
 
 # The crash-point harness (tests/crash/run.py, README's Test section): every
 # tuner killed after each kernel write of apply, switch, restore and move,
-# then restarted and switched off.  About five minutes on two cores: not in
+# then restarted and switched off.  About six minutes on two cores: not in
 # check.  CRASH_ARGS: --seed N, --only NAME..., --time-limit S.
 crash-check: deps install
 	$(PYTHON) tests/crash/run.py $(CRASH_ARGS)

@@ -137,7 +137,8 @@ class ZerocopyRxPlugin(netdev.NetDevicePlugin):
 			{name: options.get("napi_" + name) for name in NAPI_OPTIONS})
 		napi_errors = [OptionError("napi_" + e.option, e.value, e.accepted) for e in napi_errors]
 		self._option_errors_found(instance, errors + napi_errors)
-		return ZeroCopyRxTuner(config, ledger=Ledger("zerocopy_rx-" + instance.name),
+		return ZeroCopyRxTuner(config,
+			ledger=Ledger("zerocopy_rx-" + instance.name, kin="zerocopy_rx-"),
 			napi=self._napi_factory(instance, napi_config) if napi_config.attrs() else None)
 
 	@staticmethod

@@ -97,6 +97,14 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
         return [self.originals, self.napi, self.targets, self.problems, self.lacking]
 
     def _saved(self, ifname, ifindex):
+        saved = self.originals.get(ifname)
+        if (saved is None or saved.get("ifindex") != ifindex) and self.ledger is not None:
+            # another instance's originals of a device handed back after a
+            # restart (Ledger.kin_device); the per-device NAPI ledgers
+            # beside them ("ids") belong to NapiTuners
+            kin = self.ledger.kin_device(ifname, ifindex)
+            if kin is not None and "ids" not in kin:
+                self.originals[ifname] = kin
         return device_entry(self.originals, ifname, ifindex)
 
     def _report(self, ifname, feature, refused):

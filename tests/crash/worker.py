@@ -165,7 +165,8 @@ def zerocopy_tuner(work, instance, options):
     assert not errors, errors
     nic = FileNic(os.path.join(work, "kernel", "nic.json"))
     return ZeroCopyRxTuner(
-        config, ledger=Ledger("zerocopy_rx-" + instance, run_dir(work)), nic=lambda: nic,
+        config, ledger=Ledger("zerocopy_rx-" + instance, run_dir(work), kin="zerocopy_rx-"),
+        nic=lambda: nic,
         rules=lambda ifname: NtupleRules("eth9", ioctl=nic.table.ioctl),
         ifindex={"eth0": 7}.get, ifname={7: "eth0"}.get)
 
