@@ -15,7 +15,8 @@ counters the run's figures are differences of.  Prints one JSON object.
              the bench's epoll shim is mapped into it, else 0
   affinity   the CPUs memcached's threads may run on
   stats      /proc/stat, /proc/interrupts, /proc/softirqs,
-             /proc/net/netstat, /proc/net/dev and `ethtool -S` as text
+             /proc/net/netstat, /proc/net/dev as text; rx packets per
+             queue (qstats-get)
 
   guest_state.py NIC [--stats-only]
 """
@@ -24,6 +25,7 @@ import ctypes
 import fcntl
 import json
 import os
+import socket
 import struct
 import subprocess
 import sys
@@ -35,13 +37,35 @@ SYS_PIDFD_GETFD = 438
 STATS = ("/proc/stat", "/proc/interrupts", "/proc/softirqs", "/proc/net/netstat", "/proc/net/dev")
 
 
+QSTATS_GET, QSTATS_SCOPE_QUEUE = 12, 1
+QSTATS_IFINDEX, QSTATS_QUEUE_TYPE, QSTATS_QUEUE_ID, QSTATS_SCOPE, QSTATS_RX_PACKETS = 1, 2, 3, 4, 8
+
+
+def rx_packets_per_queue(nic):
+    """{rx queue: packets} from the netdev family's qstats-get, queue scope
+    (virtio-net keeps per-queue packet counts there, not in ethtool -S)."""
+    import rawnapi
+    genl = rawnapi.RawGenl()
+    try:
+        payload = (rawnapi._nla(QSTATS_IFINDEX, struct.pack("=I", socket.if_nametoindex(nic)))
+                   + rawnapi._nla(QSTATS_SCOPE, struct.pack("=I", QSTATS_SCOPE_QUEUE)))
+        replies = genl._talk(genl.family, QSTATS_GET, rawnapi.NLM_F_DUMP, payload)
+    finally:
+        genl.close()
+    out = {}
+    for attrs in replies:
+        num = {k: int.from_bytes(v, "little") for k, v in attrs.items()}
+        if num.get(QSTATS_QUEUE_TYPE) == 0 and QSTATS_RX_PACKETS in num:
+            out[num[QSTATS_QUEUE_ID]] = num[QSTATS_RX_PACKETS]
+    return out
+
+
 def stats(nic):
     out = {}
     for path in STATS:
         with open(path) as f:
             out[path] = f.read()
-    res = subprocess.run(["ethtool", "-S", nic], capture_output=True, text=True)
-    out["ethtool"] = res.stdout
+    out["rxq"] = rx_packets_per_queue(nic)
     return out
 
 

@@ -237,10 +237,7 @@ def parse_stats(s, irq_names):
         if fields and name.strip() not in ("lo",):
             rx_total += int(fields.split()[1])
     out["rx_packets"] = rx_total
-    for line in s["ethtool"].splitlines():
-        k, _, v = line.strip().partition(":")
-        if k.startswith("rx_queue_") and k.endswith("_packets"):
-            out["rxq"][int(k[len("rx_queue_"):-len("_packets")])] = int(v)
+    out["rxq"] = {int(q): n for q, n in s["rxq"].items()}
     return out
 
 
