@@ -8,7 +8,9 @@ counters the run's figures are differences of.  Prints one JSON object.
              tests/integration/rawnapi.py): id, irq, defer-hard-irqs,
              gro-flush-timeout (ns), irq-suspend-timeout (ns)
   rx_queues  {rx queue: NAPI id} as queue-get answers it
-  irq_cpus   {NAPI irq: effective affinity CPUs}
+  queue_irqs {rx queue: irq} from /proc/interrupts (virtio-net's NAPIs
+             carry no irq in napi-get)
+  irq_cpus   {irq: effective affinity CPUs} of those interrupts
   epoll      EPIOCGPARAMS of every epoll instance memcached holds, read
              through pidfd_getfd (busy_poll_usecs, budget, prefer)
   slice_ms   IRQTUNE_BENCH_EPOLL_SLICE_MS in memcached's environment when
@@ -123,6 +125,19 @@ def affinity(pid):
     return sorted(cpus)
 
 
+def queue_irqs(nic):
+    """{rx queue: irq} from /proc/interrupts ("<virtio dev>-input.<q>"):
+    virtio-net does not report its NAPIs' interrupts in napi-get."""
+    dev = os.path.basename(os.path.realpath("/sys/class/net/%s/device" % nic))
+    out = {}
+    with open("/proc/interrupts") as f:
+        for line in f:
+            fields = line.split()
+            if fields and fields[0].rstrip(":").isdigit() and fields[-1].startswith(dev + "-input."):
+                out[int(fields[-1].rsplit(".", 1)[1])] = int(fields[0].rstrip(":"))
+    return out
+
+
 def cpu_list(irq):
     with open("/proc/irq/%d/effective_affinity_list" % irq) as f:
         text = f.read().strip()
@@ -145,7 +160,9 @@ def main():
             out["rx_queues"] = genl.rx_queues(nic)
         finally:
             genl.close()
-        out["irq_cpus"] = {str(n["irq"]): cpu_list(n["irq"]) for n in out["napis"] if n.get("irq")}
+        out["queue_irqs"] = queue_irqs(nic)
+        irqs = set(out["queue_irqs"].values()) | {n["irq"] for n in out["napis"] if n.get("irq")}
+        out["irq_cpus"] = {str(irq): cpu_list(irq) for irq in sorted(irqs)}
         pid = memcached_pid()
         out.update(pid=pid, epoll=epoll_params(pid), slice_ms=slice_ms(pid), affinity=affinity(pid))
     json.dump(out, sys.stdout)

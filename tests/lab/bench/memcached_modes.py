@@ -243,10 +243,9 @@ def parse_stats(s, irq_names):
 
 def derive(res, st0, st1, cpu, ncpu):
     """Per-run figures from mcload's answer and two guest snapshots."""
-    irq_of_queue = {}
-    napi_irq = {n["id"]: n.get("irq") for n in st0["napis"]}
-    for q, napi in st0["rx_queues"].items():
-        irq_of_queue[int(q)] = napi_irq.get(napi)
+    # virtio-net's NAPIs carry no irq in napi-get: guest_state maps rx
+    # queues to their "-input.N" interrupts
+    irq_of_queue = {int(q): irq for q, irq in st0["queue_irqs"].items()}
     a = parse_stats(st0["stats"], set(irq_of_queue.values()))
     b = parse_stats(st1["stats"], set(irq_of_queue.values()))
     rxq = {q: b["rxq"].get(q, 0) - a["rxq"].get(q, 0) for q in b["rxq"]}
