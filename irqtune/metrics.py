@@ -23,9 +23,9 @@ libraries of the services the profile opts in to busy polling.
 
 import os
 import socket
-import tempfile
 from dataclasses import dataclass, field
 
+from . import files
 from .errors import IrqtuneError
 from .kfs import KFS
 
@@ -221,18 +221,4 @@ def render(families, openmetrics=True):
 def write_atomically(path, text):
     """path replaced in one rename: readers (node_exporter) never see half
     a file.  The file is world-readable, as metrics are."""
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=directory)
-    try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
-            f.flush()
-            os.fsync(f.fileno())
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
-    except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
-        raise
+    files.replace_file(path, text, 0o644)

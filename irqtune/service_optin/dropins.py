@@ -10,9 +10,8 @@ module created it and it is empty.
 
 import logging
 import os
-import tempfile
 
-from .. import crashpoint
+from .. import crashpoint, files
 from ..errors import IrqtuneError
 
 log = logging.getLogger("irqtune.service_optin")
@@ -110,17 +109,9 @@ def write_dropin(unit, path, content, earlier=None):
         os.makedirs(directory, mode=0o755)
         created_dir = True
     entry = DropIn(unit, path, content, created_dir, previous)
-    fd, tmp = tempfile.mkstemp(prefix="." + DROPIN_NAME + ".", dir=directory)
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(content)
-        os.chmod(tmp, 0o644)
-        os.replace(tmp, path)
+        files.replace_file(path, content, 0o644)
     except BaseException:
-        try:
-            os.unlink(tmp)
-        except OSError:
-            pass
         if created_dir:
             try:
                 os.rmdir(directory)
