@@ -102,6 +102,23 @@ def test_new_napis_after_link_flap_are_tuned(netns):
     assert all(check.ok for check in tuner.verify("vn0"))
 
 
+def test_napis_gone_between_dump_and_set_are_no_error(netns, caplog, monkeypatch):
+    """A NIC removed (or its NAPIs recreated) while the tuner works - as
+    when a hot-added NIC is deleted again - is no error in TuneD's log."""
+    caplog.set_level(logging.INFO)
+    tuner = NapiTuner(NapiConfig(defer_hard_irqs=100), detect_napi_capabilities())
+    save = tuner._save_state
+
+    def save_then_flap(*args, **kwargs):      # after the dump, before napi-set
+        save(*args, **kwargs)
+        netns.exec("ip", "link", "set", "vn0", "down")
+        netns.up("vn0")
+    monkeypatch.setattr(tuner, "_save_state", save_then_flap)
+    assert tuner.apply("vn0") == 0
+    assert "went away before it was set" in caplog.text
+    assert not [r for r in caplog.records if r.levelno >= logging.ERROR], caplog.text
+
+
 def test_queue_scope_on_a_driver_without_queue_links(netns, caplog):
     caplog.set_level(logging.ERROR)
     raw = RawGenl()
