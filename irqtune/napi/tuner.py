@@ -202,7 +202,13 @@ class NapiTuner(DeviceTuner):
             self._save_state()      # originals reach the disk before anything changes
             errors = nl.set_napis(changes)
         for napi_id, err in errors.items():
-            log.error("%s: NAPI %d: %s", owner[napi_id], napi_id, err)
+            if err.code == errno.ENOENT:
+                # Gone between the dump and the set: the device was removed,
+                # or its driver recreated the NAPI - then the link event
+                # brings the new one to apply_new.
+                log.info("%s: NAPI %d went away before it was set", owner[napi_id], napi_id)
+            else:
+                log.error("%s: NAPI %d: %s", owner[napi_id], napi_id, err)
         return len(changes) - len(errors)
 
     def _apply_sysfs(self, ifname, attr, value):
