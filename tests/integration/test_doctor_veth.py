@@ -33,6 +33,13 @@ from rawnapi import RawGenl
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLIENT = os.path.join(REPO, "tests", "preload", "memcached_client.py")
+# Server and client on one CPU: a closed-loop client on an idle second CPU
+# answers each reply at once and veth's sender-side softirq takes every
+# packet before the server's loop polls (busy share ~1 % on an idle host,
+# ~70 % when the CPUs are shared), so engagement would depend on whatever
+# else the host runs.  Sharing one CPU makes the server's loop the one that
+# finds the packets, on any host.
+SHARED_CPU = "0"
 LIB = os.path.join(REPO, "build", "preload", "libirqtune-busypoll.so")
 RUNNER = os.path.join(REPO, "build", "preload", "irqtune-busypoll-run")
 SRV, CLI = "irqtune-doc-s", "irqtune-doc-c"
@@ -111,14 +118,17 @@ class Server:
         env = {k: v for k, v in os.environ.items()
                if not k.startswith("IRQTUNE_") and k != "LD_PRELOAD"}
         env["IRQTUNE_BUSYPOLL_LIBRARY"] = LIB
-        self.proc = subprocess.Popen(["ip", "netns", "exec", SRV] + argv, env=env,
+        self.proc = subprocess.Popen(["ip", "netns", "exec", SRV, "taskset", "-c", SHARED_CPU]
+                                     + argv, env=env,
                                      stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
         self.pid = self.proc.pid      # ip netns exec and the runner exec: one pid
         wait_for(lambda: open("/proc/%d/comm" % self.pid).read().strip() == "memcached",
                  timeout=10, what="memcached")
 
     def load(self, conns, seconds):
-        return subprocess.Popen(["ip", "netns", "exec", CLI, sys.executable, CLIENT, SERVER_ADDR,
+        # The client shares CPU 0 with the server (see SHARED_CPU).
+        return subprocess.Popen(["ip", "netns", "exec", CLI, "taskset", "-c", SHARED_CPU,
+                                 sys.executable, CLIENT, SERVER_ADDR,
                                  str(PORT), str(conns), "100000000", str(seconds)],
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
 
@@ -191,7 +201,7 @@ class OwnServer(Server):
 
     def __init__(self):
         self.proc = subprocess.Popen(
-            ["ip", "netns", "exec", SRV, "/usr/bin/python3",
+            ["ip", "netns", "exec", SRV, "taskset", "-c", SHARED_CPU, "/usr/bin/python3",
              os.path.join(REPO, "tests", "integration", "epoll_server.py"), SERVER_ADDR,
              str(PORT)], stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         self.pid = self.proc.pid
