@@ -95,14 +95,19 @@ def sysfs_fixture(tmp_path):
     return dev
 
 
+def sysfs_napi_tuner(tmp_path, run):
+    """A NAPI tuner on the device-wide sysfs files of the fixture, ledger in run."""
+    return NapiTuner(NapiConfig(defer_hard_irqs=100, gro_flush_timeout=20000),
+                     NapiCapabilities(), ledger=Ledger("napi-test", str(run)),
+                     kfs=KernelFs(sys=str(tmp_path / "sys")))
+
+
 def test_ledger_file_and_directory_are_fsynced_before_the_first_kernel_write(tmp_path,
                                                                               monkeypatch):
     sysfs_fixture(tmp_path)
     run = tmp_path / "run"
     log = WriteLog(monkeypatch, run)
-    tuner = NapiTuner(NapiConfig(defer_hard_irqs=100, gro_flush_timeout=20000),
-                      NapiCapabilities(), ledger=Ledger("napi-test", str(run)),
-                      kfs=KernelFs(sys=str(tmp_path / "sys")))
+    tuner = sysfs_napi_tuner(tmp_path, run)
     tuner.apply("lo")
     first_write = next(i for i, e in enumerate(log.events) if e[0] == "write")
     before = [e[1] for e in log.events[:first_write] if e[0] == "fsync"]
@@ -120,9 +125,7 @@ def test_napi_sysfs_original_is_on_disk_at_each_write(tmp_path, monkeypatch):
     dev = sysfs_fixture(tmp_path)
     run = tmp_path / "run"
     log = WriteLog(monkeypatch, run)
-    tuner = NapiTuner(NapiConfig(defer_hard_irqs=100, gro_flush_timeout=20000),
-                      NapiCapabilities(), ledger=Ledger("napi-test", str(run)),
-                      kfs=KernelFs(sys=str(tmp_path / "sys")))
+    tuner = sysfs_napi_tuner(tmp_path, run)
     tuner.apply("lo")
     writes = log.writes()
     assert [w for w, _ in writes] == [str(dev / "napi_defer_hard_irqs"),
