@@ -196,7 +196,9 @@ class RtHost(Host7):
 def cyclictest_summary(data):
     """Max and 99th percentile per thread from cyclictest's --json output
     (rt-tests 2.x: "thread" -> {"<n>": {"cpu", "max", "cycles",
-    "histogram": {"<us>": count}}}); overflows beyond -h count as +inf."""
+    "histogram": {"<us>": count}}}).  Latencies above -h are counted in
+    "cycles" but not in the histogram: when they reach the top 1 % the p99
+    is None (unknown), never a bucket below them."""
     out = {}
     for thread in data["thread"].values():
         hist = sorted((int(k), v) for k, v in thread.get("histogram", {}).items() if k.isdigit())
