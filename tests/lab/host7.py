@@ -112,10 +112,10 @@ class Host7:
                                   "[cpu]\nenabled=false\n" % (parent, parent))
         return name
 
-    def verify(self):
+    def verify(self, *options):
         """(passed, TuneD log lines of that verify)."""
         mark = self.log_size()
-        rc, out = self.tuned_adm("verify")
+        rc, out = self.tuned_adm("verify", *options)
         return rc == 0, self.log_since(mark) + out
 
     def off(self):

@@ -10,7 +10,9 @@ One guest disk, four boots, as an administrator does it:
    variables file, `tuned-adm profile realtime-virtual-host-irqtune`, read
    TUNED_BOOT_CMDLINE from /etc/tuned/bootcmdline;
 2. boot with exactly those arguments: tuned.service applies the profile
-   again; `tuned-adm verify` passes, channels and queue IRQs (and, on
+   again; `tuned-adm verify` passes (apart from the block device's
+   managed vectors, which it reports unless --ignore-missing: see
+   RtHost.verify_apart_from_managed_irqs), channels and queue IRQs (and, on
    PREEMPT_RT, the IRQ threads) sit on the housekeeping CPUs; the effect
    is measured; `tuned-adm off` restores the values and empties the next
    boot's arguments; then the stock profile is applied the same way;
@@ -110,8 +112,9 @@ def test_second_boot_with_those_arguments_verifies(rt):
     assert cpus(h.g.read_file("/sys/devices/system/cpu/nohz_full")) == set(ISOLATED)
     assert h.channels() == len(HOUSEKEEPING)
     check_housekeeping_placement(h)
-    ok, log = h.verify()
-    assert ok, log
+    managed = h.verify_apart_from_managed_irqs()
+    print("verify: passed%s" % (" with --ignore-missing; plain verify failed only on the managed "
+                                "IRQs %s" % managed if managed else ""))
 
 
 def check_housekeeping_placement(h):
