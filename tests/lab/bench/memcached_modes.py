@@ -365,6 +365,37 @@ def table(cells, modes, loads):
     return "\n".join(lines)
 
 
+def markdown(cells, modes, loads):
+    """The per-load tables of docs/benchmarks.md (median [min-max])."""
+    def spread(c, key, scale=1.0, digits=0):
+        v = c.get(key)
+        f = "%%.%df" % digits
+        return "-" if not v else (f + " [" + f + "-" + f + "]") % (
+            v["median"] * scale, v["min"] * scale, v["max"] * scale)
+
+    def one(c, key, scale=1.0, digits=0):
+        v = med(c, key)
+        return "-" if v is None else ("%%.%df" % digits) % (v * scale)
+
+    lines = []
+    for load in loads:
+        lines += ["### Offered %d req/s" % load, "",
+                  "| mode | runs | qps | p50 us | p99 us | kinsn/req serving | kinsn/req guest | CPU % "
+                  "| irq/req | busy % | late p99 | gen % |", "|" + "---|" * 12]
+        for m in modes:
+            c = cells["%s@%d" % (m, load)]
+            if not c["runs"]:
+                lines.append("| %s | 0 (%d failed) |%s" % (m, c["failed"], " - |" * 10))
+                continue
+            lines.append("| %s | %d | %s | %s | %s | %s | %s | %s/%s | %s | %s | %s | %s |" % (
+                m, c["runs"], one(c, "qps"), one(c, "p50_us"), spread(c, "p99_us"),
+                spread(c, "ipr_serving", 1e-3, 1), one(c, "ipr_guest", 1e-3, 1),
+                one(c, "cpu_pct_serving"), one(c, "cpu_pct_guest"), one(c, "irqs_per_request", digits=2),
+                one(c, "busy_share", 100), one(c, "send_late_p99_us"), one(c, "gen_cpu_pct", digits=1)))
+        lines.append("")
+    return "\n".join(lines)
+
+
 def verdicts(cells, loads):
     out = []
     for load in loads:
@@ -457,10 +488,12 @@ def write_report(report, out):
                  sat["rate"] if sat else "not searched", report.get("seconds_total", "?")))
     full = "\n".join([header, ""] + settings + ["", text] + verdict)
     (out / "lab-bench.txt").write_text(full + "\n")
+    (out / "lab-bench.md").write_text(markdown(cells, modes, loads) + "\n".join(
+        ["Verdicts (printed by the bench):", ""] + ["- " + v for v in verdict]) + "\n")
     print(full)
     for p in plot(cells, modes, loads, out):
         print("wrote %s" % p)
-    print("wrote %s, %s" % (out / "lab-bench.json", out / "lab-bench.txt"))
+    print("wrote %s, %s, %s" % (out / "lab-bench.json", out / "lab-bench.txt", out / "lab-bench.md"))
 
 
 def machine():
