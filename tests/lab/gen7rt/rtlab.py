@@ -171,35 +171,6 @@ class RtHost(Host7):
     def counters(self):
         return {"nic_irqs": self.nic_interrupts(), **self.softirqs()}
 
-    def managed_irq(self, irq):
-        """Whether the kernel owns IRQ `irq`'s affinity (a managed vector:
-        writing even its current mask back fails with EIO)."""
-        path = "/proc/irq/%d/smp_affinity" % int(irq)
-        rc, _ = self.g.run(["sh", "-c", 'cat "$1" > "$1"', "sh", path])
-        return rc != 0 and "Input/output error" in self.g.last_stderr
-
-    def verify_apart_from_managed_irqs(self):
-        """`tuned-adm verify` fails only on the realtime parent's [scheduler]
-        lines for managed vectors (the block device's per-CPU queues: their
-        affinity is the kernel's, writes get EIO, so TuneD could not move
-        them and records them as unchangeable); with --ignore-missing, which
-        skips exactly those, verify passes.  Returns the managed IRQs."""
-        ok, log = self.verify()
-        managed = []
-        if not ok:
-            nic = set(self.queue_irqs().values())
-            for item in re.findall(r"verify: failed: '([^']*)'", log):
-                m = re.fullmatch(r"SMP affinity of IRQ (\d+)", item)
-                assert m, "verify failed on %r, not a managed IRQ:\n%s" % (item, log)
-                irq = int(m.group(1))
-                assert irq not in nic, "a NIC queue IRQ failed verify:\n%s" % log
-                assert self.managed_irq(irq), "IRQ %d is not managed:\n%s" % (irq, log)
-                managed.append(irq)
-            assert managed, log
-            ok, log = self.verify("--ignore-missing")
-        assert ok, log
-        return managed
-
     # -- load and latency -------------------------------------------------
 
     def start_cyclictest(self, seconds, path="/tmp/cyclictest.json"):
@@ -240,6 +211,46 @@ def cyclictest_summary(data):
                 break
         out[thread.get("cpu")] = {"max": thread.get("max"), "p99": p99, "cycles": cycles}
     return out
+
+
+# Sysctls a parent profile sets that a PREEMPT_RT kernel does not have:
+# network-latency's kernel.numa_balancing (NUMA_BALANCING depends on
+# !PREEMPT_RT).  TuneD logs an ERROR for it at apply and fails its verify.
+ABSENT_ON_PREEMPT_RT = ("kernel.numa_balancing",)
+
+
+def managed_irq(g, irq):
+    """Whether the kernel owns IRQ `irq`'s affinity (a managed vector:
+    writing even its current mask back fails with EIO)."""
+    path = "/proc/irq/%d/smp_affinity" % int(irq)
+    rc, _ = g.run(["sh", "-c", 'cat "$1" > "$1"', "sh", path])
+    return rc != 0 and "Input/output error" in g.last_stderr
+
+
+def verify_on_preempt_rt(h):
+    """`tuned-adm verify` with stock TuneD on this PREEMPT_RT guest fails
+    on two kinds of lines that no profile can fix, and must fail on nothing
+    else: a parent's sysctl the kernel lacks (ABSENT_ON_PREEMPT_RT, the file
+    is missing) and, with the realtime parents' [scheduler], the block
+    device's managed vectors (not the NIC's; their affinity is the
+    kernel's, writes get EIO; --ignore-missing would skip only these).
+    Returns {failed item: why}; any other failure is an AssertionError."""
+    ok, log = h.verify()
+    why = {}
+    if ok:
+        return why
+    nic = {irq for irq, _ in h.g.nic_queue_interrupts().values()}
+    for item in re.findall(r"verify: failed: '([^']*)'", log):
+        irq = re.fullmatch(r"SMP affinity of IRQ (\d+)", item)
+        if irq and int(irq.group(1)) not in nic and managed_irq(h.g, int(irq.group(1))):
+            why[item] = "managed vector (EIO)"
+        elif (item in ABSENT_ON_PREEMPT_RT and
+              h.g.run(["test", "-e", "/proc/sys/" + item.replace(".", "/")])[0] != 0):
+            why[item] = "sysctl absent on PREEMPT_RT"
+        else:
+            raise AssertionError("verify failed on %r:\n%s" % (item, log))
+    assert why, log
+    return why
 
 
 def delta(after, before):
