@@ -359,6 +359,13 @@ build_set() {
 	t1=$(date +%s)
 	cs=$(ccache -s 2>/dev/null | grep -E '^ *(Hits|Misses):' | tr -s ' ' | tr '\n' ' ' || true)
 	log "kernel $name built in $(( t1 - t0 ))s (ccache: ${cs:-n/a})"
+	# An up-to-date tree relinks nothing: keep the artefacts and the info
+	# of the build that made them (its build_seconds is the real cost).
+	if cmp -s "$bdir/arch/x86/boot/bzImage" "$out/bzImage" &&
+		cmp -s "$bdir/.config" "$out/config"; then
+		log "artefacts in $out unchanged"
+		return 0
+	fi
 	mkdir -p "$out"
 	cp "$bdir/arch/x86/boot/bzImage" "$out/bzImage.tmp"
 	cp "$bdir/.config" "$out/config"
