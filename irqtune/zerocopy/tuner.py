@@ -221,7 +221,10 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
             return self.apply(ifname)
         target = self.targets.get(ifname, {})
         retuned = self.napi[ifname].apply_new(ifname) if ifname in self.napi else 0
-        if not (self.config.rules and target.get("reserved")):
+        if (not (self.config.rules and target.get("reserved"))
+                or "flow rules" in self.lacking.get(ifname, {})):
+            # nothing to put back; and a read that succeeds on a driver
+            # without flow rules must not clear that it has none
             return "%d NAPIs of reserved queues set again" % retuned if retuned else ""
         rules = self._rules(ifname)
         self._step(ifname, "flow rules", self._settle_pending_rules, rules,

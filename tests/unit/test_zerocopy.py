@@ -245,6 +245,11 @@ def test_unsupported_features_logged_once_and_the_rest_applies(tmp_path, caplog)
     # What one driver lacks is not the contract's `unsupported` (the kernel
     # cannot do it: every verify fails): the plugin base reads that one.
     assert tuner.unsupported == {}
+    # The periodic re-check finds no rule to put back and must not forget
+    # that the driver has no flow rules (the 7.2 lab's netdevsim: verify
+    # then called the rule "missing").
+    assert tuner.apply_new("eth0") == ""
+    assert "flow rules" in tuner.lacking["eth0"]
     checks = tuner.verify("eth0")
     assert [c.what for c in checks] == ["combined channels"] and checks[0].ok
     tuner.restore_all()
