@@ -219,12 +219,22 @@ def cyclictest_summary(data):
 ABSENT_ON_PREEMPT_RT = ("kernel.numa_balancing",)
 
 
+MASK_BACK = ("import errno, sys\n"
+             "p = sys.argv[1]\n"
+             "mask = open(p).read()\n"
+             "try:\n"
+             "    with open(p, 'w') as f:\n"
+             "        f.write(mask)\n"
+             "except OSError as e:\n"
+             "    sys.exit('EIO' if e.errno == errno.EIO else str(e))\n")
+
+
 def managed_irq(g, irq):
     """Whether the kernel owns IRQ `irq`'s affinity (a managed vector:
-    writing even its current mask back fails with EIO)."""
-    path = "/proc/irq/%d/smp_affinity" % int(irq)
-    rc, _ = g.run(["sh", "-c", 'cat "$1" > "$1"', "sh", path])
-    return rc != 0 and "Input/output error" in g.last_stderr
+    writing even its current mask back fails with EIO).  Not `cat f > f`:
+    GNU cat refuses when input and output are one file."""
+    rc, _ = g.run(["python3", "-c", MASK_BACK, "/proc/irq/%d/smp_affinity" % int(irq)])
+    return rc != 0 and g.last_stderr.strip() == "EIO"
 
 
 def verify_on_preempt_rt(h):
@@ -248,7 +258,9 @@ def verify_on_preempt_rt(h):
               h.g.run(["test", "-e", "/proc/sys/" + item.replace(".", "/")])[0] != 0):
             why[item] = "sysctl absent on PREEMPT_RT"
         else:
-            raise AssertionError("verify failed on %r:\n%s" % (item, log))
+            raise AssertionError("verify failed on %r (%s):\n%s" % (
+                item, h.sh("grep -E '^ *%s:' /proc/interrupts" % irq.group(1), check=False)
+                if irq else "", log))
     assert why, log
     return why
 
