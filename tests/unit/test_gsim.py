@@ -13,6 +13,7 @@ import json
 import logging
 import os
 import re
+import time
 
 import pytest
 
@@ -198,9 +199,17 @@ class FakeKernel:
 
     def switch(self, irq):
         # Read independently of the library's parser, which is under test.
-        with open(os.path.join(self.proc, "irq", str(irq), self.switch_name)) as f:
-            word = f.read().split()[0]
-        return {"1": True, "on": True, "0": False, "off": False}[word]
+        # The fake switch is a plain file: a read racing the plugin's
+        # watcher thread can find it truncated but not yet written (the
+        # kernel's procfs write is one call), which is "not written yet".
+        path = os.path.join(self.proc, "irq", str(irq), self.switch_name)
+        for _ in range(50):
+            with open(path) as f:
+                words = f.read().split()
+            if words:
+                return {"1": True, "on": True, "0": False, "off": False}[words[0]]
+            time.sleep(0.01)
+        raise AssertionError("%s stayed empty" % path)
 
     def switches(self, irqs):
         return {i: self.switch(i) for i in irqs}
