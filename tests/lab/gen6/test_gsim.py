@@ -605,15 +605,20 @@ def fixed_delay(g, irq):
         assert write_errno(g, "%s/%s" % (DIR, knob), value) == "OK"
 
 
+def held_rx_labtest(g, check):
+    """The lab module's `check` on the first rx vector, held by a fixed
+    delay: it answers "ok ..." and the kernel reports nothing."""
+    irq = sorted(rx_irqs(g))[0]
+    fixed_delay(g, irq)
+    result = labtest(g, "%s %d" % (check, irq))
+    assert result.startswith("ok "), result
+    assert kernel_problems(g) == []
+
+
 def test_held_delivery_replayed_after_enable_irq(gsim_guest):
     """An interrupt delivered while held, then disable_irq(): after the hold
     ended, enable_irq() must run its handler (IRQS_PENDING kept)."""
-    g = gsim_guest
-    irq = sorted(rx_irqs(g))[0]
-    fixed_delay(g, irq)
-    result = labtest(g, "replay %d" % irq)
-    assert result.startswith("ok "), result
-    assert kernel_problems(g) == []
+    held_rx_labtest(gsim_guest, "replay")
 
 
 def test_held_delivery_replayed_exactly_once(gsim_guest):
@@ -621,12 +626,7 @@ def test_held_delivery_replayed_exactly_once(gsim_guest):
     disable_irq(): the handler never runs while disabled and runs exactly
     once after enable_irq(). Fails on gsim-v2-lab (stale IRQS_REPLAY:
     enable_irq() replays nothing)."""
-    g = gsim_guest
-    irq = sorted(rx_irqs(g))[0]
-    fixed_delay(g, irq)
-    result = labtest(g, "replayonce %d" % irq)
-    assert result.startswith("ok "), result
-    assert kernel_problems(g) == []
+    held_rx_labtest(gsim_guest, "replayonce")
 
 
 def test_switch_off_while_held_then_delivery(gsim_guest, lab):
