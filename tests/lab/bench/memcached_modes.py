@@ -330,12 +330,13 @@ def summarise(runs, modes, loads):
     return cells
 
 
-def fmt(cell, key, scale=1.0, digits=0):
+def fmt(cell, key, scale=1.0, digits=0, between=".."):
+    """"median [min..max]" of a cell's key, "-" when it has none."""
     v = cell.get(key)
     if not v:
         return "-"
     f = "%%.%df" % digits
-    return (f + " [" + f + ".." + f + "]") % (v["median"] * scale, v["min"] * scale, v["max"] * scale)
+    return (f + " [" + f + between + f + "]") % (v["median"] * scale, v["min"] * scale, v["max"] * scale)
 
 
 def med(cell, key):
@@ -367,12 +368,6 @@ def table(cells, modes, loads):
 
 def markdown(cells, modes, loads):
     """The per-load tables of docs/benchmarks.md (median [min-max])."""
-    def spread(c, key, scale=1.0, digits=0):
-        v = c.get(key)
-        f = "%%.%df" % digits
-        return "-" if not v else (f + " [" + f + "-" + f + "]") % (
-            v["median"] * scale, v["min"] * scale, v["max"] * scale)
-
     def one(c, key, scale=1.0, digits=0):
         v = med(c, key)
         return "-" if v is None else ("%%.%df" % digits) % (v * scale)
@@ -388,8 +383,8 @@ def markdown(cells, modes, loads):
                 lines.append("| %s | 0 (%d failed) |%s" % (m, c["failed"], " - |" * 10))
                 continue
             lines.append("| %s | %d | %s | %s | %s | %s | %s | %s/%s | %s | %s | %s | %s |" % (
-                m, c["runs"], one(c, "qps"), one(c, "p50_us"), spread(c, "p99_us"),
-                spread(c, "ipr_serving", 1e-3, 1), one(c, "ipr_guest", 1e-3, 1),
+                m, c["runs"], one(c, "qps"), one(c, "p50_us"), fmt(c, "p99_us", between="-"),
+                fmt(c, "ipr_serving", 1e-3, 1, between="-"), one(c, "ipr_guest", 1e-3, 1),
                 one(c, "cpu_pct_serving"), one(c, "cpu_pct_guest"), one(c, "irqs_per_request", digits=2),
                 one(c, "busy_share", 100), one(c, "send_late_p99_us"), one(c, "gen_cpu_pct", digits=1)))
         lines.append("")
