@@ -144,20 +144,29 @@ def read_effective_affinity(irq, kfs=KFS):
     return parse_index_list("effective_affinity_list", text) if text else []
 
 
+# What write_irq_affinity() returns for an IRQ whose affinity user space may
+# not set (managed, per-CPU, or a chip without set_affinity): EPERM since
+# Linux 6.12 (commit eb29369fa543, "genirq/proc: Change the return value for
+# set affinity permission error"), EIO before.  Opening the file as non-root
+# fails earlier, with EACCES.
+KERNEL_OWNED_AFFINITY = (errno.EPERM, errno.EIO)
+
+
 def write_affinity(irq, cpus, kfs=KFS):
-    """Write smp_affinity_list; raises OSError (EIO: managed IRQ, EINVAL...)."""
+    """Write smp_affinity_list; raises OSError (KERNEL_OWNED_AFFINITY,
+    EINVAL...)."""
     kfs.write_text(kfs.irq_path(irq, "smp_affinity_list"), format_index_list(cpus))
 
 
 def affinity_error_reason(err):
     """Why an affinity write failed, in words for the log and verify."""
     code = getattr(err, "errno", None)
-    if code == errno.EIO:
-        return "managed IRQ: the kernel owns its affinity (EIO)"
+    if code in KERNEL_OWNED_AFFINITY:
+        return "managed IRQ: the kernel owns its affinity (%s)" % errno.errorcode[code]
     if code == errno.EINVAL:
         return "the CPU list is refused (EINVAL: offline CPUs, or none usable)"
-    if code in (errno.EPERM, errno.EACCES):
-        return "not permitted (%s)" % errno.errorcode[code]
+    if code == errno.EACCES:
+        return "not permitted (EACCES)"
     if code == errno.ENOSPC:
         return "no free vectors on the target CPUs (ENOSPC)"
     if code == errno.ENOENT:

@@ -14,8 +14,9 @@ channels are set, then the queue IRQs are looked up again (some drivers
 allocate new vectors) and made affine.  Restore runs the other way round:
 channels first, then the saved affinities.
 
-Refusals (EBUSY, EOPNOTSUPP, EINVAL from the driver; EIO from a managed
-IRQ) are logged once per device and cause and kept for verify.
+Refusals (EBUSY, EOPNOTSUPP, EINVAL from the driver; EPERM, or EIO before
+Linux 6.12, from a managed IRQ) are logged once per device and cause and
+kept for verify.
 
 Modules: config (the options), plan (channel counts for a device),
 counts (channel counts set/verified/restored), affinity (queue IRQ

@@ -6,7 +6,7 @@ import errno
 import logging
 
 from ..errors import OptionError
-from ..irqs import (affinity_error_reason, nic_queue_irqs, read_affinity,
+from ..irqs import (KERNEL_OWNED_AFFINITY, affinity_error_reason, nic_queue_irqs, read_affinity,
                     read_effective_affinity, write_affinity)
 from ..ledger import first, vector_keys
 from ..tuner import Check
@@ -137,7 +137,7 @@ class QueueAffinity:
                     write_affinity(q.irq, want, self.kfs)
                     restored += 1
             except OSError as err:
-                if err.errno != errno.EIO:     # managed: never changed by us
+                if err.errno not in KERNEL_OWNED_AFFINITY:   # managed: never changed by us
                     log.error("%s: IRQ %d (%s): cannot restore affinity %s: %s", ifname, q.irq,
                               q.name or "?", cpulist, affinity_error_reason(err))
             except OptionError as err:

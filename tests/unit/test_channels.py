@@ -261,13 +261,17 @@ def test_count_above_maximum_is_the_drivers_to_refuse(roots, caplog):
     assert bad[0].expected == 9 and "exceeds maximum" in bad[0].note
 
 
-def test_managed_irq_is_reported_once_and_judged_by_effective_affinity(roots, monkeypatch, caplog):
+# write_irq_affinity() refuses a managed IRQ with EPERM since Linux 6.12
+# (7.2.13's kernel/irq/proc.c), with EIO before.
+@pytest.mark.parametrize("refusal", [errno.EPERM, errno.EIO])
+def test_managed_irq_is_reported_once_and_judged_by_effective_affinity(roots, monkeypatch, caplog,
+                                                                        refusal):
     proc = roots[0]
     real_write = ch.affinity.write_affinity
 
     def managed_27(irq, cpus, kfs):
         if irq == 27:
-            raise OSError(errno.EIO, os.strerror(errno.EIO))
+            raise OSError(refusal, os.strerror(refusal))
         real_write(irq, cpus, kfs)
 
     monkeypatch.setattr(ch.affinity, "write_affinity", managed_27)
@@ -285,8 +289,14 @@ def test_managed_irq_is_reported_once_and_judged_by_effective_affinity(roots, mo
     with open(eff, "w") as f:
         f.write("1\n")              # isolcpus=managed_irq placed it on CPU 1
     assert all(c.ok for c in t.verify("eth0"))
-    t.restore_all()
-    assert affinity(proc, 27) == "2"
+    # The kernel moved the managed vector meanwhile (CPU hotplug): restore
+    # meets the refusal again and must not call it a failure of ours.
+    with open(os.path.join(proc, "irq/27/smp_affinity_list"), "w") as f:
+        f.write("1\n")
+    caplog.clear()
+    with caplog.at_level(logging.WARNING, logger="irqtune"):
+        t.restore_all()
+    assert "cannot restore" not in caplog.text, caplog.text
 
 
 def test_originals_survive_a_restart_through_the_state_file(roots):

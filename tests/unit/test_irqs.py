@@ -151,7 +151,8 @@ def test_affinity_read_write_on_fixture_files(tmp_path):
 
 @pytest.mark.parametrize("code,words", [
     (errno.EIO, "managed IRQ"), (errno.EINVAL, "EINVAL"), (errno.ENOSPC, "vectors"),
-    (errno.EPERM, "EPERM"), (errno.ENOENT, "gone"),
+    (errno.EPERM, "managed IRQ: the kernel owns its affinity (EPERM)"), (errno.EACCES, "EACCES"),
+    (errno.ENOENT, "gone"),
 ])
 def test_affinity_error_reasons(code, words):
     assert words in irqs.affinity_error_reason(OSError(code, os.strerror(code)))
