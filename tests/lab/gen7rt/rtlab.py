@@ -97,7 +97,29 @@ class RtHost(Host7):
         assert m, text
         return m.group(1).strip()
 
+    def tuned_version(self):
+        """(major, minor) of the TuneD in the guest."""
+        out = self.sh("python3 -c 'import tuned.version as v; "
+                      "print(v.TUNED_VERSION_MAJOR, v.TUNED_VERSION_MINOR)'")
+        return tuple(int(x) for x in out.split())
+
     # -- what the kernel shows -------------------------------------------
+
+    def affinity_write_errno(self, irq):
+        """The errno name the kernel answers when IRQ `irq`'s own
+        smp_affinity is written back to it (changes nothing when it is
+        accepted: then None)."""
+        script = ("import errno\n"
+                  "p = '/proc/irq/%d/smp_affinity'\n"
+                  "mask = open(p).read().strip()\n"
+                  "try:\n"
+                  "    with open(p, 'w') as f:\n"
+                  "        f.write(mask)\n"
+                  "    print('None')\n"
+                  "except OSError as e:\n"
+                  "    print(errno.errorcode[e.errno])\n" % irq)
+        out = self.sh("python3 -c %s" % shlex.quote(script)).strip()
+        return None if out == "None" else out
 
     def preempt_rt(self):
         return "PREEMPT_RT" in self.g.read_file("/proc/sys/kernel/version").split()
@@ -213,36 +235,78 @@ def cyclictest_summary(data):
     return out
 
 
+def placement_faults(placement, queues, preempt_rt):
+    """What of the NIC's placement could put work on an isolated CPU, as
+    ["<what>: <CPUs>", ...] (empty: none).  placement is irq_placement(),
+    queues is rps_xps().  Every queue vector counts, the switched-off
+    queues' too: smp_affinity and effective affinity (a move of an IRQ
+    that never fires again stays pending, so the effective one is read,
+    not assumed), and on PREEMPT_RT the IRQ thread's CPUs.  RPS of an rx
+    queue would raise NET_RX on its CPUs; XPS of a tx queue lists the CPUs
+    whose sends go to it.  (A kernel booted with isolcpus=domain refuses
+    RPS on isolated CPUs itself, with EINVAL; XPS it takes as given.)"""
+    isolated = set(ISOLATED)
+    faults = []
+    for name, (irq, smp, eff, thread) in sorted(placement.items()):
+        for what, cpulist in (("smp_affinity", smp), ("effective_affinity", eff)):
+            if cpus(cpulist) & isolated:
+                faults.append("%s (IRQ %d) %s: %s" % (name, irq, what, cpulist))
+        if preempt_rt and (thread is None or cpus(thread) & isolated):
+            faults.append("%s (IRQ %d) thread: %s" % (name, irq, thread))
+    for q, mask in sorted(queues.items()):
+        if mask and mask & isolated:
+            faults.append("%s %s: %s" % (q, "rps_cpus" if q.startswith("rx-") else "xps_cpus",
+                                         ",".join(map(str, sorted(mask)))))
+    return faults
+
+
 # Sysctls a parent profile sets that a PREEMPT_RT kernel does not have:
 # network-latency's kernel.numa_balancing (NUMA_BALANCING depends on
 # !PREEMPT_RT).  TuneD logs an ERROR for it at apply and fails its verify.
 ABSENT_ON_PREEMPT_RT = ("kernel.numa_balancing",)
 
+# The first TuneD whose [scheduler] takes EPERM from an IRQ affinity write
+# as "unchangeable" (upstream commit 00592c2); Linux 6.12 turned that
+# kernel answer from EIO into EPERM.
+TUNED_KNOWS_EPERM = (2, 28)
+
 
 def verify_on_preempt_rt(h):
     """`tuned-adm verify` with stock TuneD on this PREEMPT_RT guest fails
     on two kinds of lines that no profile can fix, and must fail on nothing
-    else: a parent's sysctl the kernel lacks (ABSENT_ON_PREEMPT_RT, the file
-    is missing) and, with the realtime parents' [scheduler], interrupts
-    whose affinity TuneD could not change when it applied the profile (the
-    block device's managed per-CPU vectors: EIO), which TuneD itself
-    records and `verify --ignore-missing` skips.  Never a NIC queue IRQ.
-    Open (2026-11-25): in the 7.2-lab-rt guest the two virtio-blk request
-    vectors of the isolated CPUs still failed with --ignore-missing, so
-    this check fails there; why TuneD did not record them is not known.
-    Returns {failed item: why}; any other failure is an AssertionError."""
+    else.  Returns {failed item: why}; any other failure is an
+    AssertionError.
+
+    - A parent's sysctl the kernel lacks (ABSENT_ON_PREEMPT_RT, the file
+      is missing).
+    - With the realtime parents' [scheduler]: an interrupt the kernel
+      will not let user space move (a managed vector: the block device's
+      request vector of an isolated CPU), never one of the NIC's.  TuneD
+      records such an IRQ as unchangeable and `verify --ignore-missing`
+      skips it - when the write fails with EIO.  Since Linux 6.12 it fails
+      with EPERM, which TuneD knows only from 2.28 on
+      (TUNED_KNOWS_EPERM); before that the line fails with
+      --ignore-missing too.  It is accepted then only if the kernel
+      refuses, right now, a write of the IRQ's own mask with EPERM."""
     ok, log = h.verify()
     why = {}
     if ok:
         return why
     _, log_ignoring = h.verify("--ignore-missing")
-    still = set(re.findall(r"verify: failed: '([^']*)'", log_ignoring))
+    still = set(failed_items(log_ignoring))
     nic = {irq for irq, _ in h.g.nic_queue_interrupts().values()}
-    for item in re.findall(r"verify: failed: '([^']*)'", log):
+    for item in failed_items(log):
         irq = re.fullmatch(r"SMP affinity of IRQ (\d+)", item)
-        if irq and int(irq.group(1)) not in nic and item not in still:
-            why[item] = "unchangeable when TuneD applied it: %s" % h.sh(
-                "grep -E '^ *%s:' /proc/interrupts | awk '{print $NF}'" % irq.group(1)).strip()
+        if irq and int(irq.group(1)) not in nic:
+            n = int(irq.group(1))
+            name = h.sh("grep -E '^ *%d:' /proc/interrupts | awk '{print $NF}'" % n).strip()
+            if item not in still:
+                why[item] = "%s: TuneD recorded it as unchangeable" % name
+            elif h.tuned_version() < TUNED_KNOWS_EPERM and h.affinity_write_errno(n) == "EPERM":
+                why[item] = "%s: managed, refused with EPERM (TuneD %s knows only EIO)" % (
+                    name, ".".join(map(str, h.tuned_version())))
+            else:
+                raise AssertionError("verify failed on %r (%s):\n%s" % (item, name, log))
         elif (item in ABSENT_ON_PREEMPT_RT and
               h.g.run(["test", "-e", "/proc/sys/" + item.replace(".", "/")])[0] != 0):
             why[item] = "sysctl absent on PREEMPT_RT"
@@ -250,6 +314,10 @@ def verify_on_preempt_rt(h):
             raise AssertionError("verify failed on %r:\n%s" % (item, log))
     assert why, log
     return why
+
+
+def failed_items(log):
+    return re.findall(r"verify: failed: '([^']*)'", log)
 
 
 def delta(after, before):

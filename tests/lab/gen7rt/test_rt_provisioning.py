@@ -39,7 +39,7 @@ import pytest
 
 import labvm
 from rtlab import (FLAVOUR, HOUSEKEEPING, ISOLATED, KERNEL, STOCK, RtHost, cpus, delta,
-                   verify_on_preempt_rt)
+                   placement_faults, verify_on_preempt_rt)
 
 WINDOW = 20            # seconds of load, cyclictest runs 4 s longer
 MEMCACHED_RATE = 3000  # requests/s from the host
@@ -117,16 +117,12 @@ def test_second_boot_with_those_arguments_verifies(rt):
 
 def check_housekeeping_placement(h):
     """Every queue IRQ affine and effective on the housekeeping CPUs, its
-    IRQ thread (PREEMPT_RT) allowed only there, no RPS on an isolated CPU."""
+    IRQ thread (PREEMPT_RT) allowed only there, no RPS or XPS naming an
+    isolated CPU (rtlab.placement_faults)."""
     placement = h.irq_placement()
     assert placement, "no queue IRQs of %s" % h.nic
-    for name, (irq, smp, eff, thread) in placement.items():
-        assert cpus(smp) <= set(HOUSEKEEPING), (name, placement)
-        assert cpus(eff) <= set(HOUSEKEEPING), (name, placement)
-        if h.preempt_rt():
-            assert thread is not None and cpus(thread) <= set(HOUSEKEEPING), (name, placement)
-    rps = {q: c for q, c in h.rps_xps().items() if q.startswith("rx-")}
-    assert all(not (c & set(ISOLATED)) for c in rps.values()), rps
+    faults = placement_faults(placement, h.rps_xps(), h.preempt_rt())
+    assert not faults, (faults, placement)
 
 
 def measure(h, profile):
@@ -161,6 +157,7 @@ def print_measurement(profile, r):
               % (cpu, lat["max"], lat["p99"], lat["cycles"]))
     print("queue IRQs (irq, smp, effective, thread):", r["placement"])
     print("rps/xps:", {q: sorted(v) if v is not None else None for q, v in r["rps_xps"].items()})
+    print("placement on isolated CPUs:", placement_faults(r["placement"], r["rps_xps"], True))
 
 
 def on_isolated(counts, key):
