@@ -72,6 +72,13 @@ def kernel_info(kernel="lab"):
     return info
 
 
+def mask_cpus(text):
+    """{cpus} of a kernel hex CPU mask such as rps_cpus or xps_cpus
+    ("0", "c", "00000000,00000003")."""
+    value = int(text.strip().replace(",", "") or "0", 16)
+    return {cpu for cpu in range(value.bit_length()) if value >> cpu & 1}
+
+
 def generation(kernel):
     """7 for the Linux 7.2 kernels ("7.2-..."), else 6."""
     return 7 if str(kernel).startswith("7.") else 6

@@ -108,17 +108,11 @@ def vector_violations(g):
     # virtio_net's own XPS maps (the series leaves isolated transmitters
     # out of them, and says so): no tx queue names an isolated CPU
     for q in range(current):
-        xps = xps_cpus(g, q)
+        xps = labvm.mask_cpus(g.read_file("/sys/class/net/%s/queues/tx-%d/xps_cpus" % (g.nic, q)))
         if xps & ISOLATED:
             bad.append("tx-%d xps_cpus %s" % (q, sorted(xps)))
     return bad
 
-
-def xps_cpus(g, queue):
-    """The CPUs of /sys/class/net/<nic>/queues/tx-<queue>/xps_cpus (a hex mask)."""
-    text = g.read_file("/sys/class/net/%s/queues/tx-%d/xps_cpus" % (g.nic, queue))
-    mask = int(text.strip().replace(",", "") or "0", 16)
-    return {cpu for cpu in range(mask.bit_length()) if mask >> cpu & 1}
 
 
 @pytest.fixture

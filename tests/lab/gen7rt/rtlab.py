@@ -38,12 +38,6 @@ def cpus(text):
     return out
 
 
-def mask_cpus(text):
-    """{cpus} of a hex CPU mask such as rps_cpus ("0", "c", "00000003")."""
-    value = int(text.strip().replace(",", "") or "0", 16)
-    return {i for i in range(64) if value >> i & 1}
-
-
 class RtHost(Host7):
     """A Host7 that survives reboots: see the module docstring."""
 
@@ -164,7 +158,7 @@ class RtHost(Host7):
         for q in self.sh("ls %s" % base).split():
             name = "rps_cpus" if q.startswith("rx-") else "xps_cpus"
             rc, text = self.g.run(["cat", "%s/%s/%s" % (base, q, name)])
-            out[q] = mask_cpus(text) if rc == 0 else None
+            out[q] = labvm.mask_cpus(text) if rc == 0 else None
         return out
 
     def nic_interrupts(self):
@@ -295,6 +289,7 @@ def verify_on_preempt_rt(h):
     _, log_ignoring = h.verify("--ignore-missing")
     still = set(failed_items(log_ignoring))
     nic = {irq for irq, _ in h.g.nic_queue_interrupts().values()}
+    tuned = h.tuned_version()
     for item in failed_items(log):
         irq = re.fullmatch(r"SMP affinity of IRQ (\d+)", item)
         if irq and int(irq.group(1)) not in nic:
@@ -302,9 +297,9 @@ def verify_on_preempt_rt(h):
             name = h.sh("grep -E '^ *%d:' /proc/interrupts | awk '{print $NF}'" % n).strip()
             if item not in still:
                 why[item] = "%s: TuneD recorded it as unchangeable" % name
-            elif h.tuned_version() < TUNED_KNOWS_EPERM and h.affinity_write_errno(n) == "EPERM":
+            elif tuned < TUNED_KNOWS_EPERM and h.affinity_write_errno(n) == "EPERM":
                 why[item] = "%s: managed, refused with EPERM (TuneD %s knows only EIO)" % (
-                    name, ".".join(map(str, h.tuned_version())))
+                    name, ".".join(map(str, tuned)))
             else:
                 raise AssertionError("verify failed on %r (%s):\n%s" % (item, name, log))
         elif (item in ABSENT_ON_PREEMPT_RT and
