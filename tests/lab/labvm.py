@@ -72,6 +72,17 @@ def kernel_info(kernel="lab"):
     return info
 
 
+def cpu_list(text):
+    """{cpus} of a kernel CPU list such as smp_affinity_list or
+    /sys/devices/system/cpu/isolated ("0-1,3", "" for none)."""
+    cpus = set()
+    for part in text.strip().split(","):
+        if part:
+            lo, _, hi = part.partition("-")
+            cpus.update(range(int(lo), int(hi or lo) + 1))
+    return cpus
+
+
 def mask_cpus(text):
     """{cpus} of a kernel hex CPU mask such as rps_cpus or xps_cpus
     ("0", "c", "00000000,00000003")."""

@@ -33,20 +33,6 @@ def base_kernel(kernel):
     return "7.2-base" if labvm.generation(kernel) == 7 else "base"
 
 
-def cpu_list(text):
-    """Parse a kernel CPU list ("0-1,3") into a set."""
-    cpus = set()
-    for part in text.strip().split(","):
-        if not part:
-            continue
-        if "-" in part:
-            lo, hi = part.split("-")
-            cpus.update(range(int(lo), int(hi) + 1))
-        else:
-            cpus.add(int(part))
-    return cpus
-
-
 def channels(g):
     """(max combined, current combined) from ethtool -l."""
     rc, out = g.run(["ethtool", "-l", g.nic])
@@ -57,8 +43,8 @@ def channels(g):
 
 
 def affinity(g, irq):
-    smp = cpu_list(g.read_file("/proc/irq/%d/smp_affinity_list" % irq))
-    eff = cpu_list(g.read_file("/proc/irq/%d/effective_affinity_list" % irq))
+    smp = labvm.cpu_list(g.read_file("/proc/irq/%d/smp_affinity_list" % irq))
+    eff = labvm.cpu_list(g.read_file("/proc/irq/%d/effective_affinity_list" % irq))
     return smp, eff
 
 
@@ -74,9 +60,9 @@ def default_queues(g):
         if key == "rss_queues":
             out[key] = int(value)
         elif key == "cpus":
-            out[key] = cpu_list(value)
+            out[key] = labvm.cpu_list(value)
         elif key == "napi_config":
-            out[key].append(cpu_list(value.split("affinity", 1)[1]))
+            out[key].append(labvm.cpu_list(value.split("affinity", 1)[1]))
     return out
 
 
@@ -87,7 +73,7 @@ def vector_violations(g):
     vectors are allocated on housekeeping CPUs when requested, so none
     waits for a first interrupt to leave an isolated CPU."""
     bad = []
-    isolated = cpu_list(g.read_file("/sys/devices/system/cpu/isolated"))
+    isolated = labvm.cpu_list(g.read_file("/sys/devices/system/cpu/isolated"))
     if isolated != ISOLATED:
         bad.append("guest isolated CPUs are %s, expected %s" % (sorted(isolated), sorted(ISOLATED)))
     maximum, current = channels(g)
@@ -204,7 +190,7 @@ def test_managed_irq_isolation_keeps_todays_defaults(lab):
 
 def test_unisolated_boot_uses_all_cpus(lab):
     g = lab.get(cmdline="")
-    assert cpu_list(g.read_file("/sys/devices/system/cpu/isolated")) == set()
+    assert labvm.cpu_list(g.read_file("/sys/devices/system/cpu/isolated")) == set()
     maximum, current = channels(g)
     assert (maximum, current) == (labvm.NIC_QUEUES, labvm.NIC_QUEUES)
     irqs = g.nic_queue_interrupts()
@@ -228,6 +214,6 @@ def test_unpatched_kernel_differs(lab):
     assert any("combined channels" in b for b in bad)
     assert any("smp_affinity_list" in b for b in bad)
     assert any("xps_cpus" in b for b in bad)
-    assert cpu_list(g.read_file("/sys/devices/system/cpu/isolated")) == ISOLATED
+    assert labvm.cpu_list(g.read_file("/sys/devices/system/cpu/isolated")) == ISOLATED
     rc, log = g.run(["dmesg"])
     assert "isolcpus: Skipped unknown flag io_queue" in log

@@ -27,17 +27,6 @@ FLAVOUR = "realtime-virtual-host-irqtune"
 STOCK = "realtime-virtual-host"
 
 
-def cpus(text):
-    """{2, 3} from "2-3" / "2,3" / "" (a kernel cpulist)."""
-    out = set()
-    for part in text.strip().split(","):
-        if not part:
-            continue
-        lo, _, hi = part.partition("-")
-        out.update(range(int(lo), int(hi or lo) + 1))
-    return out
-
-
 class RtHost(Host7):
     """A Host7 that survives reboots: see the module docstring."""
 
@@ -243,9 +232,9 @@ def placement_faults(placement, queues, preempt_rt):
     faults = []
     for name, (irq, smp, eff, thread) in sorted(placement.items()):
         for what, cpulist in (("smp_affinity", smp), ("effective_affinity", eff)):
-            if cpus(cpulist) & isolated:
+            if labvm.cpu_list(cpulist) & isolated:
                 faults.append("%s (IRQ %d) %s: %s" % (name, irq, what, cpulist))
-        if preempt_rt and (thread is None or cpus(thread) & isolated):
+        if preempt_rt and (thread is None or labvm.cpu_list(thread) & isolated):
             faults.append("%s (IRQ %d) thread: %s" % (name, irq, thread))
     for q, mask in sorted(queues.items()):
         if mask and mask & isolated:

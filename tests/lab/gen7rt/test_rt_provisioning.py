@@ -38,7 +38,7 @@ import shutil
 import pytest
 
 import labvm
-from rtlab import (FLAVOUR, HOUSEKEEPING, ISOLATED, KERNEL, STOCK, RtHost, cpus, delta,
+from rtlab import (FLAVOUR, HOUSEKEEPING, ISOLATED, KERNEL, STOCK, RtHost, delta,
                    placement_faults, verify_on_preempt_rt)
 
 WINDOW = 20            # seconds of load, cyclictest runs 4 s longer
@@ -108,8 +108,8 @@ def test_second_boot_with_those_arguments_verifies(rt):
     h.wait_tuned_applied(h.applied)
     booted = h.proc_cmdline()
     assert all(a in booted for a in h.flavour_args.split()), (h.flavour_args, booted)
-    assert cpus(h.g.read_file("/sys/devices/system/cpu/isolated")) == set(ISOLATED)
-    assert cpus(h.g.read_file("/sys/devices/system/cpu/nohz_full")) == set(ISOLATED)
+    assert labvm.cpu_list(h.g.read_file("/sys/devices/system/cpu/isolated")) == set(ISOLATED)
+    assert labvm.cpu_list(h.g.read_file("/sys/devices/system/cpu/nohz_full")) == set(ISOLATED)
     assert h.channels() == len(HOUSEKEEPING)
     check_housekeeping_placement(h)
     print("verify failed only where no profile can help:", verify_on_preempt_rt(h))
@@ -206,7 +206,7 @@ def test_stock_profile_measured_side_by_side(rt):
             # its [scheduler] moves the active queues' IRQs; the vectors of
             # the queues switched off may stay on isolated CPUs, silent.
             active = h.channels()
-            effective = {name: cpus(eff) for name, (_, _, eff, _) in r["placement"].items()
+            effective = {name: labvm.cpu_list(eff) for name, (_, _, eff, _) in r["placement"].items()
                          if int(name.rpartition(".")[2]) < active}
             print("stock realtime-virtual-host left no NIC work on CPUs 2-3: its [net] unit cut "
                   "%s to %d channels and the active queues' IRQs are effective on %s; RPS %s"
