@@ -280,12 +280,19 @@ KERNEL_REPORT = re.compile(
     r"irq \d+: nobody cared|Call Trace:")
 
 
-def kernel_problems(g):
-    """The report lines of the guest's kernel log; the log from the first
-    report on is printed, so that a failure shows the whole splat."""
+def kernel_log(g):
     rc, out = g.run(["dmesg"])
     assert rc == 0, g.last_stderr
-    lines = out.splitlines()
+    return out.splitlines()
+
+
+def kernel_problems(g, since=0):
+    """The report lines of the guest's kernel log from line `since` on (all
+    of it if the log wrapped since); the log from the first report on is
+    printed, so that a failure shows the whole splat."""
+    lines = kernel_log(g)
+    if len(lines) >= since:
+        lines = lines[since:]
     found = [n for n, ln in enumerate(lines) if KERNEL_REPORT.search(ln)]
     if found:
         print("kernel log from the first report on:\n  " +
@@ -454,7 +461,13 @@ def lower(rate, low, high, factor=1.25):
     return None
 
 
-def assert_rounds(verdicts, noise):
+def assert_rounds(g, verdicts, noise):
+    if g.kernel.endswith("-debug"):
+        # Under KASAN and lockdep the emulated guest's unmoderated rates
+        # moved tenfold between floods (23 to 293 irq/s): such a run is for
+        # the checkers (the fixture fails on any report), not the rates.
+        pytest.skip("rates not judged on a KASAN + lockdep kernel (verdicts %s%s)"
+                    % (verdicts, "; " + "; ".join(noise) if noise else ""))
     if not verdicts:
         pytest.skip("too noisy to judge: " + "; ".join(noise))
     assert sum(verdicts) * 2 > len(verdicts), \
@@ -484,9 +497,14 @@ def gsim_guest(guest):
         _FIRST_SEEN[key] = snapshot(guest, irqs)
     guest.gsim_first_seen = _FIRST_SEEN[key]
     reset(guest, irqs)
+    log_lines = len(kernel_log(guest))
     yield guest
     if guest.alive():
         reset(guest, irqs)
+        # Every test is also a probe for the kernel's checkers (KASAN and
+        # lockdep on the -debug kernels, the lockup detectors on all).
+        assert kernel_problems(guest, since=log_lines) == [], \
+            "the kernel reported problems during the test"
 
 
 def test_interface_files_exist(gsim_guest):
@@ -574,6 +592,12 @@ def test_flood_is_moderated_and_off_restores(gsim_guest):
         ([("delay_us", 0)], False)])
     print("\nGSIM receive interrupt rates [unmoderated, 500us max + target 1000/s, "
           "off again] (%d rx vectors, %d pkt/s)" % (len(irqs), per_round[0][0]["pps"]))
+    unmoderated = [round(r[i]["rate"]) for r in per_round for i in (0, 2)]
+    if max(unmoderated) < 1000:
+        # The KASAN + lockdep guest (600 pkt/s raised 350-490 irq/s):
+        # adaptive mode rightly holds nothing under its target.
+        pytest.skip("unmoderated the guest raised %s irq/s, under the 1000/s target: "
+                    "nothing to moderate on this machine" % unmoderated)
 
     def check(results, low, high):
         held = sum(results[1]["holds"].get(i, 0) for i in irqs)
@@ -583,7 +607,7 @@ def test_flood_is_moderated_and_off_restores(gsim_guest):
         return lower(results[1]["rate"], low, high)
     verdicts, noise = judge(per_round, [0, 2], check)
     print_stats("stats during the last moderated flood", per_round[-1][1]["stats"])
-    assert_rounds(verdicts, noise)
+    assert_rounds(g, verdicts, noise)
 
 
 def test_every_packet_received_while_moderated(gsim_guest):
@@ -1004,7 +1028,11 @@ def test_first_interrupts_after_idle_not_delayed(gsim_guest):
                         ("target_intr_rate", 1000), ("delay_us", 500)):
         assert write_errno(g, "%s/%s" % (DIR, knob), value) == "OK"
     r = flood_rate(g, sample_stats_after=2, pps=host_pps(g))
-    assert any(row["delay_ns"] > 0 for row in parse_stats(r["stats"])), r["stats"]
+    if not any(row["delay_ns"] > 0 for row in parse_stats(r["stats"])):
+        if r["rate"] < 1000:
+            pytest.skip("the flood raised %d irq/s, under the 1000/s target: no delay "
+                        "to decay on this machine" % r["rate"])
+        pytest.fail("%d irq/s over a 1000/s target and no delay: %s" % (r["rate"], r["stats"]))
     time.sleep(1)
     before = irq_holds(g)
     rc, out = g.host_run(pacer_argv(g, 20, 1, 1), timeout=30)
@@ -1035,7 +1063,7 @@ def test_hardirq_target_moderates(gsim_guest):
         return lower(results[1]["rate"], low, high)
     verdicts, noise = judge(per_round, [0, 2], check)
     print_stats("stats, hardirq_percent 1", per_round[-1][1]["stats"])
-    assert_rounds(verdicts, noise)
+    assert_rounds(g, verdicts, noise)
 
 
 def test_adaptive_idle_below_target_and_fixed_mode(gsim_guest):
@@ -1063,7 +1091,7 @@ def test_adaptive_idle_below_target_and_fixed_mode(gsim_guest):
     verdicts, noise = judge(per_round, [0, 3], check)
     print_stats("stats, target above the load", per_round[-1][1]["stats"])
     print_stats("stats, fixed delay", per_round[-1][2]["stats"])
-    assert_rounds(verdicts, noise)
+    assert_rounds(g, verdicts, noise)
 
 
 def test_down_unbind_hotplug_under_fixed_delay_flood(gsim_guest, lab):
