@@ -2,7 +2,10 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Boot a lab guest, show a few facts (or run commands), power it off.
 
-    boot.py [--kernel lab|base] [--cmdline "..."] [-- argv...]
+    boot.py [--kernel lab|base] [--cmdline "..."] [--check-log] [-- argv...]
+
+--check-log: exit 1 if the kernel log has a report (labvm.KERNEL_REPORT)
+by the time the commands ran; check-series.sh boots each prefix so.
 """
 import argparse
 import logging
@@ -19,6 +22,8 @@ def main():
     ap.add_argument("--kernel", default="lab")
     ap.add_argument("--cmdline", default=labvm.DEFAULT_ISOLATION)
     ap.add_argument("--timeout", type=float, default=120)
+    ap.add_argument("--check-log", action="store_true",
+                    help="fail on a warning, oops, KASAN or lockdep report in the kernel log")
     ap.add_argument("argv", nargs="*", help="command to run in the guest")
     a = ap.parse_args()
     logging.basicConfig(level=logging.INFO, format="%(name)s: %(message)s")
@@ -43,6 +48,12 @@ def main():
             sys.stdout.write(out + g.last_stderr)
             if rc:
                 print("(exit %d)" % rc)
+        if a.check_log:
+            _, log = g.run(["dmesg"], timeout=a.timeout)
+            reports = [ln for ln in log.splitlines() if labvm.KERNEL_REPORT.search(ln)]
+            print("kernel log: %d lines, %d reports%s" % (len(log.splitlines()), len(reports),
+                  "".join("\n  " + ln for ln in reports)))
+            rc = rc or (1 if reports else 0)
     finally:
         g.shutdown()
     print("total %.1fs" % (time.monotonic() - t0))

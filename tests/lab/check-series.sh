@@ -14,7 +14,10 @@
 #     are reported as skipped. LAB_CHECK_FULL=1 compares a whole W=1
 #     bzImage build instead (slow the first time, ccached afterwards).
 # Then the same W=1 build after each shorter prefix of the series (patches
-# 1..k), so every patch builds on its own.
+# 1..k), so every patch builds on its own. LAB_CHECK_BOOT=1 also builds a
+# bzImage of every prefix and of the whole series (lab configuration, no
+# W=1) and boots it in a guest (boot.py --check-log): it must reach the
+# agent with no warning, oops, KASAN or lockdep report in its log.
 # LAB_GEN=7 checks kernel-patches/7.2/* on the Linux 7.2 tree the same way.
 # A series whose series file says "# needs: A,B" (lab-only additions such as
 # gsim-lab) is checked on top of those series instead of the pristine base.
@@ -69,6 +72,28 @@ object_of() {
 		c=$dir/$(basename "$includer")
 	fi
 	echo "${c%.c}.o"
+}
+
+# Build the checked-out tree's bzImage and boot it as kernel
+# ${NAME_PREFIX}check-SERIES-K; "boots" means the guest agent answered and
+# the kernel log has no report.
+boot_check() {
+	local s=$1 k=$2 set=$3 log=$4 name=${NAME_PREFIX}check-$1-$2 bdir=$BDIR-boot
+	configure "$set" "$bdir"
+	if ! make -C "$TREE" O="$bdir" "${MAKEVARS[@]}" -j"$JOBS" bzImage >"$log/boot-build-$k.log" 2>&1; then
+		echo "  FAIL: bzImage with patches 1-$k does not build (log $log/boot-build-$k.log)"
+		return 1
+	fi
+	mkdir -p "$LAB_CACHE/out/$name"
+	cp "$bdir/arch/x86/boot/bzImage" "$LAB_CACHE/out/$name/bzImage"
+	if LAB_CACHE=$LAB_CACHE python3 "$HERE/boot.py" --kernel "$name" --check-log \
+		>"$log/boot-$k.log" 2>&1; then
+		echo "  boot with patches 1-$k: $(sed -n 's/^booted .* in \([0-9.]*s\).*/\1 to the agent/p' "$log/boot-$k.log"), $(grep '^kernel log:' "$log/boot-$k.log")"
+	else
+		echo "  FAIL: boot with patches 1-$k (log $log/boot-$k.log):"
+		grep -E '^kernel log:|^  |Error|error' "$log/boot-$k.log" | head -n 20 | sed 's/^/    /'
+		return 1
+	fi
 }
 
 check_one() {
@@ -164,8 +189,14 @@ check_one() {
 				grep -E 'error' "$log/w1-patch$k.log" | head -n 20 | sed 's/^/    /'
 				rc=1
 			fi
+			if [ "${LAB_CHECK_BOOT:-0}" = 1 ]; then
+				boot_check "$s" "$k" "$set" "$log" || rc=1
+			fi
 		done
 		checkout_set "$set" >/dev/null 2>&1
+		if [ "${LAB_CHECK_BOOT:-0}" = 1 ]; then
+			boot_check "$s" "$total" "$set" "$log" || rc=1
+		fi
 	fi
 	if [ $rc = 0 ]; then
 		echo "PASS $s"

@@ -72,6 +72,15 @@ def kernel_info(kernel="lab"):
     return info
 
 
+# Kernel reports: warnings, oopses, KASAN, lockdep (its reports start with
+# "WARNING: possible ...", "BUG: ..." or "INFO: ..."), RCU and might_sleep
+# splats, and the spurious-interrupt detector.
+KERNEL_REPORT = re.compile(
+    r"WARNING:|BUG:|Oops|INFO: |KASAN|circular locking|lock state|recursive locking|"
+    r"DEBUG_LOCKS_WARN_ON|suspicious RCU|sleeping function called|"
+    r"irq \d+: nobody cared|Call Trace:")
+
+
 def cpu_list(text):
     """{cpus} of a kernel CPU list such as smp_affinity_list or
     /sys/devices/system/cpu/isolated ("0-1,3", "" for none)."""

@@ -271,15 +271,6 @@ def delivered(g, pps=3000, seconds=2, flows=16):
     return (udp_noports(g) - before) / max(sent, 1), sent
 
 
-# Kernel reports: warnings, oopses, KASAN, lockdep (its reports start with
-# "WARNING: possible ...", "BUG: ..." or "INFO: ..."), RCU and might_sleep
-# splats, and the spurious-interrupt detector.
-KERNEL_REPORT = re.compile(
-    r"WARNING:|BUG:|Oops|INFO: |KASAN|circular locking|lock state|recursive locking|"
-    r"DEBUG_LOCKS_WARN_ON|suspicious RCU|sleeping function called|"
-    r"irq \d+: nobody cared|Call Trace:")
-
-
 def kernel_log(g):
     rc, out = g.run(["dmesg"])
     assert rc == 0, g.last_stderr
@@ -293,7 +284,7 @@ def kernel_problems(g, since=0):
     lines = kernel_log(g)
     if len(lines) >= since:
         lines = lines[since:]
-    found = [n for n, ln in enumerate(lines) if KERNEL_REPORT.search(ln)]
+    found = [n for n, ln in enumerate(lines) if labvm.KERNEL_REPORT.search(ln)]
     if found:
         print("kernel log from the first report on:\n  " +
               "\n  ".join(lines[found[0]:found[0] + 120]))
