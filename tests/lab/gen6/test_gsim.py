@@ -960,9 +960,15 @@ def interval_rates(g, irqs, seconds, step=0.5):
     return rates
 
 
+# The adaptive loop's dead band (patch 5): it lengthens the delay over the
+# target, shortens it only below 7/8 of it, and keeps it in between.
+DEAD_BAND_LOW = 7 / 8
+
+
 def test_control_loop_settles_at_target(gsim_guest):
     """Constant offered load above the target: after a second the rate
-    stays within 10 % of target_intr_rate, step to step spread printed."""
+    stays in the loop's dead band [7/8 target, target], give or take 10 %
+    of measurement, step to step spread printed."""
     g = gsim_guest
     irqs = sorted(rx_irqs(g))
     allow(g, irqs)
@@ -984,7 +990,10 @@ def test_control_loop_settles_at_target(gsim_guest):
             break
     else:
         pytest.skip("too noisy to judge: " + "; ".join(seen))
-    if low < 1.5 * floor:
+    # Room for a judgement: with the unmoderated rate at least twice the
+    # floor, the floor is at most 2/3 of the target and the unmoderated
+    # rate at least 4/3, both outside what the assertion below accepts.
+    if low < 2 * floor:
         pytest.skip("too slow to judge: %s leave no room for a target between them" % seen[-1])
     base = low
     target = int(floor + 0.5 * (low - floor))
@@ -1005,7 +1014,9 @@ def test_control_loop_settles_at_target(gsim_guest):
     print("mean %.0f (%.1f %% of target), step-to-step spread mean %.0f max %.0f irq/s"
           % (mean, 100 * mean / target, sum(steps) / len(steps), max(steps)))
     print_stats("stats", read_stats(g))
-    assert abs(mean - target) <= 0.1 * target, (mean, target)
+    # A loop that does not adapt stays at the unmoderated rate or at the
+    # floor: outside this.
+    assert 0.9 * DEAD_BAND_LOW * target <= mean <= 1.1 * target, (mean, target)
     assert max(steps) <= 0.5 * target, "oscillates: %s" % samples
 
 
