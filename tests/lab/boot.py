@@ -50,8 +50,9 @@ def main():
                 print("(exit %d)" % rc)
         if a.check_log:
             _, log = g.run(["dmesg"], timeout=a.timeout)
-            reports = [ln for ln in log.splitlines() if labvm.KERNEL_REPORT.search(ln)]
-            print("kernel log: %d lines, %d reports%s" % (len(log.splitlines()), len(reports),
+            lines = log.splitlines()
+            reports = [lines[n] for n in labvm.kernel_reports(lines)]
+            print("kernel log: %d lines, %d reports%s" % (len(lines), len(reports),
                   "".join("\n  " + ln for ln in reports)))
             rc = rc or (1 if reports else 0)
     finally:

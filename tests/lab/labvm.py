@@ -81,6 +81,11 @@ KERNEL_REPORT = re.compile(
     r"irq \d+: nobody cared|Call Trace:")
 
 
+def kernel_reports(lines):
+    """Indices of the report lines (KERNEL_REPORT) among kernel log lines."""
+    return [n for n, ln in enumerate(lines) if KERNEL_REPORT.search(ln)]
+
+
 def cpu_list(text):
     """{cpus} of a kernel CPU list such as smp_affinity_list or
     /sys/devices/system/cpu/isolated ("0-1,3", "" for none)."""

@@ -284,7 +284,7 @@ def kernel_problems(g, since=0):
     lines = kernel_log(g)
     if len(lines) >= since:
         lines = lines[since:]
-    found = [n for n, ln in enumerate(lines) if labvm.KERNEL_REPORT.search(ln)]
+    found = labvm.kernel_reports(lines)
     if found:
         print("kernel log from the first report on:\n  " +
               "\n  ".join(lines[found[0]:found[0] + 120]))
