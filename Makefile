@@ -37,17 +37,22 @@ RPM_TEST_DEPS := python3-pytest rpm-build rpmlint groff-base memcached pyproject
 	pcp pcp-pmda-openmetrics golang-github-prometheus golang-github-prometheus-node-exporter
 
 # $(call install-packages,DEBIAN PACKAGES,RPM PACKAGES)
-# On a host without systemd as PID 1 (containers, CI) some maintainer
-# scripts (pcp's) call `systemctl daemon-reload` and fail the install: a
-# systemctl that does nothing stands in for it there, only for apt-get.
+# On a host where systemd is installed but not PID 1 (containers, CI, a
+# host where TuneD pulled systemd in) maintainer scripts that call
+# `systemctl daemon-reload` (pcp's) fail the install: a systemctl that
+# does nothing stands in for it there.  APT runs dpkg with a PATH of its
+# own (DPkg::Path), so the stand-in goes onto that PATH; `dpkg --configure
+# -a` finishes a package an earlier install left half-configured.
 install-packages = \
 	if command -v apt-get >/dev/null; then \
-		dpkg -s $(1) >/dev/null 2>&1 || { \
-		shim=$$(mktemp -d) && \
+		shim=$$(mktemp -d) && chmod 0755 $$shim && dpath=/usr/sbin:/usr/bin:/sbin:/bin && \
 		if [ ! -d /run/systemd/system ]; then \
-			printf '\043!/bin/sh\nexit 0\n' > $$shim/systemctl && chmod 0755 $$shim/systemctl; fi && \
-		apt-get update -q && PATH=$$shim:$$PATH DEBIAN_FRONTEND=noninteractive \
-			apt-get install -y -q $(1); rc=$$?; rm -rf $$shim; exit $$rc; }; \
+			printf '\043!/bin/sh\nexit 0\n' > $$shim/systemctl && chmod 0755 $$shim/systemctl && \
+			dpath=$$shim:$$dpath; fi && \
+		{ PATH=$$dpath dpkg --configure -a && \
+		  { dpkg -s $(1) >/dev/null 2>&1 || { apt-get update -q && \
+		    DEBIAN_FRONTEND=noninteractive apt-get install -y -q -o DPkg::Path=$$dpath $(1); }; }; }; \
+		rc=$$?; rm -rf $$shim; exit $$rc; \
 	elif command -v dnf >/dev/null; then dnf install -y $(2); \
 	else echo "neither apt-get nor dnf found; install: $(2)" >&2; exit 1; fi
 
