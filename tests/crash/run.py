@@ -43,7 +43,9 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 sys.path[:0] = [os.path.join(HERE, "..", "integration"), os.path.join(HERE, "..", "unit"),
-                os.path.join(HERE, "..", "..")]
+                os.path.join(HERE, ".."), os.path.join(HERE, "..", "..")]
+
+from support import hostguard  # noqa: E402
 
 PYTHON = "/usr/bin/python3"
 WORKER = os.path.join(HERE, "worker.py")
@@ -430,12 +432,18 @@ def main():
     start = time.monotonic()
     deadline = start + args.time_limit
     results = Results()
+    # The daemon scenarios need TuneD's D-Bus name and write /etc/tuned:
+    # the host's daemon is stopped and put back as the test suites do it.
+    hostguard.terminate_as_interrupt()
+    hostguard.recover()
+    hostguard.save()
     try:
         if not args.no_daemon:
             import daemon_scenarios
             daemon_scenarios.run_all(results, args, rng, deadline, crash_loop, CrashDir)
         library_scenarios(results, args, rng, deadline)
     finally:
+        hostguard.restore()
         results.print()
         print("harness run time: %.0f s" % (time.monotonic() - start))
     for line in results.bounded:

@@ -52,7 +52,7 @@ def netns():
 
 
 @pytest.fixture(scope="module")
-def tuned(netns):
+def tuned(host_tuned, netns):
     workdir = tempfile.mkdtemp(prefix="irqtune-tuned-")
     daemon = TunedDaemon(netns, workdir)
     try:

@@ -15,9 +15,9 @@ import shutil
 import signal
 import socket
 import subprocess
-import time
 
 from rawnapi import RawGenl
+from support.waiting import wait_for  # noqa: F401 (the suites import it from here)
 
 CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -25,17 +25,6 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 def run(*argv, check=True, **kwargs):
     return subprocess.run(argv, check=check, capture_output=True, text=True, **kwargs)
-
-
-def wait_for(predicate, timeout=20.0, interval=0.2, what="condition"):
-    deadline = time.monotonic() + timeout
-    while True:
-        result = predicate()
-        if result:
-            return result
-        if time.monotonic() > deadline:
-            raise AssertionError("timed out after %.0f s waiting for %s" % (timeout, what))
-        time.sleep(interval)
 
 
 class NetNs:

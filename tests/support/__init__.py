@@ -1,0 +1,2 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""What the test suites share (on pytest's path as `support`)."""

@@ -1,0 +1,249 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The host's TuneD state, kept out of the tests' way and put back.
+
+The integration suites start TuneD daemons of their own (in network
+namespaces) and write profiles and variables files into /etc/tuned.  On a
+host where irqtune is deployed the system's daemon holds the D-Bus name
+those daemons need, and its profile's files are the ones the tests
+rewrite.  So before the first test that needs a daemon:
+
+- the host's state is saved once, outside the files it describes: a copy
+  of /etc/tuned and of /run/irqtune (the ledgers), and whether the system
+  daemon ran - in SNAPSHOT_DIR;
+- the system daemon is stopped (TuneD rolls its profile back).
+
+At the end of the session (also after SIGINT or SIGTERM) everything is put
+back and the daemon started again with its profile.  A run that was killed
+outright leaves the snapshot behind: the next run finds it and puts the
+host back before it starts (recover()), so nothing a killed run wrote is
+ever taken for the host's own state.
+"""
+
+import contextlib
+import json
+import os
+import shutil
+import signal
+import subprocess
+import tarfile
+import time
+
+SNAPSHOT_DIR = os.environ.get("IRQTUNE_TEST_SNAPSHOT", "/var/lib/irqtune-tests/host")
+TUNED_ETC = os.environ.get("IRQTUNE_TEST_TUNED_ETC", "/etc/tuned")
+LEDGER_DIR = os.environ.get("IRQTUNE_TEST_LEDGER_DIR", "/run/irqtune")
+# The guard's own tests run it against copies, without a daemon to stop.
+MANAGE_DAEMON = os.environ.get("IRQTUNE_TEST_MANAGE_DAEMON", "1") == "1"
+PID_FILE = "/run/tuned/tuned.pid"
+TEST_NETNS_PREFIX = "irqtune-"
+
+
+def _run(*argv, check=True, timeout=120):
+    return subprocess.run(argv, check=check, capture_output=True, text=True, timeout=timeout)
+
+
+def _under_systemd():
+    return os.path.isdir("/run/systemd/system")
+
+
+def _pid_from_file():
+    try:
+        with open(PID_FILE) as f:
+            pid = int(f.read().strip())
+        os.kill(pid, 0)
+        return pid
+    except (OSError, ValueError):
+        return None
+
+
+def _in_init_netns(pid):
+    """In the runner's own network namespace, the host's (PID 1's may not
+    be readable in a container)."""
+    try:
+        return os.readlink("/proc/%d/ns/net" % pid) == os.readlink("/proc/self/ns/net")
+    except OSError:
+        return False
+
+
+def _tuned_daemons():
+    """Pids of running TuneD daemons (python3 -Es /usr/sbin/tuned ...).  The
+    pid file names only the last one started, which may be a test's."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open("/proc/%s/cmdline" % entry, "rb") as f:
+                argv = f.read().split(b"\0")
+        except OSError:
+            continue
+        if any(os.path.basename(arg) == b"tuned" for arg in argv[:3]):
+            pids.append(int(entry))
+    return pids
+
+
+def _host_daemon_pid():
+    """The daemon in the initial network namespace (a test's runs in one of
+    its own), or None."""
+    return next((pid for pid in _tuned_daemons() if _in_init_netns(pid)), None)
+
+
+def _wait_gone(pid, timeout):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            os.kill(pid, 0)
+        except ProcessLookupError:
+            return True
+        time.sleep(0.2)
+    return False
+
+
+def host_daemon_running():
+    """The system's daemon: the systemd service, or a pid-file daemon in
+    the initial network namespace (a test's daemon runs in one of its own)."""
+    if _under_systemd():
+        return _run("systemctl", "is-active", "--quiet", "tuned", check=False).returncode == 0
+    return _host_daemon_pid() is not None
+
+
+def stop_host_daemon():
+    if _under_systemd():
+        _run("systemctl", "stop", "tuned", timeout=180)
+        return
+    pid = _host_daemon_pid()
+    if pid is None:
+        return
+    os.kill(pid, signal.SIGTERM)      # TuneD rolls its profile back on SIGTERM
+    if not _wait_gone(pid, 180):
+        raise RuntimeError("the host's TuneD daemon (pid %d) did not stop in 180 s" % pid)
+
+
+def start_host_daemon():
+    """As `make start-tuned` does, then wait until it answers on D-Bus."""
+    if _under_systemd():
+        _run("systemctl", "start", "tuned", timeout=180)
+    else:
+        _run("tuned", "--daemon")
+    deadline = time.monotonic() + 60
+    while time.monotonic() < deadline:
+        out = _run("tuned-adm", "active", check=False)
+        if "Cannot talk to TuneD daemon" not in out.stdout + out.stderr:
+            return
+        time.sleep(0.5)
+    raise RuntimeError("the host's TuneD daemon did not answer on D-Bus within 60 s")
+
+
+def kill_test_leftovers():
+    """Daemons, udevd and servers a killed run left in its namespaces."""
+    if not MANAGE_DAEMON:
+        return
+    names = _run("ip", "netns", "list", check=False).stdout.split("\n")
+    for name in (line.split()[0] for line in names if line.strip()):
+        if not name.startswith(TEST_NETNS_PREFIX):
+            continue
+        for pid in _run("ip", "netns", "pids", name, check=False).stdout.split():
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(int(pid), signal.SIGKILL)
+        _run("ip", "netns", "del", name, check=False)
+    for pid in _tuned_daemons():
+        if not _in_init_netns(pid):
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGKILL)
+            _wait_gone(pid, 10)
+    if _pid_from_file() is None:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(PID_FILE)
+
+
+# -- the snapshot -----------------------------------------------------------
+
+def _meta_path():
+    return os.path.join(SNAPSHOT_DIR, "host.json")
+
+
+def _archive(name):
+    return os.path.join(SNAPSHOT_DIR, name + ".tar")
+
+
+def _save_tree(directory, archive):
+    with tarfile.open(archive, "w") as tar:
+        if os.path.isdir(directory):
+            tar.add(directory, arcname=".")
+
+
+def _restore_tree(directory, archive):
+    """directory holds exactly what the archive holds (or is gone if it
+    did not exist): files the tests added are removed, not only overwritten."""
+    if os.path.isdir(directory):
+        shutil.rmtree(directory)
+    with tarfile.open(archive) as tar:
+        members = tar.getmembers()
+        if not members:
+            return
+        os.makedirs(directory, mode=0o700, exist_ok=True)
+        for member in members:
+            tar.extract(member, directory, set_attrs=True)
+
+
+def snapshot_exists():
+    return os.path.exists(_meta_path())
+
+
+def save():
+    """Save the host's state and stop its daemon; the snapshot is complete
+    (host.json written last) before anything is changed."""
+    os.makedirs(SNAPSHOT_DIR, mode=0o700, exist_ok=True)
+    os.chmod(SNAPSHOT_DIR, 0o700)
+    running = MANAGE_DAEMON and host_daemon_running()
+    active = None
+    if running:
+        active = _run("tuned-adm", "active", check=False).stdout.strip()
+        stop_host_daemon()
+    _save_tree(TUNED_ETC, _archive("etc-tuned"))
+    _save_tree(LEDGER_DIR, _archive("run-irqtune"))
+    meta = {"daemon_running": running, "active": active, "time": time.time()}
+    tmp = _meta_path() + ".tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+    with os.fdopen(fd, "w") as f:
+        json.dump(meta, f)
+        f.flush()
+        os.fsync(f.fileno())
+    os.replace(tmp, _meta_path())
+    return meta
+
+
+def restore():
+    """Put the saved state back; the snapshot is removed only once the host
+    is as it was, so a restore that is itself interrupted is done again."""
+    with open(_meta_path()) as f:
+        meta = json.load(f)
+    kill_test_leftovers()
+    if MANAGE_DAEMON and host_daemon_running():
+        stop_host_daemon()
+    _restore_tree(TUNED_ETC, _archive("etc-tuned"))
+    _restore_tree(LEDGER_DIR, _archive("run-irqtune"))
+    if meta["daemon_running"]:
+        start_host_daemon()
+    shutil.rmtree(SNAPSHOT_DIR)
+    return meta
+
+
+def recover():
+    """At the start of a run: a snapshot left behind means the last run was
+    killed; put the host back first.  Returns the snapshot's metadata or None."""
+    if not snapshot_exists():
+        # a save() killed before host.json was written changed nothing yet
+        shutil.rmtree(SNAPSHOT_DIR, ignore_errors=True)
+        return None
+    return restore()
+
+
+# -- SIGTERM ends a run the way Ctrl-C does ---------------------------------
+
+def _sigterm(signum, frame):
+    raise KeyboardInterrupt("SIGTERM")
+
+
+def terminate_as_interrupt():
+    """pytest tears fixtures down after KeyboardInterrupt, not after SIGTERM."""
+    signal.signal(signal.SIGTERM, _sigterm)
