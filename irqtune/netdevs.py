@@ -23,3 +23,19 @@ def is_virtual_netdev(ifname, kfs=KFS):
     real = os.path.realpath(path)
     virtual_root = os.path.realpath(kfs.sys_path("devices/virtual")) + os.sep
     return real.startswith(virtual_root) or not os.path.exists(os.path.join(path, "device"))
+
+
+def default_selects_physical(expression):
+    """Whether a devices= expression is the default * that the net device
+    plugins narrow to physical NICs (explicit names and patterns reach
+    virtual devices too)."""
+    return (expression or "*").strip() == "*"
+
+
+def netdev_names(kfs=KFS):
+    """The net devices of this network namespace a device plugin can be
+    given (all but lo), sorted."""
+    try:
+        return sorted(d for d in kfs.listdir(kfs.sys_path("class/net")) if d != "lo")
+    except OSError:
+        return []

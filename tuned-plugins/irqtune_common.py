@@ -73,6 +73,7 @@ ENTRY_POINTS = {
 		"values may be set in part; fix the cause and apply the profile again "
 		"(tuned-adm verify names what is not set)", None),
 	"_instance_verify_static": ("verifying", "verify counts the instance as failed", False),
+	"instance_verify_tuning": ("verifying", "verify counts the instance as failed", False),
 	"_instance_unapply_static": ("restoring",
 		"originals not put back stay saved in /run/irqtune for the next unapply", None),
 	"_added_device_apply_tuning": ("tuning a new device",
@@ -168,6 +169,7 @@ class TunerPlugin(Guarded):
 		instance._tuner = None
 		instance._option_errors = []
 		instance._watcher = None
+		instance._devices_seen = set()      # devices tuned since the profile applied
 		instance._recheck_interval = self.recheck_interval
 		options = self._expanded_options(instance)
 		text = options.get("recheck_interval") if self._has_recheck_option else None

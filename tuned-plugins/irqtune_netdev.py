@@ -14,7 +14,7 @@ import socket
 from tuned.plugins import hotplug
 from tuned.plugins import irqtune_common as common
 
-from irqtune.netdevs import is_virtual_netdev
+from irqtune.netdevs import default_selects_physical, is_virtual_netdev, netdev_names
 
 log = common.log
 
@@ -60,9 +60,30 @@ class NetDevicePlugin(common.TunerPlugin, hotplug.Plugin):
 					if old in names:
 						names.discard(old)
 						names.add(device_name)
+				instance._devices_seen.add(device_name)
 			log.info("instance %s: %s is now called %s; its originals follow it"
 				% (instance.name, old, device_name))
 			return
+
+	def instance_verify_tuning(self, instance, ignore_missing):
+		# TuneD skips an instance that matched no device as inactive, so
+		# its verify passes for a profile that tunes nothing (a typo in
+		# devices=, a NIC named otherwise).  That fails here; an instance
+		# whose devices were all unplugged since it tuned them is reported.
+		if instance.processed_devices or instance.assigned_devices:
+			return super().instance_verify_tuning(instance, ignore_missing)
+		selector = _selector(instance)
+		if instance._devices_seen:
+			log.info("instance %s: %s matches no device now; it tuned %s before (unplugged?), "
+				"nothing to verify" % (instance.name, selector,
+				common.summarise(sorted(instance._devices_seen))))
+			return None
+		here = netdev_names()
+		physical = instance.devices_udev_regex is None and \
+			default_selects_physical(instance.devices_expression)
+		return common.verify_failed("%s: %s matches no network device%s; devices here: %s"
+			% (instance.name, selector, " (* means physical NICs)" if physical else "",
+			", ".join(here) or "none"))
 
 	def _get_device_objects(self, devices):
 		return [self._hardware_inventory.get_device("net", x) for x in devices]
@@ -70,7 +91,7 @@ class NetDevicePlugin(common.TunerPlugin, hotplug.Plugin):
 	def _get_matching_devices(self, instance, devices):
 		matched = super()._get_matching_devices(instance, devices)
 		if instance.devices_udev_regex is None and \
-				(instance.devices_expression or "*").strip() == "*":
+				default_selects_physical(instance.devices_expression):
 			matched = {d for d in matched if not is_virtual_netdev(d)}
 		return matched
 
@@ -78,11 +99,13 @@ class NetDevicePlugin(common.TunerPlugin, hotplug.Plugin):
 		with instance._lock:
 			devices = sorted(instance.assigned_devices)
 			if devices:
+				instance._devices_seen.update(devices)
 				self._apply_devices(instance, devices)
 		self._start_watching(instance)
 
 	def _added_device_apply_tuning(self, instance, device_name):
 		with instance._lock:
+			instance._devices_seen.add(device_name)
 			self._apply_devices(instance, [device_name])
 
 	def _retune(self, instance, device):
@@ -110,6 +133,13 @@ class NetDevicePlugin(common.TunerPlugin, hotplug.Plugin):
 		with instance._lock:
 			if instance._tuner is not None:
 				instance._tuner.restore(device_name)
+
+
+def _selector(instance):
+	"""The option that chose the instance's devices, as TuneD expanded it."""
+	if instance.devices_udev_regex is not None:
+		return "devices_udev_regex=%s" % instance.devices_udev_regex
+	return "devices=%s" % (instance.devices_expression or "*").strip()
 
 
 def _known_as(instance, ifindex):

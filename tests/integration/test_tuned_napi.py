@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """latency-suspend on the real TuneD daemon against real veth NAPIs."""
 
+import os
 import re
 import time
 
@@ -9,6 +10,7 @@ import pytest
 from harness import run, wait_for
 from rawnapi import RawGenl
 
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROFILE = "latency-suspend-test"
 TUNED = {"defer-hard-irqs": 100, "gro-flush-timeout": 20000, "irq-suspend-timeout": 20000000}
 ORIGINAL = {"defer-hard-irqs": 3, "gro-flush-timeout": 5000, "irq-suspend-timeout": 7}
@@ -285,3 +287,45 @@ def test_default_devices_skip_virtual_nics(fresh, devices):
     wait_for(lambda: devices.napis_have(("va0",), TUNED), what="named virtual device tuned")
     fresh.off()
     wait_for(lambda: devices.napis_have(("va0",), ORIGINAL), what="originals after off")
+
+
+def irqtune_verify(tuned):
+    """`irqtune verify` as make deploy and the Ansible role judge a host."""
+    return run("/usr/bin/python3", "-m", "irqtune", "verify", "--log", tuned.log_path,
+               check=False, cwd=REPO, timeout=120)
+
+
+def test_a_selector_that_matches_no_device_fails_verify(fresh, devices):
+    """The typo (or a NIC named otherwise): TuneD leaves the instance
+    inactive and would verify nothing; tuned-adm verify and irqtune verify
+    fail, naming the option, the value and the devices there are."""
+    fresh.write_variables("suspend_nics=ens1f0\n")
+    fresh.profile(PROFILE)
+    result, log = fresh.verify()
+    assert result.returncode != 0, log
+    assert re.search(r"verify: failed: napi: devices=ens1f0 matches no network device; "
+                     r"devices here: .*\bva0\b.*\bvx0p\b", log), log
+    said = irqtune_verify(fresh)
+    assert said.returncode == 1, said.stdout + said.stderr
+    assert "devices=ens1f0 matches no network device" in said.stderr, said.stderr
+    assert devices.napis_have(SELECTED + UNSELECTED, ORIGINAL)
+
+
+def test_an_instance_whose_devices_were_unplugged_is_reported_not_failed(fresh, devices):
+    """A selector that matched before and lost its devices to a hot-unplug:
+    nothing to verify, said in the log; verify passes."""
+    devices.add_veth("vu0", queues=1)
+    try:
+        fresh.write_variables("suspend_nics=vu0,vu0p\n")
+        fresh.profile(PROFILE)
+        wait_for(lambda: devices.napis_have(("vu0",), TUNED), what="vu0 tuned")
+        mark = fresh.log_mark()
+        devices.exec("ip", "link", "del", "vu0")
+        wait_for(lambda: fresh.saw_removal("vu0p", mark) and fresh.saw_removal("vu0", mark),
+                 what="both removals seen by TuneD")
+    finally:
+        devices.exec("ip", "link", "del", "vu0", check=False)
+    result, log = fresh.verify()
+    assert result.returncode == 0, log
+    assert re.search(r"instance napi: devices=vu0,vu0p matches no device now; it tuned "
+                     r"vu0, vu0p before \(unplugged\?\)", log), log
