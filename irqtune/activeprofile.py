@@ -1,42 +1,33 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""What TuneD's active profile asks of each NAPI, read from its files.
+"""What TuneD's active profile asks of irqtune's units, read by TuneD itself.
 
 `irqtune doctor` and `irqtune metrics` compare the values NAPIs hold with
-the values the active profile's [napi] units set, without asking the
-daemon (which may not run, and whose verify writes to its log).  The
-profile is resolved the way TuneD resolves it, as far as these units need:
+what the active profile's [napi] units set.  The profile is loaded by
+TuneD's own profile loader (tuned.profiles: includes, [variables] and their
+files, ${f:...} functions) and devices are matched by TuneD's own
+DeviceMatcher, so nothing here resolves a profile a second way.
 
-- the active profile names come from /etc/tuned/active_profile (several
-  names separated by spaces are merged in order, as TuneD does);
-- a profile is looked up in /etc/tuned/profiles, /etc/tuned,
-  /usr/lib/tuned/profiles, /usr/lib/tuned (the user's copies first);
-- ``include=`` in [main] loads the parents first, the child overrides them
-  option by option;
-- [variables] with its own ``include=`` file (``name=value`` lines), and
-  ``${name}`` expanded; a value holding a TuneD function (``${f:...}``) is
-  not evaluated here and the unit is skipped as unknown;
-- a unit is a [napi] (or [busy_poll_optin]) section or any section with
-  ``type=napi``; ``enabled=false`` drops it.
-
-Device expressions follow TuneD's: comma-separated, shell wildcards, ``!``
-excludes.  A wildcard only reaches physical NICs (TuneD's net plugins list
-only those), a name given in full reaches any device.
+Why the loader and not the daemon over D-Bus: TuneD 2.20 (Debian 12, RHEL
+9 before 9.5) has no D-Bus method that lists instances or their devices
+(get_instances / instance_get_devices came later), and the doctor and the
+metrics also run while no daemon does.  What the daemon applied is the
+active profile named in /etc/tuned/active_profile, which it writes itself.
 """
 
-import configparser
-import fnmatch
+import contextlib
+import logging
 import os
-import re
 from dataclasses import dataclass
 
+from .errors import IrqtuneError, OptionError
 from .kfs import KFS
 from .napi import NapiConfig, parse_queues
-from .errors import OptionError
+from .netdevs import default_selects_physical, is_virtual_netdev
 
 ETC = "/etc/tuned"
-PROFILE_DIRS = ("/etc/tuned/profiles", "/etc/tuned", "/usr/lib/tuned/profiles", "/usr/lib/tuned")
-_VAR = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
-_FUNC = re.compile(r"\$\{[a-z]+:")
+# Where profiles are looked up; None: TuneD's own setting (its profile_dirs,
+# or the fixed directories of TuneD < 2.23).
+PROFILE_DIRS = None
 
 
 @dataclass(frozen=True)
@@ -65,102 +56,86 @@ def active_profile_names(etc=ETC):
         return []
 
 
-def _find_profile(name, dirs):
-    for d in dirs:
-        path = os.path.join(d, name, "tuned.conf")
-        if os.path.isfile(path):
-            return path
-    return None
-
-
-def _read_ini(path):
-    parser = configparser.ConfigParser(interpolation=None, strict=False,
-                                       delimiters=("=",), comment_prefixes=("#", ";"),
-                                       inline_comment_prefixes=None)
-    parser.optionxform = str
-    with open(path) as f:
-        parser.read_string(f.read(), path)
-    return {s: dict(parser[s]) for s in parser.sections()}
-
-
-def _read_variables_file(path):
-    values = {}
+def _tuned():
+    """TuneD's modules.  tuned.logs makes its logger class every new
+    logger's: irqtune's own loggers must stay plain."""
+    logger_class = logging.getLoggerClass()
     try:
-        with open(path) as f:
-            for line in f:
-                line = line.strip()
-                if line and not line.startswith("#") and "=" in line:
-                    key, _, value = line.partition("=")
-                    values[key.strip()] = value.strip()
-    except OSError:
-        pass
-    return values
+        from tuned import consts, profiles
+        from tuned.hardware.device_matcher import DeviceMatcher
+        from tuned.utils.global_config import GlobalConfig
+    except ImportError as err:
+        raise IrqtuneError("TuneD's Python package is not installed (%s): the active "
+                           "profile cannot be read" % err) from None
+    finally:
+        logging.setLoggerClass(logger_class)
+    return consts, profiles, DeviceMatcher, GlobalConfig
 
 
-def load_profile(name, dirs=PROFILE_DIRS, _seen=None):
-    """{section: {option: raw value}} of a profile with its parents merged."""
-    seen = set() if _seen is None else _seen
-    if name in seen:
-        return {}
-    seen.add(name)
-    path = _find_profile(name, dirs)
-    if path is None:
-        return {}
-    own = _read_ini(path)
-    merged = {}
-    for parent in re.split(r"[\s,]+", own.get("main", {}).get("include", "").strip()):
-        if parent:
-            _merge(merged, load_profile(parent, dirs, seen))
-    _merge(merged, own)
-    return merged
+class _Collected(logging.Handler):
+    def __init__(self):
+        super().__init__(logging.WARNING)
+        self.messages = []
+
+    def emit(self, record):
+        self.messages.append(record.getMessage())
 
 
-def _merge(into, sections):
-    for section, options in sections.items():
-        if section == "variables":
-            # a child's variables extend the parents'; include= files are read in order
-            target = into.setdefault("variables", {})
-            for key, value in options.items():
-                if key == "include":
-                    target.update(_read_variables_file(value))
-                else:
-                    target[key] = value
-            continue
-        into.setdefault(section, {}).update(options)
+@contextlib.contextmanager
+def _tuned_log_collected():
+    """TuneD's loader logs to its console handler; its warnings and errors
+    are collected instead, and said as skipped units."""
+    logger = logging.getLogger("tuned")
+    saved = list(logger.handlers), logger.propagate
+    collected = _Collected()
+    for handler in saved[0]:
+        logger.removeHandler(handler)
+    logger.addHandler(collected)
+    logger.propagate = False
+    try:
+        yield collected.messages
+    finally:
+        logger.removeHandler(collected)
+        for handler in saved[0]:
+            logger.addHandler(handler)
+        logger.propagate = saved[1]
 
 
-def expand(value, variables, depth=0):
-    """value with ${name} replaced; None when it needs a TuneD function."""
-    if value is None:
-        return None
-    if _FUNC.search(value) or depth > 10:
-        return None
-    new = _VAR.sub(lambda m: variables.get(m.group(1), ""), value)
-    return new if new == value else expand(new, variables, depth + 1)
+def load(names, dirs=None):
+    """(TuneD's merged profile, its Variables) for the profile names;
+    dirs: where profiles are looked up (default: TuneD's own setting)."""
+    consts, profiles, _matcher, GlobalConfig = _tuned()
+    config = GlobalConfig()
+    dirs = dirs or PROFILE_DIRS
+    if dirs is None:
+        dirs = (config.get_list(consts.CFG_PROFILE_DIRS, consts.CFG_DEF_PROFILE_DIRS)
+                if hasattr(consts, "CFG_PROFILE_DIRS") else consts.LOAD_DIRECTORIES)
+    variables = profiles.variables.Variables()
+    loader = profiles.Loader(profiles.Locator(list(dirs)), profiles.Factory(),
+                             profiles.Merger(), config, variables)
+    return loader.load(list(names)), variables
 
 
 def units_of_type(kind, etc=ETC, dirs=None):
     """(profile names or None, [(section, {option: expanded value})], [skipped])
-    for the enabled units of one plugin type in the active profile."""
+    for the enabled units of one plugin type in the active profile; the
+    options include devices= as TuneD expanded it."""
     names = active_profile_names(etc)
     if not names:
         return None, [], []
-    merged = {}
-    for name in names:
-        _merge(merged, load_profile(name, dirs or PROFILE_DIRS))
-    variables = merged.get("variables", {})
-    variables = {k: expand(v, variables) or "" for k, v in variables.items()}
-    units, skipped = [], []
-    for section, options in merged.items():
-        if section in ("main", "variables") or options.get("type", section) != kind:
-            continue
-        values = {k: expand(v, variables) for k, v in options.items()}
-        if (values.get("enabled") or "true").lower() in ("false", "0", "no", "off"):
-            continue
-        if any(v is None for v in values.values()):
-            skipped.append("[%s]: a value uses a TuneD function; not compared" % section)
-            continue
-        units.append((section, values))
+    with _tuned_log_collected() as said:
+        try:
+            profile, variables = load(names, dirs)
+        except Exception as err:    # noqa: BLE001 - TuneD's loader raises its own types
+            return " ".join(names), [], ["TuneD cannot load the profile: %s" % err]
+        units = []
+        for section, unit in profile.units.items():
+            if not unit.enabled or unit.type != kind:
+                continue
+            values = {k: variables.expand(v) for k, v in unit.options.items()}
+            values["devices"] = unit.devices
+            units.append((section, values))
+    skipped = ["TuneD: %s" % message for message in said]
     return " ".join(names), units, skipped
 
 
@@ -197,19 +172,10 @@ def optin_units(etc=ETC, dirs=None):
 
 
 def device_matches(expression, ifname, kfs=KFS):
-    """TuneD's device expression against one device name."""
-    included = False
-    for item in (i.strip() for i in expression.split(",")):
-        if not item:
-            continue
-        exclude = item.startswith("!")
-        pattern = item[1:] if exclude else item
-        wildcard = any(c in pattern for c in "*?[")
-        if not fnmatch.fnmatchcase(ifname, pattern):
-            continue
-        if wildcard and not exclude and not os.path.exists(kfs.net_path(ifname, "device")):
-            continue        # wildcards reach physical NICs only
-        if exclude:
-            return False
-        included = True
-    return included
+    """Whether a net device plugin's instance with this devices= expression
+    takes ifname: TuneD's DeviceMatcher, then the irqtune plugins' rule
+    that the default * reaches physical NICs only."""
+    _consts, _profiles, DeviceMatcher, _config = _tuned()
+    if not DeviceMatcher().match(expression or "*", ifname):
+        return False
+    return not (default_selects_physical(expression) and is_virtual_netdev(ifname, kfs))

@@ -20,6 +20,7 @@ window   under the current traffic, busy polling takes a share of the
 """
 
 from .links import BROKEN, INFO, OK, UNKNOWN
+from ..netdevs import netdev_names
 
 # Busy polling must take at least this share of the rx packets in the
 # window for the loop to count as engaged.  On the lab's virtio-net NIC an
@@ -107,8 +108,8 @@ def _check_drift(report, subject, napi, ifname, units, profile, judged):
         report.add("napi", subject, INFO, "no active TuneD profile: nothing to compare with")
         return
     if not covering:
-        report.add("napi", subject, INFO, "no [napi] unit of the active profile (%s) covers %s"
-                   % (profile, ifname))
+        report.add("napi", subject, INFO, "no [napi] unit of the active profile (%s) covers %s%s"
+                   % (profile, ifname, _unmatched(units)))
         return
     for unit in covering:
         if unit.queues is not None and napi.get("_queue") not in unit.queues:
@@ -124,6 +125,15 @@ def _check_drift(report, subject, napi, ifname, units, profile, judged):
                        "`tuned-adm verify` names it; `tuned-adm profile %s` applies it again "
                        "(and find what changed it)" % profile.split()[-1],
                        drift={a: {"holds": h, "profile": w} for a, (h, w) in drift.items()})
+
+
+def _unmatched(units):
+    """Why no unit covers a device when a selector matches nothing here (a
+    typo, a NIC named otherwise): what irqtune verify fails on too."""
+    here = netdev_names()
+    lost = ["[%s] devices=%s matches no network device" % (u.name, u.devices)
+            for u in units if not any(u.covers(d) for d in here)]
+    return "; %s (devices here: %s)" % ("; ".join(lost), ", ".join(here) or "none") if lost else ""
 
 
 def check_process(report, pid, comm, instances, preload, unit=None):

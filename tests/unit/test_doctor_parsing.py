@@ -164,6 +164,18 @@ def test_napi_drift_from_profile(tmp_path):
     assert "tuned-adm profile latency-suspend" in drift.fix
 
 
+def test_a_selector_that_matches_no_device_is_named(monkeypatch):
+    """The doctor names the same cause irqtune verify fails on."""
+    unit = activeprofile.NapiUnit("latency-suspend", "napi", "ens1f0", None,
+                                  activeprofile.NapiConfig(defer_hard_irqs=100))
+    monkeypatch.setattr(chain, "netdev_names", lambda: ["eth0", "eth1"])
+    report = Report()
+    chain.check_napi(report, napi(), "eth0", [unit], "latency-suspend")
+    assert report.links[1].text == (
+        "no [napi] unit of the active profile (latency-suspend) covers eth0; "
+        "[napi] devices=ens1f0 matches no network device (devices here: eth0, eth1)")
+
+
 def test_kernel_links():
     report = Report()
     chain.check_kernel(report, CAPS, (True, None))
@@ -242,15 +254,24 @@ def test_active_profile_units_with_includes_and_variables(tmp_path):
     (lib / "child").mkdir()
     (lib / "child" / "tuned.conf").write_text(
         "[main]\ninclude=parent\n\n[variables]\ninclude=%s\n\n[napi]\ndevices=${nics}\n\n"
-        "[other]\ntype=napi\ndevices=eth9\nirq_suspend_timeout=${f:cpulist2hex:1}\n\n"
+        "[other]\ntype=napi\ndevices=eth9\ndefer_hard_irqs=${f:strip: 7 }\n\n"
         "[off]\ntype=napi\nenabled=false\n" % (etc / "child-variables.conf"))
     profile, units, skipped = activeprofile.napi_units(str(etc), dirs=(str(lib),))
     assert profile == "child"
-    unit, = units
+    unit, other = units
     assert unit.devices == "eth1,eth2"
     assert unit.expected() == {"defer-hard-irqs": 100, "gro-flush-timeout": 20000,
                                "irq-suspend-timeout": 20000000}
-    assert skipped == ["[other]: a value uses a TuneD function; not compared"]
+    # TuneD's own loader: its functions are evaluated too
+    assert (other.name, other.devices, other.expected()) == ("other", "eth9", {"defer-hard-irqs": 7})
+    assert skipped == []
+
+
+def test_a_profile_tuned_cannot_load_is_said(tmp_path):
+    (tmp_path / "active_profile").write_text("nosuchprofile\n")
+    profile, units, skipped = activeprofile.napi_units(str(tmp_path), dirs=(str(tmp_path),))
+    assert (profile, units) == ("nosuchprofile", [])
+    assert len(skipped) == 1 and "nosuchprofile" in skipped[0], skipped
 
 
 def test_device_expressions(tmp_path):
