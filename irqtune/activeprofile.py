@@ -57,9 +57,9 @@ def active_profile_names(etc=ETC):
 
 
 def _tuned():
-    """TuneD's modules.  tuned.logs makes its logger class every new
-    logger's: irqtune's own loggers must stay plain."""
-    logger_class = logging.getLoggerClass()
+    """TuneD's modules.  tuned.logs makes its logger class (which adds a
+    console handler) the class of every logger created afterwards; only
+    TuneD's own loggers keep it, irqtune's stay plain."""
     try:
         from tuned import consts, profiles
         from tuned.hardware.device_matcher import DeviceMatcher
@@ -67,8 +67,13 @@ def _tuned():
     except ImportError as err:
         raise IrqtuneError("TuneD's Python package is not installed (%s): the active "
                            "profile cannot be read" % err) from None
-    finally:
-        logging.setLoggerClass(logger_class)
+    tuned_class = logging.getLoggerClass()
+    if tuned_class is not logging.Logger and logging.Logger.manager.loggerClass is None:
+        def logger_class_of(name):
+            if name == "tuned" or name.startswith("tuned."):
+                return tuned_class(name)
+            return logging.Logger(name)
+        logging.Logger.manager.loggerClass = logger_class_of
     return consts, profiles, DeviceMatcher, GlobalConfig
 
 

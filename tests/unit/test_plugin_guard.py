@@ -36,6 +36,7 @@ class Instance:
     def __init__(self):
         self._lock = threading.RLock()
         self._tuner = DumpFails()
+        self._devices_seen = set()
 
 
 def tuned_errors(caplog):

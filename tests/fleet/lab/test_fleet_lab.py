@@ -10,8 +10,8 @@ Kernel state is read with the integration tests' raw netlink reader
 (tests/integration/rawnapi.py, through host7.Host7), never with irqtune.
 
 The tests are steps of one rollout and run in file order: apply, no-op,
-check mode, a bad value, the canary stop, kernel arguments waiting for a
-reboot, a failed verify, rollback.
+check mode, a bad value, the canary stop, a NIC the canary lacks, kernel
+arguments waiting for a reboot, a failed verify, rollback.
 `make fleet-test` runs them; without the lab they skip with the reason.
 """
 
@@ -85,21 +85,22 @@ class Fleet:
         self.key = key
         self.hosts = hosts          # {inventory name: Host7}, in inventory order
 
-    def host_vars(self, name, defer):
+    def host_vars(self, name, defer, nic=None):
         return {"irqtune_profile": ["latency-suspend", EMULATED_CPU],
-                "irqtune_latency_suspend": {"suspend_nics": [self.hosts[name].nic],
+                "irqtune_latency_suspend": {"suspend_nics": [nic or self.hosts[name].nic],
                                             "defer_hard_irqs": defer,
                                             "gro_flush_timeout": "20us",
                                             "irq_suspend_timeout": "20ms"}}
 
-    def inventory(self, defers, order=None):
-        """YAML inventory (JSON is YAML): group irqtune, one host per guest."""
+    def inventory(self, defers, order=None, nics=None):
+        """YAML inventory (JSON is YAML): group irqtune, one host per guest;
+        nics: {host: the NIC its variables name} instead of the guest's own."""
         hosts = {}
         for name in order or self.hosts:
             netns = self.hosts[name].g.netns.name
             proxy = "ip netns exec %s %s %s %s 22" % (netns, sys.executable, RELAY,
                                                       labvm.GUEST_IP)
-            hosts[name] = dict(self.host_vars(name, defers[name]),
+            hosts[name] = dict(self.host_vars(name, defers[name], (nics or {}).get(name)),
                                ansible_host=name, ansible_user="root",
                                ansible_python_interpreter="/usr/bin/python3",
                                ansible_ssh_private_key_file=str(self.key),
@@ -122,11 +123,11 @@ class Fleet:
             subprocess.run(["tar", "-C", str(self.workdir), "-xf", str(path)], check=True)
         return path
 
-    def play(self, defers, *args, order=None):
+    def play(self, defers, *args, order=None, nics=None):
         env = dict(os.environ, ANSIBLE_NOCOLOR="1", ANSIBLE_HOST_KEY_CHECKING="False",
                    ANSIBLE_PIPELINING="True", ANSIBLE_TIMEOUT="120",
                    ANSIBLE_RETRY_FILES_ENABLED="0", ANSIBLE_FORCE_COLOR="0")
-        argv = [shutil.which("ansible-playbook"), "-i", str(self.inventory(defers, order)),
+        argv = [shutil.which("ansible-playbook"), "-i", str(self.inventory(defers, order, nics)),
                 str(PLAYBOOK), "-e", "irqtune_source_archive=%s" % self.archive(),
                 "-e", "irqtune_source_dir=%s" % (self.workdir / "irqtune"), *args]
         proc = subprocess.run(argv, cwd=PLAYBOOK.parent, env=env, capture_output=True,
@@ -257,6 +258,22 @@ def test_failed_canary_stops_the_rollout(fleet):
     run = fleet.play({"fleet-a": 70, "fleet-b": -5}, order=["fleet-b", "fleet-a"])
     assert run.rc != 0, run
     assert run.recap["fleet-b"]["failed"] == 1, run
+    assert "fleet-a" not in run.recap or run.recap["fleet-a"]["changed"] == 0, run
+    napis = values(fleet.hosts["fleet-a"])
+    assert napis == {nid: tuned(60) for nid in napis}
+
+
+def test_a_nic_the_canary_lacks_fails_it_naming_the_nic_and_stops_the_rollout(fleet):
+    """The typo: suspend_nics names a NIC the host does not have.  TuneD
+    would tune nothing and verify nothing; the host fails, naming the value
+    and its NICs, and the hosts after the canary are not touched."""
+    b = fleet.hosts["fleet-b"]
+    run = fleet.play({"fleet-a": 70, "fleet-b": 65}, order=["fleet-b", "fleet-a"],
+                     nics={"fleet-b": "ens1f0"})
+    assert run.rc != 0, run
+    assert run.recap["fleet-b"]["failed"] == 1, run
+    said = " ".join(run.output.split())
+    assert "devices=ens1f0 matches no network device; devices here: %s" % b.nic in said, run
     assert "fleet-a" not in run.recap or run.recap["fleet-a"]["changed"] == 0, run
     napis = values(fleet.hosts["fleet-a"])
     assert napis == {nid: tuned(60) for nid in napis}
