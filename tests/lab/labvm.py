@@ -240,7 +240,7 @@ def _ip(*args, check=True):
 class Netns:
     """A network namespace holding the multi-queue tap the guest uses."""
 
-    def __init__(self, name, queues=NIC_QUEUES):
+    def __init__(self, name, queues=NIC_QUEUES, guest_ip=GUEST_IP, guest_mac=GUEST_MAC):
         self.name = name
         self.tap = "tap0"
         _ip("netns", "add", name)
@@ -250,7 +250,7 @@ class Netns:
             _ip("-n", name, "addr", "add", "%s/%d" % (HOST_IP, PREFIX), "dev", self.tap)
             _ip("-n", name, "link", "set", self.tap, "up")
             # A static neighbour: floods need no ARP round trip first.
-            _ip("-n", name, "neigh", "replace", GUEST_IP, "lladdr", GUEST_MAC,
+            _ip("-n", name, "neigh", "replace", guest_ip, "lladdr", guest_mac,
                 "dev", self.tap, "nud", "permanent")
         except Exception:
             self.delete()
@@ -263,12 +263,70 @@ class Netns:
         _ip("netns", "del", self.name, check=False)
 
 
+class Link:
+    """One virtual link for several guests: a network namespace holding a
+    bridge (the host end, HOST_IP) and one multi-queue tap per guest
+    attached to it, so the guests reach each other as two hosts on one
+    switch.  Guest(link=...) takes a tap here instead of a namespace of
+    its own; the link is deleted by whoever made it (delete(), or a with
+    block)."""
+
+    def __init__(self, name=None):
+        self.name = "irqtune-lab-link-%d-%d" % (os.getpid(), next(_counter)) if name is None else name
+        self.taps = 0
+        cleanup_stale()
+        _ip("netns", "add", self.name)
+        try:
+            _ip("-n", self.name, "link", "set", "lo", "up")
+            _ip("-n", self.name, "link", "add", "br0", "type", "bridge")
+            _ip("-n", self.name, "addr", "add", "%s/%d" % (HOST_IP, PREFIX), "dev", "br0")
+            _ip("-n", self.name, "link", "set", "br0", "up")
+        except Exception:
+            self.delete()
+            raise
+
+    def add_tap(self):
+        tap = "tap%d" % self.taps
+        self.taps += 1
+        _ip("-n", self.name, "tuntap", "add", "dev", tap, "mode", "tap", "multi_queue")
+        _ip("-n", self.name, "link", "set", tap, "master", "br0")
+        _ip("-n", self.name, "link", "set", tap, "up")
+        return tap
+
+    def exec_argv(self, argv):
+        return ["ip", "netns", "exec", self.name, *argv]
+
+    def delete(self):
+        _ip("netns", "del", self.name, check=False)
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.delete()
+
+
+class _LinkPort:
+    """A guest's tap on a shared Link, seen as the guest's netns."""
+
+    def __init__(self, link):
+        self.link = link
+        self.name = link.name
+        self.tap = link.add_tap()
+
+    def exec_argv(self, argv):
+        return self.link.exec_argv(argv)
+
+    def delete(self):
+        _ip("-n", self.link.name, "link", "del", self.tap, check=False)
+
+
 class Guest:
     """One QEMU guest running a lab kernel. See the module docstring."""
 
     def __init__(self, kernel="lab", cmdline=DEFAULT_ISOLATION, smp=4, memory=None,
                  queues=NIC_QUEUES, boot_timeout=None, name=None, nic_options="", disk=None,
-                 cpu="max", count_insns=False):
+                 cpu="max", count_insns=False, ip=GUEST_IP, mac=GUEST_MAC, link=None):
         self.kernel = kernel
         self.generation = generation(kernel)
         self.cmdline = cmdline if cmdline is not None else ""
@@ -287,6 +345,11 @@ class Guest:
         # load the instruction-counting plugin; read it with insns()
         self.count_insns = count_insns
         self.insn_sock = None
+        # the guest's address and MAC on its link; link: a shared Link
+        # (several guests on one bridge) instead of a namespace of its own
+        self.ip = ip
+        self.mac = mac
+        self.link = link
         self.boot_timeout = boot_timeout or float(os.environ.get("LAB_BOOT_TIMEOUT", "600"))
         self.name = name or "%s-%d-%d" % (kernel, os.getpid(), next(_counter))
         self.nic = None
@@ -304,7 +367,7 @@ class Guest:
     def kernel_cmdline(self):
         base = ["console=ttyS0", "root=/dev/vda", "rw", "rootfstype=ext4",
                 "panic=-1", "quiet", "loglevel=4",
-                "irqtune.ip=%s/%d" % (GUEST_IP, PREFIX), "irqtune.nic=%s" % GUEST_MAC]
+                "irqtune.ip=%s/%d" % (self.ip, PREFIX), "irqtune.nic=%s" % self.mac]
         if self.generation == 7:
             # systemd is PID 1; its units mount the share and start the agent.
             base += ["systemd.show_status=false", "systemd.log_target=kmsg"]
@@ -315,7 +378,9 @@ class Guest:
     def qemu_argv(self):
         vectors = 2 * self.queues + 2
         return [
-            QEMU, "-name", "irqtune-lab-" + self.name,
+            # debug-threads: vCPU threads are named "CPU <n>/TCG", so the
+            # bench can place them (tests/lab/bench)
+            QEMU, "-name", "irqtune-lab-%s,debug-threads=on" % self.name,
             "-machine", "pc", "-accel", "tcg,thread=multi", "-cpu", self.cpu,
             "-smp", str(self.smp), "-m", str(self.memory),
             "-nodefaults", "-no-user-config", "-display", "none", "-no-reboot",
@@ -329,7 +394,7 @@ class Guest:
             "-netdev", "tap,id=n0,ifname=%s,script=no,downscript=no,queues=%d,vhost=off"
             % (self.netns.tap, self.queues),
             "-device", "virtio-net-pci,netdev=n0,mq=on,vectors=%d,mac=%s%s"
-            % (vectors, GUEST_MAC, "," + self.nic_options if self.nic_options else ""),
+            % (vectors, self.mac, "," + self.nic_options if self.nic_options else ""),
             "-device", "virtio-serial-pci",
             "-chardev", "socket,id=c0,path=%s,server=on,wait=off" % self.sockpath,
             "-device", "virtserialport,chardev=c0,name=irqtune.agent",
@@ -354,7 +419,10 @@ class Guest:
                 raise LabError("instruction counter %s not built; run `make lab-plugin`" % insn_plugin())
             self.insn_sock = self.workdir / "insn.sock"
         cleanup_stale()
-        self.netns = Netns("irqtune-lab-%s" % self.name, self.queues)
+        if self.link is not None:
+            self.netns = _LinkPort(self.link)
+        else:
+            self.netns = Netns("irqtune-lab-%s" % self.name, self.queues, self.ip, self.mac)
         argv = self.qemu_argv()
         (self.workdir / "qemu.argv").write_text(json.dumps(argv, indent=1) + "\n")
         log.info("booting %s: %s", self.name, self.kernel_cmdline())
@@ -389,11 +457,11 @@ class Guest:
                   '[ "$(cat "$f" 2>/dev/null)" = "$1" ] && basename "${f%/address}"; done')
         deadline = time.monotonic() + seconds
         while True:
-            _, out = self.run(["sh", "-c", script, "nic", GUEST_MAC])
+            _, out = self.run(["sh", "-c", script, "nic", self.mac])
             if out.split():
                 name = out.split()[0]
                 time.sleep(1)
-                _, again = self.run(["sh", "-c", script, "nic", GUEST_MAC])
+                _, again = self.run(["sh", "-c", script, "nic", self.mac])
                 if again.split() == [name]:
                     return name
             if time.monotonic() > deadline:
@@ -594,7 +662,7 @@ class Guest:
         if self.netns is None:
             raise LabError("guest not running")
         argv = self.netns.exec_argv([
-            sys.executable, str(HERE / "flood.py"), "--src", HOST_IP, "--dst", GUEST_IP,
+            sys.executable, str(HERE / "flood.py"), "--src", HOST_IP, "--dst", self.ip,
             "--port", str(port), "--seconds", str(seconds), "--count", str(count),
             "--size", str(size), "--flows", str(flows)])
         res = subprocess.run(argv, capture_output=True, text=True,
