@@ -230,5 +230,5 @@ $(TUNED_SID)/.unpacked:
 	touch $@
 
 # Fragments owned by the parts they build.
--include preload/preload.mk tests/lab/lab.mk metrics/metrics.mk
+-include preload/preload.mk tests/lab/lab.mk metrics/metrics.mk bench/bench.mk
 -include ansible/fleet.mk

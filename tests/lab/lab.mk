@@ -70,7 +70,11 @@ lab-clean:
 #   make lab7-kernel            7.2-lab (kernel-patches/7.2 series, if any)
 #   make lab7-rootfs            the Debian unstable guest image
 #   make lab-bench              the seed's eleven-mode memcached benchmark
-#                               (LAB_BENCH_ARGS=--quick for a short run)
+#                               (irqtune-bench in the lab; LAB_BENCH_ARGS=--quick
+#                               for a short run)
+#   make lab-bench-hosts        irqtune-bench run over ssh between two lab
+#                               guests on one link (server, client): a short
+#                               functional run of the packaged command
 #   make lab-plugin             the instruction-counting QEMU plugin
 #   make lab-bench-tools        the bench's load generator and epoll shim
 #   make lab7-series            the kernel series on Linux 7.2: 7.2-lab and
@@ -84,7 +88,7 @@ LAB7_SERIES_TESTS ?= tests/lab/gen6/test_gsim.py tests/lab/gen6/test_vectors.py
 LAB7RT_TESTS ?= tests/lab/gen7rt
 LAB7_DEB_DEPS := mmdebstrap python3-matplotlib
 .PHONY: lab7 lab7-deps lab7-kernel lab7-kernel-base lab7-rootfs lab7-series lab-bench \
-	lab7-rt lab7-rt-kernel lab-plugin lab-bench-tools
+	lab-bench-hosts lab7-rt lab7-rt-kernel lab-plugin lab-bench-tools
 
 lab7-deps: lab-deps
 	@dpkg -s $(LAB7_DEB_DEPS) >/dev/null 2>&1 || { apt-get update -q && \
@@ -106,19 +110,31 @@ lab-plugin: lab-deps
 	$(LAB_ENV) $(LAB_DIR)/plugin/build.sh
 
 # Host-side C tools of the bench, rebuilt every time (two small files).
+# The bench's sources are irqtune-bench's (bench/); the lab keeps its
+# builds in its cache, rebuilt when a source changes.
 LAB_BENCH_TOOLS := $(LAB_CACHE)/bench
-lab-bench-tools: lab-deps
+lab-bench-tools: lab-deps $(LAB_BENCH_TOOLS)/mcload $(LAB_BENCH_TOOLS)/epoll_slice.so
+$(LAB_BENCH_TOOLS)/mcload: bench/mcload.c
 	mkdir -p $(LAB_BENCH_TOOLS)
-	gcc -O2 -Wall -Wextra -Werror -o $(LAB_BENCH_TOOLS)/mcload $(LAB_DIR)/bench/mcload.c -lm
-	gcc -O2 -Wall -Wextra -Werror -shared -fPIC -fvisibility=hidden \
-		-o $(LAB_BENCH_TOOLS)/epoll_slice.so $(LAB_DIR)/bench/epoll_slice.c -ldl
+	gcc -O2 -Wall -Wextra -Werror -o $@ $< -lm
+$(LAB_BENCH_TOOLS)/epoll_slice.so: bench/epoll_slice.c
+	mkdir -p $(LAB_BENCH_TOOLS)
+	gcc -O2 -Wall -Wextra -Werror -shared -fPIC -fvisibility=hidden -o $@ $< -ldl
 
 lab7: lab7-kernel lab7-rootfs lab-plugin
 	@echo "== irqtune lab, generation 7: pytest $(LAB7_TESTS)"
 	$(LAB_ENV) $(PYTHON) -m pytest -p no:cacheprovider $(LAB_PYTEST) $(LAB7_TESTS)
 
+# Guests one at a time per host: under the lab lock (as make fleet-test).
+LAB_LOCK := flock /tmp/irqtune-lab.lock
 lab-bench: lab7-kernel lab7-rootfs lab-plugin lab-bench-tools
-	$(LAB_ENV) $(PYTHON) $(LAB_DIR)/bench/memcached_modes.py $(LAB_BENCH_ARGS)
+	$(LAB_LOCK) env $(LAB_ENV) $(PYTHON) $(LAB_DIR)/bench/memcached_modes.py $(LAB_BENCH_ARGS)
+
+# Two guests (server and client) on one virtual link; the lab host's side of
+# the link is the administrator's machine running irqtune-bench over ssh.
+lab-bench-hosts: lab7-kernel lab7-rootfs
+	$(LAB_LOCK) env $(LAB_ENV) $(PYTHON) -m pytest -p no:cacheprovider $(LAB_PYTEST) \
+		$(LAB_DIR)/bench/test_bench_hosts.py
 
 # The generation-6 series tests on the 7.2 kernels (the guest fixture boots
 # 7.2-lab; the unpatched comparison boots 7.2-base).

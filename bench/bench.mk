@@ -1,0 +1,68 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+# bench/ - irqtune-bench: the IRQ suspension series' memcached benchmark on
+# an administrator's own server and client (over ssh), and in the lab
+# (tests/lab/bench).  The Python package irqtune_bench, the load generator
+# mcload (C) and fullbusy's epoll shim epoll_slice.so.
+# Included by the top-level Makefile; uses its DESTDIR, BINDIR, LIBDIR,
+# PYTHON and PYTHON_SITELIB.  Not part of `make install`: the bench is a
+# package of its own (irqtune-bench), wanted on the bench's hosts only.
+#
+# Targets: bench-tools, install-bench, uninstall-bench, clean-bench.
+
+BENCH_SRCDIR     := bench
+BENCH_BUILDDIR   := build/bench
+LIBEXECDIR       ?= /usr/libexec
+BENCH_LIBEXECDIR ?= $(LIBEXECDIR)/irqtune-bench
+BENCH_LIBDIR     ?= $(LIBDIR)/irqtune-bench
+BENCH_CC         ?= $(CC)
+# Warnings of a newer compiler stay warnings in a distribution's build
+# (BENCH_WERROR=), as for the preload library.
+BENCH_WERROR     ?= -Werror
+BENCH_CFLAGS     := -std=gnu11 -O2 -g -Wall -Wextra $(BENCH_WERROR) -fstack-protector-strong \
+	-fstack-clash-protection $(if $(findstring _FORTIFY_SOURCE,$(CFLAGS)),,-D_FORTIFY_SOURCE=2)
+BENCH_LDFLAGS    := -Wl,-z,relro -Wl,-z,now -Wl,-z,noexecstack -Wl,--as-needed
+BENCH_PY_FILES   := $(wildcard $(BENCH_SRCDIR)/irqtune_bench/*.py)
+# Beside the irqtune library where TuneD is installed; a client without
+# TuneD takes its Python's own site directory.
+BENCH_SITELIB    ?= $(or $(PYTHON_SITELIB),$(shell $(PYTHON) -c 'import sysconfig; print(sysconfig.get_paths()["purelib"])' 2>/dev/null))
+
+BENCH_MCLOAD := $(BENCH_BUILDDIR)/mcload
+BENCH_SHIM   := $(BENCH_BUILDDIR)/epoll_slice.so
+BENCH_CMD    := $(BENCH_BUILDDIR)/irqtune-bench
+
+.PHONY: bench-tools install-bench uninstall-bench clean-bench
+
+bench-tools: $(BENCH_MCLOAD) $(BENCH_SHIM) $(BENCH_CMD)
+
+$(BENCH_BUILDDIR):
+	mkdir -p $@
+
+$(BENCH_MCLOAD): $(BENCH_SRCDIR)/mcload.c | $(BENCH_BUILDDIR)
+	$(BENCH_CC) $(BENCH_CFLAGS) $(CFLAGS) $(BENCH_LDFLAGS) $(LDFLAGS) -o $@ $< -lm
+
+$(BENCH_SHIM): $(BENCH_SRCDIR)/epoll_slice.c | $(BENCH_BUILDDIR)
+	$(BENCH_CC) $(BENCH_CFLAGS) -fPIC -fvisibility=hidden $(CFLAGS) -shared $(BENCH_LDFLAGS) $(LDFLAGS) -o $@ $< -ldl
+
+# The installed command names the installed generator and shim.
+$(BENCH_CMD): $(BENCH_SRCDIR)/irqtune-bench.in | $(BENCH_BUILDDIR)
+	sed -e 's|@PYTHON@|$(PYTHON)|' -e 's|@MCLOAD@|$(BENCH_LIBEXECDIR)/mcload|' \
+		-e 's|@SHIM@|$(BENCH_LIBDIR)/epoll_slice.so|' $< > $@.tmp
+	chmod 0755 $@.tmp
+	mv $@.tmp $@
+
+install-bench: bench-tools
+	@test -n "$(BENCH_SITELIB)" || { echo "no site-packages for $(PYTHON) (BENCH_SITELIB)" >&2; exit 1; }
+	rm -rf $(DESTDIR)$(BENCH_SITELIB)/irqtune_bench
+	install -d -m 0755 $(DESTDIR)$(BENCH_SITELIB)/irqtune_bench $(DESTDIR)$(BINDIR) \
+		$(DESTDIR)$(BENCH_LIBEXECDIR) $(DESTDIR)$(BENCH_LIBDIR)
+	install -m 0644 $(BENCH_PY_FILES) $(DESTDIR)$(BENCH_SITELIB)/irqtune_bench/
+	install -m 0755 $(BENCH_CMD) $(DESTDIR)$(BINDIR)/irqtune-bench
+	install -m 0755 $(BENCH_MCLOAD) $(DESTDIR)$(BENCH_LIBEXECDIR)/mcload
+	install -m 0755 $(BENCH_SHIM) $(DESTDIR)$(BENCH_LIBDIR)/epoll_slice.so
+
+uninstall-bench:
+	rm -rf $(DESTDIR)$(BENCH_SITELIB)/irqtune_bench $(DESTDIR)$(BENCH_LIBEXECDIR) $(DESTDIR)$(BENCH_LIBDIR)
+	rm -f $(DESTDIR)$(BINDIR)/irqtune-bench
+
+clean-bench:
+	rm -rf $(BENCH_BUILDDIR)

@@ -1,0 +1,100 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The series' modes (IRQ suspension v9 cover letter), who sets what, and
+the check that a server holds a mode before a run counts.
+
+  mode       NAPI defer / gro / suspend   memcached's epoll (EPIOCSPARAMS)
+  base       0 / 0 / 0                    untouched
+  deferX     100 / X us / 0               untouched            (X 10 20 50 200)
+  napibusy   100 / 200 us / 0             usecs 64, budget 64, prefer 1
+  fullbusy   100 / 5 ms / 0               usecs 1000, budget 64, prefer 1,
+                                          + epoll_wait in 1 ms slices (bench)
+  suspend0   0 / 0 / 20 ms                usecs 0, budget 64, prefer 1
+  suspendX   100 / X us / 20 ms           usecs 0, budget 64, prefer 1 (X 10 20 50)
+"""
+
+MS, US = 1000000, 1000
+PROFILE = "latency-suspend"
+
+
+def mode(defer, gro_us, suspend_ms, epoll_usecs=None, slice_ms=0):
+    return {"defer_hard_irqs": defer, "gro_flush_timeout_ns": gro_us * US,
+            "irq_suspend_timeout_ns": suspend_ms * MS,
+            "epoll": None if epoll_usecs is None else
+            {"busy_poll_usecs": epoll_usecs, "busy_poll_budget": 64, "prefer_busy_poll": 1},
+            "epoll_slice_ms": slice_ms}
+
+
+MODES = {
+    "base": mode(0, 0, 0),
+    "defer10": mode(100, 10, 0),
+    "defer20": mode(100, 20, 0),
+    "defer50": mode(100, 50, 0),
+    "defer200": mode(100, 200, 0),
+    "napibusy": mode(100, 200, 0, epoll_usecs=64),
+    "fullbusy": mode(100, 5000, 0, epoll_usecs=1000, slice_ms=1),
+    "suspend0": mode(0, 0, 20, epoll_usecs=0),
+    "suspend10": mode(100, 10, 20, epoll_usecs=0),
+    "suspend20": mode(100, 20, 20, epoll_usecs=0),
+    "suspend50": mode(100, 50, 20, epoll_usecs=0),
+}
+
+WHO_SETS = {
+    "NAPI defer-hard-irqs / gro-flush-timeout / irq-suspend-timeout":
+        "project: latency-suspend variables defer_hard_irqs, gro_flush_timeout, irq_suspend_timeout",
+    "epoll busy_poll_usecs / busy_poll_budget / prefer_busy_poll":
+        "project: latency-suspend variables optin_services=memcached, optin_busy_poll_usecs "
+        "(budget 64 and prefer 1 are busy_poll_optin's defaults), optin_restart=true",
+    "fullbusy's epoll_wait that never sleeps (1 ms slices)":
+        "bench: LD_PRELOAD shim epoll_slice.so with IRQTUNE_BENCH_EPOLL_SLICE_MS=1 in a "
+        "memcached drop-in (the project has no knob for an application's epoll timeout)",
+    "memcached pinned to one CPU": "bench: CPUAffinity= in the same drop-in (the seed pins memcached)",
+}
+
+
+def parse_modes(text):
+    """[mode names] of a --modes value; ValueError naming the unknown ones."""
+    modes = [m.strip() for m in text.split(",") if m.strip()]
+    unknown = [m for m in modes if m not in MODES]
+    if unknown or not modes:
+        raise ValueError("--modes: unknown mode(s) %r; accepted: comma-separated names of %s"
+                         % (",".join(unknown) or text, " ".join(MODES)))
+    return modes
+
+
+def variables_of(m, nic, service="memcached"):
+    """latency-suspend's variables file for mode m ({name: value})."""
+    return {"suspend_nics": nic, "defer_hard_irqs": str(m["defer_hard_irqs"]),
+            "gro_flush_timeout": "%dus" % (m["gro_flush_timeout_ns"] // US),
+            "irq_suspend_timeout": "%dms" % (m["irq_suspend_timeout_ns"] // MS),
+            "optin_services": service if m["epoll"] else "",
+            "optin_busy_poll_usecs": str(m["epoll"]["busy_poll_usecs"] if m["epoll"] else 0),
+            "optin_restart": "true"}
+
+
+def check(m, st, cpu):
+    """Why the server does not hold mode m now ([] when it does); st is
+    server.state()'s answer, cpu the CPU memcached must be pinned to."""
+    problems = []
+    rx_napis = set(st["rx_queues"].values())
+    want = {"defer-hard-irqs": m["defer_hard_irqs"], "gro-flush-timeout": m["gro_flush_timeout_ns"],
+            "irq-suspend-timeout": m["irq_suspend_timeout_ns"]}
+    if not rx_napis:
+        problems.append("queue-get lists no rx NAPI")
+    for napi in st["napis"]:
+        if napi["id"] not in rx_napis:
+            continue
+        for k, v in want.items():
+            if napi.get(k, 0) != v:
+                problems.append("NAPI %d %s=%s, mode wants %s" % (napi["id"], k, napi.get(k), v))
+    ep = m["epoll"] or {"busy_poll_usecs": 0, "busy_poll_budget": 0, "prefer_busy_poll": 0}
+    if not st["epoll"]:
+        problems.append("memcached holds no epoll instance")
+    for e in st["epoll"]:
+        got = {k: e[k] for k in ep}
+        if got != ep:
+            problems.append("memcached epoll fd %d %s, mode wants %s" % (e["fd"], got, ep))
+    if st["slice_ms"] != m["epoll_slice_ms"]:
+        problems.append("epoll slice %s ms, mode wants %s" % (st["slice_ms"], m["epoll_slice_ms"]))
+    if st["affinity"] != [cpu]:
+        problems.append("memcached may run on CPUs %s, bench wants [%d]" % (st["affinity"], cpu))
+    return problems

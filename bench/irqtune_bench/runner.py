@@ -1,0 +1,383 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The bench's schedule, on any testbed: switch the server to each mode
+the way an administrator does (latency-suspend's variables file,
+`tuned-adm profile`, the busy-poll opt-in), read back what is in effect
+before every run, run the load, derive the figures.
+
+A testbed (ssh.SshTestbed for two real hosts, the lab's LabTestbed for
+its QEMU guest) supplies:
+
+  server          run(argv, timeout=, input=) -> (rc, stdout, stderr) on the server, as root
+  server_bench    argv that starts irqtune-bench's server side there
+  shim            path of epoll_slice.so on the server (fullbusy)
+  server_addr     the address the generator sends to
+  nic             the server's NIC under test, or None (found from server_addr)
+  topologies      the placements it can run in (["-"] when it has none)
+  describe()      {"summary": ..., "insns": ..., "serving_thread": ...} for the report
+  prepare(log)    its own set-up before the bench's (the lab: install the project)
+  set_topology(t) put the threads in placement t before a run
+  load(rate, seconds, warmup, conns, seed) -> mcload's JSON, plus "insns"
+                  ([per CPU], with "insns_scope": "window" when counted over
+                  exactly the measurement window, "run" when over the whole
+                  load run) and "host" (placement.window() of the run) if it can
+  placement()     {"what": ..., "lines": [...]}: where its threads ran, or None
+  finish()        its own tear-down
+
+Loads: the server's saturation point is found first (base mode, offered
+rate raised 1.5x per probe until the achieved rate falls below 95 % of it
+or the median latency exceeds 10x the lightest probe's, then two bisection
+steps), then the offered loads are fractions of it.
+
+Every (mode, load, topology) cell runs --repeats times; rounds interleave:
+each round sets every mode once (shuffled order) and runs each load once
+per topology (shuffled order).
+"""
+
+import json
+import os
+import random
+import subprocess
+import time
+
+from . import placement
+from .modes import MODES, PROFILE, WHO_SETS, check, variables_of
+
+DROPIN = "/etc/systemd/system/%s.service.d/40-irqtune-bench.conf"
+VARIABLES = "/etc/tuned/%s-variables.conf" % PROFILE
+# writes a file from stdin with an explicit mode, atomically; path and mode
+# are arguments, never part of the script
+WRITE = 'umask 077 && cat > "$1.irqtune-bench" && chmod "$2" "$1.irqtune-bench" && mv -f "$1.irqtune-bench" "$1"'
+
+
+class BenchError(Exception):
+    """The server could not do what the bench asked."""
+
+
+class Bench:
+    """The server side of the bench: modes, read-backs, restore."""
+
+    def __init__(self, tb, args, log):
+        self.tb = tb
+        self.args = args
+        self.log = log
+        self.service = args.service
+        self.cpu = args.memcached_cpu
+        self.dropin = DROPIN % self.service
+        self.saved = None
+        self.nic = tb.nic
+
+    def sh(self, argv, timeout=120, input=None):
+        rc, out, err = self.tb.server.run(argv, timeout=timeout, input=input)
+        if rc != 0:
+            raise BenchError("%s: rc %s: %s" % (" ".join(argv), rc, (err or out).strip()[-800:]))
+        return out
+
+    def read(self, path):
+        rc, out, _ = self.tb.server.run(["cat", "--", path], timeout=30)
+        return out if rc == 0 else None
+
+    def write(self, path, text, mode="0644"):
+        self.sh(["sh", "-c", WRITE, "write", path, mode], input=text)
+
+    def prepare(self):
+        """Check the server, find its NIC, remember what the bench changes."""
+        sb = self.tb.server_bench
+        if self.nic is None:
+            out = self.sh(["ip", "-j", "addr", "show"])
+            from .server import nic_of_address
+            self.nic = nic_of_address(out, self.tb.server_addr)
+            if not self.nic:
+                raise BenchError("no interface of the server holds %s (--server-addr)" % self.tb.server_addr)
+        rc, out, err = self.tb.server.run(["systemctl", "is-active", "--", self.service], timeout=30)
+        if out.strip() != "active":
+            raise BenchError("service %s is not active on the server (%s)" % (self.service, out.strip() or err.strip()))
+        rc, out, err = self.tb.server.run(["tuned-adm", "profile_info", PROFILE], timeout=60)
+        if rc != 0:
+            raise BenchError("TuneD on the server does not know the profile %s: %s (install irqtune's "
+                             "profiles and start tuned)" % (PROFILE, (out + err).strip()[-300:]))
+        if "fullbusy" in self.args.modes.split(","):
+            rc, _, _ = self.tb.server.run(["test", "-f", self.tb.shim], timeout=30)
+            if rc != 0:
+                raise BenchError("the epoll shim %s is not on the server (fullbusy needs it)" % self.tb.shim)
+        self.sh(sb + ["server-state", self.nic, "--service", self.service])     # the read-back works
+        rc, out, _ = self.tb.server.run(["tuned-adm", "active"], timeout=60)
+        active = None
+        for line in out.splitlines():
+            if line.startswith("Current active profile:"):
+                active = line.split(":", 1)[1].strip()
+        self.saved = {"active": active, "variables": self.read(VARIABLES),
+                      "dropin": self.read(self.dropin)}
+        self.log("server: NIC %s, %s active, TuneD profile before the bench: %s"
+                 % (self.nic, self.service, active or "none"))
+
+    def write_dropin(self, m):
+        lines = ["# irqtune-bench (removed when the bench ends)", "[Service]", "CPUAffinity=%d" % self.cpu]
+        if m["epoll_slice_ms"]:
+            lines += ['Environment="LD_PRELOAD=%s"' % self.tb.shim,
+                      "Environment=IRQTUNE_BENCH_EPOLL_SLICE_MS=%d" % m["epoll_slice_ms"]]
+        self.sh(["install", "-d", "-m", "0755", os.path.dirname(self.dropin)])
+        self.write(self.dropin, "\n".join(lines) + "\n")
+        self.sh(["systemctl", "daemon-reload"])
+
+    def set_mode(self, name):
+        """The mode through the project (profile variables, opt-in) and the
+        bench's own drop-in (pinning, fullbusy's epoll slices)."""
+        m = MODES[name]
+        t0 = time.monotonic()
+        self.write_dropin(m)
+        values = variables_of(m, self.nic, self.service)
+        self.write(VARIABLES, "# irqtune-bench mode %s\n" % name + "".join("%s=%s\n" % kv for kv in values.items()))
+        self.sh(["tuned-adm", "profile", PROFILE], timeout=300)
+        if not m["epoll"]:
+            # no opt-in: restart so memcached runs without whatever preload
+            # and pinning the previous mode left
+            self.sh(["systemctl", "restart", "--", self.service])
+        self.sh(["systemctl", "is-active", "--", self.service])
+        return time.monotonic() - t0
+
+    def state(self, stats_only=False):
+        argv = self.tb.server_bench + ["server-state", self.nic, "--service", self.service]
+        out = self.sh(argv + (["--stats-only"] if stats_only else []), timeout=60)
+        return json.loads(out)
+
+    def finish(self):
+        """Put back what the bench changed: the variables file, the drop-in,
+        the profile that was active."""
+        if self.saved is None:
+            return
+        s, self.saved = self.saved, None
+        if s["variables"] is None:
+            self.tb.server.run(["rm", "-f", "--", VARIABLES], timeout=30)
+        else:
+            self.write(VARIABLES, s["variables"])
+        if s["dropin"] is None:
+            self.tb.server.run(["rm", "-f", "--", self.dropin], timeout=30)
+        else:
+            self.write(self.dropin, s["dropin"])
+        self.tb.server.run(["systemctl", "daemon-reload"], timeout=60)
+        if s["active"]:
+            self.tb.server.run(["tuned-adm", "profile"] + s["active"].split(), timeout=300)
+        else:
+            self.tb.server.run(["tuned-adm", "off"], timeout=300)
+        self.tb.server.run(["systemctl", "restart", "--", self.service], timeout=120)
+        self.log("server: variables file, drop-in and profile %s put back" % (s["active"] or "off"))
+
+
+# -- counters ---------------------------------------------------------------
+
+def parse_stats(s, irq_numbers):
+    """The counters of one server-state snapshot."""
+    out = {"cpu": {}, "irqs": {}, "rxq": {}}
+    for line in s["/proc/stat"].splitlines():
+        f = line.split()
+        if f and f[0].startswith("cpu") and f[0][3:].isdigit():
+            v = [int(x) for x in f[1:]]
+            out["cpu"][int(f[0][3:])] = (sum(v) - v[3] - v[4], sum(v))
+    lines = s["/proc/interrupts"].splitlines()
+    ncpu = len(lines[0].split())
+    for line in lines[1:]:
+        f = line.split()
+        if f and f[0].rstrip(":").isdigit() and int(f[0].rstrip(":")) in irq_numbers:
+            out["irqs"][int(f[0].rstrip(":"))] = sum(int(x) for x in f[1:1 + ncpu])
+    for line in s["/proc/softirqs"].splitlines():
+        if line.split()[:1] == ["NET_RX:"]:
+            out["net_rx"] = sum(int(x) for x in line.split()[1:])
+    nl = [l.split() for l in s["/proc/net/netstat"].splitlines() if l.startswith("TcpExt:")]
+    out["busy_poll_rx"] = int(dict(zip(nl[0][1:], nl[1][1:]))["BusyPollRxPackets"])
+    rx_total = 0
+    for line in s["/proc/net/dev"].splitlines():
+        name, _, fields = line.partition(":")
+        if fields and name.strip() != "lo":
+            rx_total += int(fields.split()[1])
+    out["rx_packets"] = rx_total
+    out["rxq"] = {int(q): n for q, n in s["rxq"].items()}
+    return out
+
+
+def serving_queues(rxq, irqs):
+    """The rx queues that carried at least 10 % of the run's packets (per
+    queue statistics), else of its queue interrupts."""
+    basis = rxq if sum(rxq.values()) > 0 else irqs
+    total = sum(basis.values())
+    return sorted(q for q, n in basis.items() if total and n >= 0.1 * total)
+
+
+def derive(res, st0, st1, cpu):
+    """Per-run figures from the generator's answer and two server snapshots."""
+    irq_of_queue = {int(q): irq for q, irq in st0["queue_irqs"].items()}
+    a = parse_stats(st0["stats"], set(irq_of_queue.values()))
+    b = parse_stats(st1["stats"], set(irq_of_queue.values()))
+    rxq = {q: b["rxq"].get(q, 0) - a["rxq"].get(q, 0) for q in b["rxq"]}
+    irqs = {q: b["irqs"].get(irq, 0) - a["irqs"].get(irq, 0) for q, irq in irq_of_queue.items()}
+    queues = serving_queues(rxq, irqs)
+    serving = {cpu}
+    for q in queues:
+        serving.update(st0["irq_cpus"].get(str(irq_of_queue.get(q)), []))
+    serving = sorted(serving)
+    busy = {c: b["cpu"][c][0] - a["cpu"][c][0] for c in b["cpu"]}
+    total = {c: max(1, b["cpu"][c][1] - a["cpu"][c][1]) for c in b["cpu"]}
+    answered = max(1, res["measured"])
+    out = {
+        "rx_queues_used": queues, "serving_cpus": serving,
+        "cpu_pct_serving": round(100.0 * sum(busy.get(c, 0) for c in serving)
+                                 / sum(total.get(c, 1) for c in serving), 1),
+        "cpu_pct_guest": round(100.0 * sum(busy.values()) / sum(total.values()), 1),
+        "irqs_per_request": round(sum(irqs.values()) / answered, 4),
+        "net_rx_per_request": round((b["net_rx"] - a["net_rx"]) / answered, 4),
+        "busy_share": round((b["busy_poll_rx"] - a["busy_poll_rx"]) / max(1, b["rx_packets"] - a["rx_packets"]), 3),
+    }
+    ins = res.get("insns")
+    if ins:
+        # counted over exactly the window: per measured request; over the
+        # whole load run (warm-up and drain included): per answered request
+        per = answered if res.get("insns_scope", "window") == "window" else max(1, res["answered"])
+        secs = res["window_s"] if res.get("insns_scope", "window") == "window" else res.get("insns_seconds")
+        out["insns_per_cpu"] = ins
+        out["ipr_serving"] = round(sum(ins[c] for c in serving if c < len(ins)) / per)
+        out["ipr_guest"] = round(sum(ins) / per)
+        if secs:
+            out["minsn_per_s_guest"] = round(sum(ins) / secs / 1e6, 1)
+    host = res.get("host")
+    if host:
+        out["serving_wait_pct"] = host["serving_wait_pct"]
+        out["serving_cpu_other_ms"] = host["serving_cpu_other_ms"]
+    t0, t1 = st0["stats"].get("service_threads"), st1["stats"].get("service_threads")
+    if t0 and t1:
+        secs = st1["stats"]["monotonic"] - st0["stats"]["monotonic"]
+        w = placement.window({int(k): v for k, v in t0.items()}, {int(k): v for k, v in t1.items()},
+                             secs, [int(k) for k in t1])
+        out["service_wait_pct"] = w["serving_wait_pct"]
+        if not host:
+            out["serving_wait_pct"] = w["serving_wait_pct"]
+    return out
+
+
+# -- schedule ---------------------------------------------------------------
+
+def saturation(bench, tb, args, log):
+    """Highest offered rate the server keeps up with in base mode."""
+    bench.set_mode("base")
+    tb.set_topology(tb.topologies[-1])
+    probes = []
+    rate, good, bad, ref_p50 = args.probe_start, None, None, None
+
+    def probe(r):
+        res = tb.load(r, args.probe_seconds, args.warmup, args.conns, seed=len(probes) + 1)
+        ok = (res["qps"] >= 0.95 * r and res["lost"] == 0 and res["p50_us"] is not None
+              and (ref_p50 is None or res["p50_us"] <= 10 * ref_p50))
+        probes.append({"offered": r, "qps": res["qps"], "p50_us": res["p50_us"], "p99_us": res["p99_us"],
+                       "lost": res["lost"], "send_late_p99_us": res["send_late_p99_us"],
+                       "gen_cpu_pct": res["gen_cpu_pct"], "kept_up": ok})
+        log("saturation probe %6d req/s: qps %.0f p50 %s us p99 %s us -> %s"
+            % (r, res["qps"], res["p50_us"], res["p99_us"], "kept up" if ok else "saturated"))
+        return ok, res
+
+    while rate <= args.probe_max:
+        ok, res = probe(rate)
+        if ref_p50 is None:
+            if not ok:
+                raise BenchError("the server does not keep up with %d req/s (--probe-start)" % rate)
+            ref_p50 = res["p50_us"]
+        if not ok:
+            bad = rate
+            break
+        good = rate
+        rate = int(rate * 1.5)
+    if bad is not None:
+        for _ in range(2):      # two bisection steps between kept up and saturated
+            mid = (good + bad) // 2
+            ok, _ = probe(mid)
+            good, bad = (mid, bad) if ok else (good, mid)
+    return good, probes
+
+
+def readback(st):
+    return {"napis": [{k: n.get(k) for k in ("id", "irq", "defer-hard-irqs", "gro-flush-timeout",
+                                              "irq-suspend-timeout")} for n in st["napis"]],
+            "rx_queues": st["rx_queues"], "epoll": st["epoll"], "epoll_slice_ms": st["slice_ms"],
+            "memcached_cpus": st["affinity"]}
+
+
+def one_run(bench, tb, args, run, log, n_runs, runs):
+    name, load = run["mode"], run["offered"]
+    try:
+        st0 = bench.state()
+    except (BenchError, ValueError) as err:
+        run["failed"] = "reading the server back: %s" % err
+        return
+    problems = check(MODES[name], st0, args.memcached_cpu)
+    run["readback"] = readback(st0)
+    if problems:
+        run["failed"] = "mode not in effect: " + "; ".join(problems)
+        return
+    try:
+        res = tb.load(load, args.seconds, args.warmup, args.conns, seed=len(runs) + 1)
+    except (BenchError, RuntimeError, subprocess.TimeoutExpired, ValueError) as err:
+        run["failed"] = "load generator: %s" % err
+        return
+    try:
+        st1 = bench.state(stats_only=True)
+    except (BenchError, ValueError) as err:
+        run["failed"] = "reading the server's counters after the load: %s" % err
+        return
+    run.update(res)
+    run.update(derive(res, st0, st1, args.memcached_cpu))
+    log("[%d/%d] %-9s %6d req/s%s: qps %.0f p50 %s p99 %s us, %s kinsn/req serving CPUs %s, CPU %s%%, "
+        "late99 %s us, gen %s%%, wait %s%%%s"
+        % (len(runs) + 1, n_runs, name, load, "" if run["topology"] == "-" else " " + run["topology"],
+           res["qps"], res["p50_us"], res["p99_us"],
+           round(run["ipr_serving"] / 1e3, 1) if run.get("ipr_serving") else "-", run["serving_cpus"],
+           run["cpu_pct_serving"], res["send_late_p99_us"], res["gen_cpu_pct"], run.get("serving_wait_pct"),
+           "" if run.get("serving_cpu_other_ms") is None else
+           ", other work on its core %s ms" % run["serving_cpu_other_ms"]))
+
+
+def run_bench(tb, args, log, report, save):
+    """The whole schedule; fills report (runs, loads, saturation) and calls
+    save() after each run so a killed bench leaves its runs."""
+    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    bench = Bench(tb, args, log)
+    tb.prepare(log)
+    bench.prepare()
+    report.update(testbed=tb.describe(), modes=MODES, who_sets=WHO_SETS, nic=bench.nic)
+    runs = report.setdefault("runs", [])
+    try:
+        if args.loads:
+            loads = sorted(int(x) for x in args.loads.split(","))
+            report["saturation"] = None
+        else:
+            sat, probes = saturation(bench, tb, args, log)
+            report["saturation"] = {"rate": sat, "probes": probes}
+            fr = sorted(float(x) for x in args.fractions.split(","))
+            loads = sorted({max(100, int(round(sat * f, -2))) for f in fr})
+            log("saturation %d req/s; loads %s" % (sat, loads))
+        report["loads"] = loads
+        topologies = tb.topologies
+        n_runs = len(modes) * len(loads) * len(topologies) * args.repeats
+        for rnd in range(args.repeats):
+            rng = random.Random(args.seed * 1000 + rnd)
+            order = modes[:]
+            rng.shuffle(order)
+            for name in order:
+                cases = [(load, t) for load in loads for t in topologies]
+                rng.shuffle(cases)
+                try:
+                    took = bench.set_mode(name)
+                    log("round %d: mode %s set in %.0fs" % (rnd + 1, name, took))
+                except BenchError as err:
+                    log("round %d: mode %s could not be set: %s" % (rnd + 1, name, err))
+                    runs.extend({"round": rnd + 1, "mode": name, "offered": load, "topology": t,
+                                 "failed": "setting the mode: %s" % err} for load, t in cases)
+                    continue
+                for load, t in cases:
+                    tb.set_topology(t)
+                    run = {"round": rnd + 1, "mode": name, "offered": load, "topology": t}
+                    one_run(bench, tb, args, run, log, n_runs, runs)
+                    if run.get("failed"):
+                        log("%s @ %d: FAILED %s" % (name, load, run["failed"]))
+                    runs.append(run)
+                    save()
+        report["placement"] = tb.placement()
+    finally:
+        bench.finish()
+    return [r for r in runs if r.get("failed")]
