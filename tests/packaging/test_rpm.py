@@ -38,7 +38,8 @@ PROFILE_PACKAGES = {"tuned-profiles-irqtune": sorted(set(PROFILES) - REALTIME_PR
 NAMES = {"python3-irqtune", "tuned-plugins-irqtune", "tuned-profiles-irqtune",
          "tuned-profiles-irqtune-realtime",
          "irqtune-kernel-patches",
-         "irqtune-preload", "irqtune-metrics"}
+         "irqtune-preload", "irqtune-metrics", "irqtune-bench"}
+ARCH_PACKAGES = {"irqtune-preload", "irqtune-bench"}     # compiled code
 
 
 def rpm_q(path, *query):
@@ -121,7 +122,7 @@ def test_packages_and_architectures(packages):
     assert set(packages) - {"src"} == NAMES
     for name in NAMES:
         arch = rpm_q(packages[name], "--qf", "%{ARCH}")[0]
-        assert (arch == "noarch") == (name != "irqtune-preload"), (name, arch)
+        assert (arch == "noarch") == (name not in ARCH_PACKAGES), (name, arch)
 
 
 def test_plugin_package_puts_library_and_plugins_where_tuned_looks(packages):
@@ -228,6 +229,44 @@ def test_preload_package(packages):
     log = (pathlib.Path(packages["src"]).parents[1] / "build.log").read_text()
     compiles = [line for line in log.splitlines() if "-soname,libirqtune-busypoll.so" in line]
     assert compiles and not any("-Werror" in line for line in compiles), compiles
+
+
+def test_bench_package(packages):
+    """irqtune-bench: the command, the generator, the shim, the package;
+    the generator and the shim built with the distribution's flags; no
+    hard dependency (the client needs none of irqtune's other packages)."""
+    pkg = packages["irqtune-bench"]
+    files = rpm_q(pkg, "-l")
+    site = sitelib_of(packages)
+    for path in ("/usr/bin/irqtune-bench", "/usr/libexec/irqtune-bench/mcload",
+                 site + "/irqtune_bench/cli.py", site + "/irqtune_bench/server.py"):
+        assert path in files, (path, files)
+    shims = [f for f in files if re.fullmatch(r"/usr/lib(64)?/irqtune-bench/epoll_slice\.so", f)]
+    assert len(shims) == 1, files
+    modes = dict(line.split()[::-1] for line in rpm_q(pkg, "--qf", "[%{FILEMODES:perms} %{FILENAMES}\n]"))
+    assert modes["/usr/bin/irqtune-bench"] == modes["/usr/libexec/irqtune-bench/mcload"] == "-rwxr-xr-x"
+    assert not [p for p in rpm_q(pkg, "--provides") if "epoll_slice" in p]
+    requires = [r for r in rpm_q(pkg, "--requires") if not r.startswith(("rpmlib(", "/", "lib", "ld-"))]
+    assert not [r for r in requires if "irqtune" in r or "tuned" in r], requires
+    suggests = rpm_q(pkg, "--suggests")
+    assert "memcached" in suggests and any(r.startswith("tuned-profiles-irqtune") for r in suggests)
+    log = (pathlib.Path(packages["src"]).parents[1] / "build.log").read_text()
+    compiles = [line for line in log.splitlines() if "bench/mcload.c" in line or "bench/epoll_slice.c" in line]
+    assert len(compiles) == 2 and not any("-Werror" in line.split() for line in compiles), compiles
+
+
+def test_bench_command_names_the_packaged_generator_and_shim(packages, installed):
+    files = rpm_q(packages["irqtune-bench"], "-l")
+    shim = [f for f in files if f.endswith("/epoll_slice.so")][0]
+    path = str(installed) + "/usr/bin/irqtune-bench"
+    with open(path) as f:
+        text = f.read()
+    assert 'mcload="/usr/libexec/irqtune-bench/mcload"' in text and 'shim="%s"' % shim in text, text
+    python = text.splitlines()[0][2:]
+    site = str(installed) + sitelib_of(packages)
+    result = subprocess.run([python, path, "run", "--help"], capture_output=True, text=True,
+                            env=dict(os.environ, PYTHONPATH=site), cwd="/")
+    assert result.returncode == 0 and "--server-addr" in result.stdout, result.stderr
 
 
 def test_metrics_package(packages):
