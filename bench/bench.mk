@@ -4,7 +4,7 @@
 # (tests/lab/bench).  The Python package irqtune_bench, the load generator
 # mcload (C) and fullbusy's epoll shim epoll_slice.so.
 # Included by the top-level Makefile; uses its DESTDIR, BINDIR, LIBDIR,
-# PYTHON and PYTHON_SITELIB.  Not part of `make install`: the bench is a
+# MANDIR, PYTHON and PYTHON_SITELIB.  Not part of `make install`: the bench is a
 # package of its own (irqtune-bench), wanted on the bench's hosts only.
 #
 # Targets: bench-tools, install-bench, uninstall-bench, clean-bench.
@@ -54,15 +54,16 @@ install-bench: bench-tools
 	@test -n "$(BENCH_SITELIB)" || { echo "no site-packages for $(PYTHON) (BENCH_SITELIB)" >&2; exit 1; }
 	rm -rf $(DESTDIR)$(BENCH_SITELIB)/irqtune_bench
 	install -d -m 0755 $(DESTDIR)$(BENCH_SITELIB)/irqtune_bench $(DESTDIR)$(BINDIR) \
-		$(DESTDIR)$(BENCH_LIBEXECDIR) $(DESTDIR)$(BENCH_LIBDIR)
+		$(DESTDIR)$(BENCH_LIBEXECDIR) $(DESTDIR)$(BENCH_LIBDIR) $(DESTDIR)$(MANDIR)/man1
 	install -m 0644 $(BENCH_PY_FILES) $(DESTDIR)$(BENCH_SITELIB)/irqtune_bench/
 	install -m 0755 $(BENCH_CMD) $(DESTDIR)$(BINDIR)/irqtune-bench
 	install -m 0755 $(BENCH_MCLOAD) $(DESTDIR)$(BENCH_LIBEXECDIR)/mcload
 	install -m 0755 $(BENCH_SHIM) $(DESTDIR)$(BENCH_LIBDIR)/epoll_slice.so
+	install -m 0644 $(BENCH_SRCDIR)/irqtune-bench.1 $(DESTDIR)$(MANDIR)/man1/irqtune-bench.1
 
 uninstall-bench:
 	rm -rf $(DESTDIR)$(BENCH_SITELIB)/irqtune_bench $(DESTDIR)$(BENCH_LIBEXECDIR) $(DESTDIR)$(BENCH_LIBDIR)
-	rm -f $(DESTDIR)$(BINDIR)/irqtune-bench
+	rm -f $(DESTDIR)$(BINDIR)/irqtune-bench $(DESTDIR)$(MANDIR)/man1/irqtune-bench.1
 
 clean-bench:
 	rm -rf $(BENCH_BUILDDIR)

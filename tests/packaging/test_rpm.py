@@ -239,6 +239,7 @@ def test_bench_package(packages):
     files = rpm_q(pkg, "-l")
     site = sitelib_of(packages)
     for path in ("/usr/bin/irqtune-bench", "/usr/libexec/irqtune-bench/mcload",
+                 "/usr/share/man/man1/irqtune-bench.1.gz",
                  site + "/irqtune_bench/cli.py", site + "/irqtune_bench/server.py"):
         assert path in files, (path, files)
     shims = [f for f in files if re.fullmatch(r"/usr/lib(64)?/irqtune-bench/epoll_slice\.so", f)]
@@ -535,7 +536,7 @@ def test_man_pages_render_without_warnings(installed):
     if not shutil.which("groff"):
         pytest.skip("groff is not installed")
     pages = glob.glob(str(installed) + "/usr/share/man/man*/*.gz")
-    assert len(pages) == 4, pages
+    assert len(pages) == 5, pages
     for page in pages:
         out = subprocess.run(["groff", "-man", "-Tutf8", "-ww", "-z"], input=read_man(page),
                              capture_output=True, text=True)
