@@ -207,7 +207,7 @@ def compare(before, after, modes, loads, labels=("before", "after")):
                 if sp is not None and c["runs"] > 1:
                     spreads[label].append(sp)
                 row += [fmt(c, "p99_us", between="-") + " (%d)" % c["runs"],
-                        "-" if sp is None else "%.2f" % sp]
+                        "-" if sp is None or c["runs"] < 2 else "%.2f" % sp]
             row += [fmt(cb["%s@%d" % (m, load)], "serving_wait_pct", digits=1, between="-"),
                     fmt(ca["%s@%d" % (m, load)], "serving_wait_pct", digits=1, between="-")]
             lines.append("| " + " | ".join(row) + " |")
@@ -319,7 +319,8 @@ def write_report(report, out, name):
     (out / ("%s.txt" % name)).write_text(full + "\n")
     (out / ("%s.md" % name)).write_text(md)
     print(full)
-    for p in plot(cells, modes, loads, out, name, tb_title(report)):
+    title = tb_title(report) + (": the pinned runs" if len(by_topology) > 1 else "")
+    for p in plot(cells, modes, loads, out, name, title):
         print("wrote %s" % p)
     print("wrote %s" % ", ".join(str(out / ("%s.%s" % (name, ext))) for ext in ("json", "txt", "md")))
     return full

@@ -101,11 +101,9 @@ class Bench:
                 raise BenchError("the epoll shim %s is not on the server (fullbusy needs it)" % self.tb.shim)
         self.sh(sb + ["server-state", self.nic, "--service", self.service])     # the read-back works
         rc, out, _ = self.tb.server.run(["tuned-adm", "active"], timeout=60)
-        active = None
-        for line in out.splitlines():
-            if line.startswith("Current active profile:"):
-                active = line.split(":", 1)[1].strip()
-        self.saved = {"active": active, "variables": self.read(VARIABLES),
+        active = tuned_active(out)
+        rc, out, _ = self.tb.server.run(["tuned-adm", "profile_mode"], timeout=60)
+        self.saved = {"active": active, "auto": "mode: auto" in out, "variables": self.read(VARIABLES),
                       "dropin": self.read(self.dropin)}
         self.log("server: NIC %s, %s active, TuneD profile before the bench: %s"
                  % (self.nic, self.service, active or "none"))
@@ -155,12 +153,30 @@ class Bench:
         else:
             self.write(self.dropin, s["dropin"])
         self.tb.server.run(["systemctl", "daemon-reload"], timeout=60)
-        if s["active"]:
-            self.tb.server.run(["tuned-adm", "profile"] + s["active"].split(), timeout=300)
+        if s["auto"]:
+            # TuneD chose the profile itself: let it choose again
+            self.tb.server.run(["tuned-adm", "auto_profile"], timeout=300)
+        elif s["active"]:
+            self.tb.server.run(["tuned-adm", "profile"] + s["active"], timeout=300)
         else:
             self.tb.server.run(["tuned-adm", "off"], timeout=300)
         self.tb.server.run(["systemctl", "restart", "--", self.service], timeout=120)
-        self.log("server: variables file, drop-in and profile %s put back" % (s["active"] or "off"))
+        self.log("server: variables file, drop-in and profile %s put back"
+                 % ("(automatic)" if s["auto"] else " ".join(s["active"] or ["off"])))
+
+
+def tuned_active(text):
+    """[profiles] `tuned-adm active` names, without the post-loaded one
+    (it stays loaded across profile switches by itself); None for none."""
+    active, post = None, []
+    for line in text.splitlines():
+        if line.startswith("Current active profile:"):
+            active = line.split(":", 1)[1].split()
+        elif line.startswith("Current post-loaded profile:"):
+            post = line.split(":", 1)[1].split()
+    if active and post and active[-len(post):] == post:
+        active = active[:-len(post)]
+    return active or None
 
 
 # -- counters ---------------------------------------------------------------

@@ -103,3 +103,10 @@ def test_table_and_markdown_show_every_mode_and_a_failed_cell():
     md = report.markdown(cells, ["suspend20", "fullbusy"], [1000])
     assert "| suspend20 | 1 | 1000 | 25 | 100 [100-100] | 0.1 [0.1-0.1] |" in md, md
     assert "| fullbusy | 0 (1 failed) |" in md
+
+
+def test_compare_gives_no_spread_for_a_single_run():
+    before, after = [run("base", 1000, 100)], [run("base", 1000, 100), run("base", 1000, 300)]
+    text = report.compare(before, after, ["base"], [1000])
+    assert "| 1000 | base | 100 [100-100] (1) | - | 200 [100-300] (2) | 1.00 |" in text, text
+    assert "- before: no cell with 2 or more runs" in text

@@ -6,9 +6,10 @@ administrator's machine.  `make lab-bench-hosts`.
 
 Each guest is generation 7 (Linux 7.2, systemd, TuneD 2.27, sshd,
 memcached).  Installed as from the packages: the project (`make install`)
-and the bench (`make install-bench`: irqtune_bench, /usr/bin/irqtune-bench,
-mcload, epoll_slice.so) in both.  The server's memcached is opened to its
-NIC, the administrator's step.  Then, from the host's side of the link:
+on the server, and the bench (`make install-bench`: irqtune_bench,
+/usr/bin/irqtune-bench, mcload, epoll_slice.so) on both.  The server's
+memcached is opened to its NIC, the administrator's step.  Then, from
+the host's side of the link:
 
     irqtune-bench run --server root@10.77.0.2 --client root@10.77.0.3 \\
         --server-addr 10.77.0.2 --quick --loads 300
@@ -71,7 +72,11 @@ def hosts(tmp_path_factory):
                 guests.append(g)
                 g.start()
                 h = Host7(g)
-                h.install_project()
+                if role == "server":
+                    h.install_project()         # irqtune itself: the server's profiles and preload
+                else:
+                    h.sh("rm -rf /root/irqtune && mkdir -p /root/irqtune && tar -C /irqtune "
+                         "--exclude=./build --exclude=./.git -cf - . | tar -C /root/irqtune -xf -")
                 h.sh("make -C /root/irqtune install-bench PYTHON=/usr/bin/python3 "
                      ">/root/make-install-bench.log 2>&1 || { tail -n 30 /root/make-install-bench.log; exit 1; }",
                      timeout=600)
@@ -88,8 +93,10 @@ def hosts(tmp_path_factory):
 
 
 def tuned_state(h):
-    rc, out = h.tuned_adm("active")
-    return out.strip(), h.g.read_file("/etc/tuned/latency-suspend-variables.conf")
+    """What the bench must put back: TuneD's profile, how it was chosen,
+    the variables file."""
+    return (h.tuned_adm("active")[1].strip(), h.tuned_adm("profile_mode")[1].strip(),
+            h.g.read_file("/etc/tuned/latency-suspend-variables.conf"))
 
 
 def test_bench_over_ssh_sets_and_reads_back_every_mode(hosts):
