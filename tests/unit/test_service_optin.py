@@ -39,7 +39,8 @@ class FakeSystemctl:
             return 1, "Failed to %s: fake failure" % argv[0]
         if argv[0] == "show":
             prop = argv[1].split("=", 1)[1]
-            unit = argv[3]
+            assert argv[3] == "--", argv        # a unit name is never an option
+            unit = argv[4]
             defaults = {"ActiveState": "inactive", "LoadState": "loaded",
                         "Environment": "", "MainPID": "0"}
             return 0, self.units.get(unit, {}).get(prop, defaults[prop]) + "\n"
@@ -408,7 +409,7 @@ def test_restart_when_asked(tmp_path):
     fake = FakeSystemctl({"memcached.service": {"ActiveState": "active"}})
     opt = so.ServiceOptIn("memcached nginx", root=root, systemctl=fake, restart=True)
     opt.apply()
-    assert ["try-restart", "memcached.service"] in fake.calls
+    assert ["try-restart", "--", "memcached.service"] in fake.calls
     opt.unapply()
     assert fake.verbs() == ["daemon-reload", "try-restart", "daemon-reload", "try-restart"]
     # The reload comes before the restart, so the restart sees the new config.
@@ -430,9 +431,9 @@ def test_restart_only_where_the_process_disagrees(tmp_path):
     opt = so.ServiceOptIn("with without", root=root, systemctl=fake, restart=True,
                           kfs=KernelFs(proc=str(proc)))
     assert opt.apply() == ["without.service"]
-    assert ["try-restart", "without.service"] in fake.calls
+    assert ["try-restart", "--", "without.service"] in fake.calls
     assert opt.unapply() == ["with.service"]
-    assert ["try-restart", "with.service"] in fake.calls
+    assert ["try-restart", "--", "with.service"] in fake.calls
 
 
 # existing LD_PRELOAD
@@ -749,7 +750,7 @@ def test_plugin_restart_option(tuned_plugin, tmp_path):
     fake = FakeSystemctl({"memcached.service": {"ActiveState": "active"}})
     plugin, inst = tuned_plugin(root, fake, {"services": "memcached", "restart": "true"})
     plugin.instance_apply_tuning(inst)
-    assert ["try-restart", "memcached.service"] in fake.calls
+    assert ["try-restart", "--", "memcached.service"] in fake.calls
 
 
 def test_plugin_variables_expanded(tuned_plugin, tmp_path):
