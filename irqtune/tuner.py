@@ -26,7 +26,12 @@ restore(device)
 forget(device)
     Drop the device's originals without touching anything.
 follow_rename(new_name, ifindex)
-    A renamed device keeps its originals under the new name.
+    A renamed device keeps its originals under the new name.  Returns the
+    old name, None when no device of the tuner has that ifindex.
+known_as(ifindex, names)
+    Which of names (TuneD's) is the device that has ifindex, by the
+    ifindex its originals were saved with; None when none is.  No system
+    calls: the plugins ask it for every link event.
 kernel_name(device)
     The name the device has now: a device renamed behind TuneD's back
     (TuneD before 2.25 sends no move events) is found by the ifindex its
@@ -49,6 +54,11 @@ ledger
 needs_watching
     True when drivers may recreate what the tuner set (NAPIs, IRQs), so the
     plugin runs the link watcher and the periodic re-check.
+
+Every optional part has its default in Tuner (a system-wide tuner: no
+devices, nothing kept per device, renames pass it by) or DeviceTuner (per
+device originals, renames followed); the plugins call the contract only,
+never probing a tuner for what it has.
 
 Exceptions: tuners raise only for bugs and for a ledger that cannot be
 written (irqtune.ledger.LedgerError: nothing is changed without its
@@ -115,33 +125,67 @@ def verify_on_kernel_name(verify):
     return wrapper
 
 
-class DeviceTuner:
-    """Defaults for the optional parts of the contract (see the module).
+class Tuner:
+    """The contract (see the module) with a default for every optional
+    part, as a tuner of the whole system (GSIM, service opt-in) has them:
+    it keeps nothing per device and knows no device names.
+
+    Subclasses call Tuner.__init__ first.
+    """
+
+    needs_watching = False
+
+    def __init__(self, ledger=None):
+        self.ledger = ledger
+        self.unsupported = {}
+        self.rejected = {}
+
+    def apply(self, *devices):
+        raise NotImplementedError
+
+    def apply_new(self, device=None):
+        return 0
+
+    def verify(self, device=None):
+        raise NotImplementedError
+
+    def restore(self, device=None):
+        self.forget(device)
+
+    def forget(self, device=None):
+        """Nothing is kept per device."""
+
+    def restore_all(self):
+        raise NotImplementedError
+
+    def follow_rename(self, new_name, ifindex):
+        return None
+
+    def known_as(self, ifindex, names):
+        return None
+
+    def kernel_name(self, device):
+        return device
+
+
+class DeviceTuner(Tuner):
+    """A tuner of net devices, named as TuneD names them (see the module).
 
     Subclasses keep self.originals {ifname: {"ifindex": n, ...}} and call
     DeviceTuner.__init__ first.
     """
 
-    unsupported = {}
-    rejected = {}
-    needs_watching = False
-    ledger = None
-
-    def __init__(self, ifindex=None, ifname=None):
+    def __init__(self, ledger=None, ifindex=None, ifname=None):
         """ifindex (name -> index or None) and ifname (index -> name or
         None) look devices up - the kernel's by default; every tuner takes
         fixtures for them this way, as constructor arguments."""
+        super().__init__(ledger)
         self._ifindex = ifindex or ifindex_of
         self._ifname = ifname or ifname_of
+        self.originals = {}
         # {name a device had: name it has now}, for names TuneD still uses
         # after a rename it never reported (see kernel_name)
         self.renamed = {}
-
-    def apply_new(self, device):
-        return 0
-
-    def restore(self, device):
-        self.forget(device)
 
     def _device_books(self):
         """The dicts keyed by device name that follow a rename."""
@@ -188,6 +232,16 @@ class DeviceTuner:
                          "originals follow it", old, new)
             self._rename(moves)
         return moves
+
+    def known_as(self, ifindex, names):
+        """The one of names whose originals carry ifindex, whether they are
+        still kept under that name or have followed a rename already
+        (self.renamed); None when none does (see the module)."""
+        for name in sorted(names):
+            saved = self.originals.get(self.renamed.get(name, name))
+            if saved is not None and saved.get("ifindex") == ifindex:
+                return name
+        return None
 
     def kernel_name(self, ifname):
         """The name the device TuneD calls ifname has now (see the module)."""

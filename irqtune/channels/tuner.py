@@ -32,9 +32,8 @@ class HousekeepingTuner(DeviceTuner):
 
     def __init__(self, config, ledger=None, kfs=KFS, channels=None, ifindex=None, napi=None,
                  ifname=None):
-        super().__init__(ifindex, ifname)
+        super().__init__(ledger, ifindex, ifname)
         self.config = config
-        self.ledger = ledger
         self.kfs = kfs
         self._channels = channels
         self._napi = napi

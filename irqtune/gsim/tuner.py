@@ -13,7 +13,7 @@ from ..interrupts import read_interrupts
 from ..kfs import KFS
 from ..ledger import first
 from ..overlay import read_overlay_file
-from ..tuner import Check, DeviceTuner
+from ..tuner import Check, Tuner
 from .config import GsimConfig, IrqSelection
 from .interface import (APPLY_ORDER, RANGES, RESTORE_ORDER, GsimWriteError,
                         accepted_range, detect, missing_message)
@@ -30,7 +30,7 @@ class Applied(namedtuple("Applied", "knobs switched")):
         return "GSIM: %d values written, moderation allowed on %d IRQs" % self
 
 
-class GsimTuner(DeviceTuner):
+class GsimTuner(Tuner):
     """Applies one GsimConfig and IrqSelection, restores what was there.
 
     GSIM is system-wide: the contract's device arguments are not used.
@@ -40,20 +40,18 @@ class GsimTuner(DeviceTuner):
        "irqs": {"<irq>": {"name": action name, "allow": 0/1}}}
     First value wins (irqtune.ledger); an IRQ number whose name changed is
     a different interrupt.  iface None: the kernel has no GSIM, and every
-    option set is unsupported.
+    option set is unsupported.  rejected: {option: OptionError, or the
+    kernel's error}.
     """
 
     def __init__(self, config, selection, iface, ledger=None, kfs=KFS,
                  napi_irqs=irqs_mod.napi_irqs):
-        super().__init__()
+        super().__init__(ledger)
         self.config = config
         self.selection = selection
         self.iface = iface
-        self.ledger = ledger
         self.kfs = kfs
         self.napi_irqs = napi_irqs
-        self.rejected = {}          # option -> OptionError / text from the kernel
-        self.unsupported = {}       # option -> why
         self.switches = IrqSwitches(selection, iface, kfs, napi_irqs)
         if iface is None:
             self.originals = {"knobs": {}, "irqs": {}}
@@ -243,12 +241,6 @@ class GsimTuner(DeviceTuner):
         return self.switches.verify(self._interrupts())
 
     # -- restore -------------------------------------------------------------
-
-    def forget(self, device=None):
-        """Nothing is kept per device."""
-
-    def restore(self, device=None):
-        """Nothing is kept per device: restore_all puts everything back."""
 
     def restore_all(self):
         """Put back every original and forget them."""

@@ -47,11 +47,10 @@ class NapiTuner(DeviceTuner):
 
     def __init__(self, config, caps, queues=None, ledger=None, kfs=KFS, ifindex=None,
                  ifname=None):
-        super().__init__(ifindex, ifname)
+        super().__init__(ledger, ifindex, ifname)
         self.config = config
         self.caps = caps
         self.queues = queues
-        self.ledger = ledger
         self.kfs = kfs
         self.originals = self._load_state()
         self.per_napi, self.per_device, self.unsupported = self._plan()

@@ -59,9 +59,8 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
 
     def __init__(self, config, ledger=None, nic=None, rules=None, ifindex=None, napi=None,
                  ifname=None):
-        super().__init__(ifindex, ifname)
+        super().__init__(ledger, ifindex, ifname)
         self.config = config
-        self.ledger = ledger
         self._nic = nic or _ethtool_family
         self._rules = rules or _ntuple_rules
         self._napi_factory = napi
