@@ -29,6 +29,10 @@ Rules every tuner keeps (one place each, here):
   an IRQ picked system-wide (GSIM) by its number and its action name
   (``irq_entry``: a number reused by another vector is a different IRQ);
   a systemd service by its unit name.
+
+Tuners reach their ledger through irqtune.tuner.Tuner only (_save_state,
+_load_state: the one place that picks save or update and reads originals
+back); each says how its originals look as JSON.
 """
 
 import json

@@ -73,7 +73,7 @@ import functools
 import logging
 from dataclasses import dataclass
 
-from .ledger import ifindex_of, ifname_of
+from .ledger import device_entry, ifindex_of, ifname_of
 
 log = logging.getLogger(__name__)
 
@@ -130,6 +130,9 @@ class Tuner:
     part, as a tuner of the whole system (GSIM, service opt-in) has them:
     it keeps nothing per device and knows no device names.
 
+    The originals (self.originals) go to and come from the ledger here
+    only (_save_state, _load_state), by irqtune.ledger's rules; a tuner
+    says how its originals look as JSON (_to_ledger, _from_ledger).
     Subclasses call Tuner.__init__ first.
     """
 
@@ -139,6 +142,7 @@ class Tuner:
         self.ledger = ledger
         self.unsupported = {}
         self.rejected = {}
+        self.originals = {}
 
     def apply(self, *devices):
         raise NotImplementedError
@@ -167,6 +171,36 @@ class Tuner:
     def kernel_name(self, device):
         return device
 
+    # -- the originals' ledger --------------------------------------------
+
+    def _load_state(self):
+        """The originals an earlier daemon left (killed, or stopped without
+        rollback), for first-value-wins to go on from."""
+        return self._from_ledger(self._stored() if self.ledger is not None else {})
+
+    def _stored(self):
+        """What the ledger holds."""
+        return self.ledger.load()
+
+    def _from_ledger(self, data):
+        """The originals from the ledger's JSON."""
+        return data
+
+    def _to_ledger(self):
+        """The originals as the ledger's JSON."""
+        return self.originals
+
+    def _save_state(self, before_change=True):
+        """The originals on disk: before a change (LedgerError stops it), or
+        after a restore or forget (a failure is logged); irqtune.ledger."""
+        if self.ledger is not None:
+            (self.ledger.save if before_change else self.ledger.update)(self._to_ledger())
+
+    def _remove_ledger(self):
+        """Every original is back: the ledger file goes."""
+        if self.ledger is not None:
+            self.ledger.remove()
+
 
 class DeviceTuner(Tuner):
     """A tuner of net devices, named as TuneD names them (see the module).
@@ -182,14 +216,52 @@ class DeviceTuner(Tuner):
         super().__init__(ledger)
         self._ifindex = ifindex or ifindex_of
         self._ifname = ifname or ifname_of
-        self.originals = {}
         # {name a device had: name it has now}, for names TuneD still uses
         # after a rename it never reported (see kernel_name)
         self.renamed = {}
 
+    # -- per-device originals ---------------------------------------------
+
+    def _stored(self):
+        """The ledger's per-device originals whose device exists, under the
+        name it has now."""
+        return self.ledger.load_devices(self._ifindex, self._ifname)
+
+    def _originals_of(self, ifname, ifindex, **empty):
+        """originals[ifname] of the device that has ifindex now
+        (irqtune.ledger.device_entry: {"ifindex": ifindex, **empty} when
+        new), or what another instance of the plugin saved for it
+        (Ledger.kin_device) when this one has nothing of it."""
+        saved = self.originals.get(ifname)
+        if (saved is None or saved.get("ifindex") != ifindex) and self.ledger is not None:
+            kin = self.ledger.kin_device(ifname, ifindex)
+            if kin is not None and self._kin_fits(kin):
+                self.originals.update(self._from_ledger({ifname: kin}))
+        return device_entry(self.originals, ifname, ifindex, **empty)
+
+    def _kin_fits(self, entry):
+        """Whether another ledger's entry is one of this tuner's kind."""
+        return True
+
+    def _books(self):
+        """The dicts keyed by device name kept beside self.originals: they
+        follow a rename and are dropped with the device."""
+        return []
+
     def _device_books(self):
-        """The dicts keyed by device name that follow a rename."""
-        return [self.originals]
+        return [self.originals] + self._books()
+
+    @on_kernel_name
+    def forget(self, ifname):
+        """The device is gone: drop what is kept of it, touching nothing."""
+        self._drop(ifname)
+        if self.originals.pop(ifname, None) is not None:
+            self._save_state(before_change=False)
+
+    def _drop(self, ifname):
+        """Drop ifname from the books beside its originals."""
+        for book in self._books():
+            book.pop(ifname, None)
 
     def _rename(self, moves):
         """Move every device book's entries {old name: new name} at once (two
@@ -259,8 +331,7 @@ class DeviceTuner(Tuner):
         self.follow_renames()
         for device in sorted(self.originals):
             self.restore(device)
-        if self.ledger is not None:
-            self.ledger.remove()
+        self._remove_ledger()
 
 
 class Refusals:

@@ -78,11 +78,8 @@ class GsimTuner(Tuner):
 
     # -- ledger -------------------------------------------------------------
 
-    def _load_state(self):
+    def _from_ledger(self, data):
         empty = {"shape": self.iface.shape, "knobs": {}, "irqs": {}}
-        if self.ledger is None:
-            return empty
-        data = self.ledger.load()
         if not data:
             return empty
         if data.get("shape") != self.iface.shape:
@@ -92,10 +89,6 @@ class GsimTuner(Tuner):
         data.setdefault("irqs", {})
         log.info("gsim: restoring saved originals from %s", self.ledger.path)
         return data
-
-    def _save_state(self):
-        if self.ledger is not None:
-            self.ledger.save(self.originals)
 
     # -- apply ------------------------------------------------------------
 
@@ -262,8 +255,7 @@ class GsimTuner(Tuner):
                 log.error("gsim: cannot restore %s to %s: %s", option, value, err)
         self.switches.restore(self.originals.get("irqs", {}), self._interrupts())
         self.originals = {"shape": self.iface.shape, "knobs": {}, "irqs": {}}
-        if self.ledger is not None:
-            self.ledger.remove()
+        self._remove_ledger()
 
 
 # -- from options to a tuner --------------------------------------------------

@@ -87,20 +87,14 @@ class NapiTuner(DeviceTuner):
 
     # -- state ------------------------------------------------------------
 
-    def _load_state(self):
-        if self.ledger is None:
-            return {}
-        originals = self.ledger.load_devices(self._ifindex, self._ifname)
+    def _from_ledger(self, originals):
         for saved in originals.values():
             saved["napi"] = {int(k): v for k, v in saved.get("napi", {}).items()}
             saved["ids"] = set(saved.get("ids", ()))
         return originals
 
-    def _save_state(self, before_change=True):
-        """The ledger on disk; see irqtune.ledger for the error policy."""
-        if self.ledger is not None:
-            data = {name: dict(dev, ids=sorted(dev["ids"])) for name, dev in self.originals.items()}
-            (self.ledger.save if before_change else self.ledger.update)(data)
+    def _to_ledger(self):
+        return {name: dict(dev, ids=sorted(dev["ids"])) for name, dev in self.originals.items()}
 
     def _saved(self, ifname, ifindex=None):
         dev = self.originals.get(ifname)
@@ -251,12 +245,6 @@ class NapiTuner(DeviceTuner):
         return results
 
     @on_kernel_name
-    def forget(self, ifname):
-        """The device is gone: drop its originals without touching anything."""
-        if self.originals.pop(ifname, None) is not None:
-            self._save_state(before_change=False)
-
-    @on_kernel_name
     def restore(self, ifname):
         """Put back the originals of one device, then forget them.
 
@@ -276,8 +264,7 @@ class NapiTuner(DeviceTuner):
         """Put back every saved original and forget them."""
         self._restore(self.originals)
         self.originals = {}
-        if self.ledger is not None:
-            self.ledger.remove()
+        self._remove_ledger()
 
     def _restore(self, originals):
         """Write back, in one napi-set batch, only the values that differ.

@@ -73,8 +73,7 @@ class OptInTuner(Tuner):
         except IrqtuneError as err:
             log.error("%s", err)
         self.applied = False
-        if self.ledger is not None:
-            self.ledger.remove()
+        self._remove_ledger()
 
     def kept(self):
         """The services whose drop-ins stay when TuneD does not roll back."""
