@@ -73,7 +73,7 @@ import functools
 import logging
 from dataclasses import dataclass
 
-from .ledger import device_entry, ifindex_of, ifname_of
+from .ledger import device_entry, ifindex_of, ifname_of, name_now
 
 log = logging.getLogger(__name__)
 
@@ -207,6 +207,17 @@ class DeviceTuner(Tuner):
 
     Subclasses keep self.originals {ifname: {"ifindex": n, ...}} and call
     DeviceTuner.__init__ first.
+
+    The one owner of renames.  A device is the ifindex its originals were
+    saved with; whatever name it has, they follow it, and with them every
+    book the tuner keeps by device name (_books):
+    - reported by TuneD 2.25+ (a move event): follow_rename;
+    - not reported (older TuneD): TuneD's name leads to the device's now
+      (kernel_name, for every call taking a name: on_kernel_name), and a
+      link event under the new name to TuneD's (known_as);
+    - while no daemon ran: the ledger's originals are read under the
+      names their devices have now (_stored);
+    - restore_all follows every rename first.
     """
 
     def __init__(self, ledger=None, ifindex=None, ifname=None):
@@ -223,9 +234,25 @@ class DeviceTuner(Tuner):
     # -- per-device originals ---------------------------------------------
 
     def _stored(self):
-        """The ledger's per-device originals whose device exists, under the
-        name it has now."""
-        return self.ledger.load_devices(self._ifindex, self._ifname)
+        """The ledger's per-device originals whose device still exists, under
+        the name it has now: a device removed and created again is not the
+        one they belong to, a device renamed meanwhile takes them along."""
+        stored = self.ledger.load()
+        originals = {}
+        for name, now in self._names_now(stored).items():
+            if now == name:
+                originals.setdefault(name, stored[name])
+            elif now is not None:
+                log.info("%s is now called %s; its saved originals follow it", name, now)
+                originals[now] = stored[name]
+            else:
+                log.info("%s: saved originals belong to a device that is gone", name)
+        if originals:
+            names = sorted(originals)
+            log.info("restoring saved originals of %s from %s", ", ".join(names[:4]) +
+                     (" and %d more" % (len(names) - 4) if len(names) > 4 else ""),
+                     self.ledger.path)
+        return originals
 
     def _originals_of(self, ifname, ifindex, **empty):
         """originals[ifname] of the device that has ifindex now
@@ -248,9 +275,6 @@ class DeviceTuner(Tuner):
         follow a rename and are dropped with the device."""
         return []
 
-    def _device_books(self):
-        return [self.originals] + self._books()
-
     @on_kernel_name
     def forget(self, ifname):
         """The device is gone: drop what is kept of it, touching nothing."""
@@ -263,10 +287,13 @@ class DeviceTuner(Tuner):
         for book in self._books():
             book.pop(ifname, None)
 
+    # -- renames ----------------------------------------------------------
+
     def _rename(self, moves):
-        """Move every device book's entries {old name: new name} at once (two
-        devices may have swapped names) and save the ledger."""
-        for book in self._device_books():
+        """Move the entries {old name: new name} of the originals and every
+        book at once (two devices may have swapped names) and save the
+        ledger."""
+        for book in [self.originals] + self._books():
             taken = {old: book.pop(old) for old in moves if old in book}
             for old, entry in taken.items():
                 book[moves[old]] = entry
@@ -290,20 +317,22 @@ class DeviceTuner(Tuner):
         """Devices whose originals are saved under a name they no longer
         have, while their ifindex lives on under another: their originals
         take the new name.  Returns {old: new}."""
-        moves = {}
-        for name, saved in self.originals.items():
-            ifindex = saved.get("ifindex")
-            if ifindex is None or self._ifindex(name) == ifindex:
-                continue
-            now = self._ifname(ifindex)
-            if now is not None and now != name:
-                moves[name] = now
+        moves = {name: now for name, now in self._names_now(self.originals).items()
+                 if now is not None and now != name}
         if moves:
             for old, new in sorted(moves.items()):
                 log.info("%s is now called %s (a rename TuneD did not report); its "
                          "originals follow it", old, new)
             self._rename(moves)
         return moves
+
+    def _name_now(self, name, saved):
+        """The name of the device whose originals are saved under name now:
+        name, a new name, or None when the device is gone."""
+        return name_now(name, saved.get("ifindex"), self._ifindex, self._ifname)
+
+    def _names_now(self, originals):
+        return {name: self._name_now(name, saved) for name, saved in originals.items()}
 
     def known_as(self, ifindex, names):
         """The one of names whose originals carry ifindex, whether they are

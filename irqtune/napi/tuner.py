@@ -12,7 +12,7 @@ import logging
 
 from ..kfs import KFS
 from ..names import option_name
-from ..ledger import name_now, positioned
+from ..ledger import positioned
 from ..netlink.genl import NetlinkRequestError
 from ..netlink.netdev import NapiFamily, QueueFamily
 from ..tuner import Check, DeviceTuner, on_kernel_name, verify_on_kernel_name
@@ -298,7 +298,7 @@ class NapiTuner(DeviceTuner):
                 for napi_id, err in nl.set_napis(changes).items():
                     log.error("NAPI %d: cannot restore: %s", napi_id, err)
         for name, dev in originals.items():
-            now = name_now(name, dev.get("ifindex"), self._ifindex, self._ifname) if dev["sysfs"] else None
+            now = self._name_now(name, dev) if dev["sysfs"] else None
             for attr, value in dev["sysfs"].items() if now else ():
                 # Only what differs: on 6.13+ a write also resets every NAPI.
                 path = self._sysfs_path(now, attr)

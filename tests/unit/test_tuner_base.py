@@ -75,3 +75,14 @@ def test_another_instances_originals_are_taken_over_in_this_tuners_form(tmp_path
     t.apply("eth0", "eth1")
     assert t.originals == {"eth0": {"ifindex": 7, "ids": {1, 3}},   # the other's, then ours
                            "eth1": {"ifindex": 8, "ids": {3}}}       # not that device
+
+
+def test_a_restarted_daemon_finds_originals_under_the_names_devices_have_now(tmp_path):
+    """Renamed while no daemon ran: the originals follow the ifindex; a
+    device that is gone, or created again under its name, gets none."""
+    ledger = Ledger("books-a", str(tmp_path))
+    ledger.save({"eth0": {"ifindex": 7, "ids": [1]}, "eth1": {"ifindex": 8, "ids": [2]},
+                 "eth2": {"ifindex": 9, "ids": [3]}, "eth3": {"ifindex": 10, "ids": [4]}})
+    now = {"eth1": 7, "eth0": 8, "eth3": 11}        # swapped; eth2 gone; eth3 re-created
+    assert Books(ledger, now).originals == {"eth1": {"ifindex": 7, "ids": {1}},
+                                            "eth0": {"ifindex": 8, "ids": {2}}}
