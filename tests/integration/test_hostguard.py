@@ -134,3 +134,24 @@ def test_a_save_killed_before_it_completed_is_not_taken_for_a_snapshot(host):
     assert proc.returncode == 0, out
     assert "interrupted" not in out
     assert_host_as_before(tmp_path, env)
+
+
+def test_a_live_runs_snapshot_is_left_alone_by_another_run(host):
+    """A unit suite (or another worktree's run) started while a run owns
+    the snapshot must not take it for a killed run's and put the host back
+    under the live run's feet."""
+    tmp_path, env = host
+    victim = child(tmp_path, env, "test_rewrites_the_host_files")
+    try:
+        wait_for(lambda: os.path.exists(env["VICTIM_READY"]) or victim.poll() is not None,
+                 timeout=60, what="the victim test to rewrite the files")
+        other = child(tmp_path, env, "test_nothing")
+        out = other.communicate(timeout=60)[0]
+        assert other.returncode == 0, out
+        assert "interrupted" not in out, out
+        assert os.path.exists(env["IRQTUNE_TEST_SNAPSHOT"])
+        assert not same_tree(env["IRQTUNE_TEST_TUNED_ETC"], tmp_path / "before" / "etc")
+    finally:
+        victim.send_signal(signal.SIGTERM)
+        victim.communicate(timeout=60)
+    assert_host_as_before(tmp_path, env)

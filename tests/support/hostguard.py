@@ -20,6 +20,7 @@ ever taken for the host's own state.
 """
 
 import contextlib
+import fcntl
 import json
 import os
 import shutil
@@ -189,9 +190,45 @@ def snapshot_exists():
     return os.path.exists(_meta_path())
 
 
+# The run that owns the snapshot holds an exclusive lock on this file while
+# it lives, so that another run (a unit suite started meanwhile, a second
+# worktree) never takes a live run's snapshot for a killed one.  The
+# descriptor is not inherited: a daemon a test starts must not keep it.
+_owner_fd = None
+
+
+def _lock_path():
+    return os.path.join(os.path.dirname(SNAPSHOT_DIR.rstrip("/")) or "/", ".owner.lock")
+
+
+def _take_ownership(block):
+    global _owner_fd
+    if _owner_fd is not None:
+        return True
+    os.makedirs(os.path.dirname(_lock_path()), mode=0o700, exist_ok=True)
+    fd = os.open(_lock_path(), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX | (0 if block else fcntl.LOCK_NB))
+    except BlockingIOError:
+        os.close(fd)
+        return False
+    _owner_fd = fd
+    return True
+
+
+def _give_up_ownership():
+    global _owner_fd
+    if _owner_fd is not None:
+        os.close(_owner_fd)
+        _owner_fd = None
+
+
 def save():
     """Save the host's state and stop its daemon; the snapshot is complete
-    (host.json written last) before anything is changed."""
+    (host.json written last) before anything is changed.  Waits while
+    another live run owns the host."""
+    _take_ownership(block=True)
+    recover()
     os.makedirs(SNAPSHOT_DIR, mode=0o700, exist_ok=True)
     os.chmod(SNAPSHOT_DIR, 0o700)
     running = MANAGE_DAEMON and host_daemon_running()
@@ -212,9 +249,7 @@ def save():
     return meta
 
 
-def restore():
-    """Put the saved state back; the snapshot is removed only once the host
-    is as it was, so a restore that is itself interrupted is done again."""
+def _put_back():
     with open(_meta_path()) as f:
         meta = json.load(f)
     kill_test_leftovers()
@@ -224,18 +259,37 @@ def restore():
     _restore_tree(LEDGER_DIR, _archive("run-irqtune"))
     if meta["daemon_running"]:
         start_host_daemon()
+    # removed only once the host is as it was: a restore that is itself
+    # interrupted is done again by the next run
     shutil.rmtree(SNAPSHOT_DIR)
     return meta
 
 
+def restore():
+    """The end of the owning run: put the saved state back."""
+    try:
+        return _put_back()
+    finally:
+        _give_up_ownership()
+
+
 def recover():
-    """At the start of a run: a snapshot left behind means the last run was
-    killed; put the host back first.  Returns the snapshot's metadata or None."""
-    if not snapshot_exists():
-        # a save() killed before host.json was written changed nothing yet
-        shutil.rmtree(SNAPSHOT_DIR, ignore_errors=True)
+    """At the start of a run: a snapshot left behind by a run that is gone
+    means it was killed; put the host back first.  A snapshot whose run
+    still lives (it holds the owner lock) is left alone.  Returns the
+    snapshot's metadata or None."""
+    taken_here = _owner_fd is None
+    if taken_here and not _take_ownership(block=False):
         return None
-    return restore()
+    try:
+        if not snapshot_exists():
+            # a save() killed before host.json was written changed nothing yet
+            shutil.rmtree(SNAPSHOT_DIR, ignore_errors=True)
+            return None
+        return _put_back()
+    finally:
+        if taken_here:
+            _give_up_ownership()
 
 
 # -- SIGTERM ends a run the way Ctrl-C does ---------------------------------
