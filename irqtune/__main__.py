@@ -4,21 +4,98 @@ and what each NAPI holds; `--watch` shows suspension at work.  `irqtune
 verify`: TuneD's verify with arguments waiting for a reboot told apart
 (irqtune.verify_report).  `irqtune doctor` names the broken link when
 suspension does not engage; `irqtune metrics` prints per-NAPI metrics for
-Prometheus and PCP."""
+Prometheus and PCP.
+
+Bad arguments are refused in one line naming the argument, the value and
+what is accepted (exit 2); nothing else leaves the command as a traceback
+unless IRQTUNE_DEBUG is set in the environment."""
 
 import argparse
+import math
+import os
+import socket
 import sys
 
 from .caps import detect_napi_capabilities
 from .errors import IrqtuneError
-from .kfs import KFS
 from .netlink.netdev import NapiFamily
 from . import verify_report
 
 COLUMNS = ("defer-hard-irqs", "gro-flush-timeout", "irq-suspend-timeout", "threaded", "irq")
+DEBUG_ENV = "IRQTUNE_DEBUG"
+EXIT_BAD_ARGUMENT = 2           # argparse's own
+# --watch: below 0.1 s the rates are mostly noise; an hour is the longest
+# interval anyone watches for.
+INTERVAL_MIN, INTERVAL_MAX, INTERVAL_DEFAULT = 0.1, 3600.0, 1.0
+SECONDS_MIN, SECONDS_MAX = 0.5, 60.0      # doctor --seconds
+LISTED_DEVICES = 12
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse whose refusals are one line ("irqtune status: ...") and
+    exit 2, without the usage block."""
+
+    def error(self, message):
+        self.exit(EXIT_BAD_ARGUMENT, "%s: %s\n" % (self.prog, message))
+
+
+def interfaces():
+    """{name: ifindex} of this network namespace, in ifindex order."""
+    return {name: index for index, name in sorted(socket.if_nameindex())}
+
+
+def shown(value):
+    """value as typed, quoted when it would not read as one word on one line."""
+    return value if value.isprintable() and value and " " not in value else repr(value)
+
+
+def unknown_device(names, known):
+    """The line refusing the first name that is not a network device here."""
+    for name in names:
+        if name not in known:
+            there = list(known)
+            listed = ", ".join(there[:LISTED_DEVICES]) + (", ..." if len(there) > LISTED_DEVICES else "")
+            return ("device %s: no such device in this network namespace (accepted: %s)"
+                    % (shown(name), listed or "none"))
+    return None
+
+
+def _in_range(value, low, high):
+    return math.isfinite(value) and low <= value <= high      # nan compares false anyway
+
+
+def bad_argument(args):
+    """The line refusing a value argparse's types let through, or None."""
+    if args.command == "status":
+        if args.watch and not args.devices:
+            return "--watch: accepted one or more devices to watch"
+        if not args.watch and (args.interval is not None or args.count is not None):
+            return "--interval/--count: accepted only with --watch"
+        if args.interval is not None and not _in_range(args.interval, INTERVAL_MIN, INTERVAL_MAX):
+            return "--interval %g: accepted %g to %g (seconds)" % (args.interval, INTERVAL_MIN,
+                                                                    INTERVAL_MAX)
+        if args.count is not None and args.count < 1:
+            return "--count %d: accepted 1 or more (without --count: until interrupted)" % args.count
+    elif args.command == "doctor":
+        if not _in_range(args.seconds, SECONDS_MIN, SECONDS_MAX):
+            return "--seconds %g: accepted %g to %g" % (args.seconds, SECONDS_MIN, SECONDS_MAX)
+        if args.service is not None and not args.service:
+            return "--service '': accepted a systemd unit name"
+        if args.pid is not None and args.pid < 1:
+            return "--pid %d: accepted a process id (1 or more)" % args.pid
+    elif args.command == "metrics":
+        if args.output == "":
+            return ("--output '': accepted a file name (without --output the metrics go to "
+                    "standard output)")
+    return None
 
 
 def status(devices):
+    known = interfaces()
+    problem = unknown_device(devices, known)
+    if problem:
+        print("irqtune status: %s" % problem, file=sys.stderr)
+        return EXIT_BAD_ARGUMENT
     caps = detect_napi_capabilities()
     print("netdev family: %s, napi-set: %s, settable: %s"
           % (caps.netdev_family, caps.napi_set, ", ".join(sorted(caps.settable)) or "-"))
@@ -27,18 +104,25 @@ def status(devices):
         print("missing: %s" % line)
     if not caps.napi_get:
         return 0
-    devices = devices or KFS.listdir(KFS.sys_path("class/net"))
     print("%-12s %6s " % ("device", "napi") + " ".join("%20s" % c for c in COLUMNS))
     with NapiFamily() as nl:
-        for dev in devices:
-            try:
-                ifindex = KFS.read_int(KFS.net_path(dev, "ifindex"))
-            except (OSError, ValueError):
-                print("%s: no such device" % dev, file=sys.stderr)
-                continue
-            for napi in nl.napis(ifindex):
+        for dev in devices or known:
+            for napi in nl.napis(known[dev]):
                 print("%-12s %6d " % (dev, napi["id"])
                       + " ".join("%20s" % napi.get(c, "-") for c in COLUMNS))
+    return 0
+
+
+def watch_status(devices, interval, count):
+    from .watch import watch
+    problem = unknown_device(devices, interfaces())
+    if problem:
+        print("irqtune status: %s" % problem, file=sys.stderr)
+        return EXIT_BAD_ARGUMENT
+    try:
+        watch(devices, interval, count, out=lambda s: print(s, flush=True))
+    except KeyboardInterrupt:
+        pass
     return 0
 
 
@@ -46,9 +130,6 @@ def doctor(args):
     """Exit 0 engaged, 1 not engaged, 2 could not tell (bad input included)."""
     import json
     from .doctor import EXIT_CANNOT_TELL, diagnose, format_text, resolve_targets
-    if not 0.5 <= args.seconds <= 60:
-        print("irqtune doctor: --seconds %g: accepted 0.5 to 60" % args.seconds, file=sys.stderr)
-        return EXIT_CANNOT_TELL
     try:
         pids = resolve_targets(args.service, args.pid)
         report = diagnose(pids, args.devices, args.seconds, unit=args.service)
@@ -78,15 +159,18 @@ def metrics(args):
     return 0
 
 
-def main(argv=None):
-    parser = argparse.ArgumentParser(prog="irqtune")
+def build_parser():
+    parser = Parser(prog="irqtune")
     sub = parser.add_subparsers(dest="command", required=True)
     st = sub.add_parser("status", help="kernel capabilities and per-NAPI values")
     st.add_argument("devices", nargs="*", help="network devices (default: all)")
     st.add_argument("--watch", action="store_true",
                     help="per NAPI: interrupts/s, rx packets/s and the busy-polled share")
-    st.add_argument("--interval", type=float, default=1.0, help="seconds between samples (--watch)")
-    st.add_argument("--count", type=int, default=None, help="samples to print (--watch; default: until ^C)")
+    st.add_argument("--interval", type=float, default=None,
+                    help="seconds between samples (--watch; %g to %g, default %g)"
+                         % (INTERVAL_MIN, INTERVAL_MAX, INTERVAL_DEFAULT))
+    st.add_argument("--count", type=int, default=None,
+                    help="samples to print (--watch; 1 or more, default: until ^C)")
     vf = sub.add_parser("verify", help="tuned-adm verify; kernel arguments that wait for "
                         "the next boot are listed, not failed")
     vf.add_argument("--log", default=verify_report.TUNED_LOG,
@@ -108,7 +192,10 @@ def main(argv=None):
     mt.add_argument("--format", choices=("openmetrics", "prometheus"), default=None,
                     help="OpenMetrics 1.0 (default), or the Prometheus text format "
                          "(default for an --output file named *.prom)")
-    args = parser.parse_args(argv)
+    return parser
+
+
+def run(args):
     if args.command == "verify":
         return verify_report.verify(log=args.log,
                                     err=lambda s: print(s, file=sys.stderr))
@@ -118,18 +205,45 @@ def main(argv=None):
         return metrics(args)
     try:
         if args.watch:
-            if not args.devices:
-                parser.error("--watch needs the devices to watch")
-            from .watch import watch
-            try:
-                watch(args.devices, args.interval, args.count, out=lambda s: print(s, flush=True))
-            except KeyboardInterrupt:
-                pass
-            return 0
+            interval = INTERVAL_DEFAULT if args.interval is None else args.interval
+            return watch_status(args.devices, interval, args.count)
         return status(args.devices)
     except IrqtuneError as err:
-        print("irqtune: %s" % err, file=sys.stderr)
+        print("irqtune status: %s" % err, file=sys.stderr)
         return 1
+
+
+def checked_run(args):
+    """Refuse a bad argument value in one line, else run the command."""
+    problem = bad_argument(args)
+    if problem:
+        print("irqtune %s: %s" % (args.command, problem), file=sys.stderr)
+        return EXIT_BAD_ARGUMENT
+    return run(args)
+
+
+def main(argv=None):
+    command = None
+    try:
+        try:
+            args = build_parser().parse_args(argv)
+            command = args.command
+            return checked_run(args)
+        finally:
+            sys.stdout.flush()      # a closed pipe shows here, not at exit
+    except KeyboardInterrupt:
+        return 130
+    except BrokenPipeError:
+        # `irqtune metrics | head`: the reader has gone; say nothing more.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        return 1
+    except Exception as err:    # the last guard: one line, never a traceback
+        if os.environ.get(DEBUG_ENV):
+            raise
+        print("irqtune%s: unexpected error: %s: %s (%s=1 shows where)"
+              % (" " + command if command else "", type(err).__name__, err, DEBUG_ENV),
+              file=sys.stderr)
+        return 2 if command == "doctor" else 1      # doctor: "could not tell"
 
 
 if __name__ == "__main__":

@@ -18,6 +18,7 @@ verify that logged no reason at all.
 import os
 import re
 import shlex
+import stat
 import subprocess
 from dataclasses import dataclass, field
 
@@ -175,10 +176,30 @@ def pending_text(verdict, bootcmdline=BOOT_CMDLINE_FILE):
             "(TuneD installed them in %s): %s" % (bootcmdline, " ".join(verdict.next_boot)))
 
 
+def unreadable(path):
+    """Why the log at path cannot be read (a regular file only: a FIFO
+    would block), or None."""
+    try:
+        if not stat.S_ISREG(os.stat(path).st_mode):
+            return "not a regular file"
+        with open(path, "rb"):
+            return None
+    except OSError as e:
+        return e.strerror or str(e)
+
+
 def verify(log=TUNED_LOG, bootcmdline=BOOT_CMDLINE_FILE, run=subprocess.run, out=print, err=print):
     """Run tuned-adm verify and report (see the module); returns the exit
     status: 0 when the profile is in effect apart from arguments for the
-    next boot, 1 otherwise."""
+    next boot, 1 otherwise, 2 when the log cannot be read (its lines are
+    the only reasons a failure has)."""
+    problem = unreadable(log)
+    if problem:
+        shown = log if log.isprintable() and log else repr(log)
+        err("irqtune verify: --log %s: %s (accepted: the log file TuneD writes, default %s)"
+            % (shown, problem, TUNED_LOG))
+        return 2
+
     def run_verify():
         result = run(["tuned-adm", "verify"], capture_output=True, text=True)
         return result.returncode, result.stdout + result.stderr

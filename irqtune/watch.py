@@ -61,7 +61,11 @@ def sample(ifname, kfs=KFS):
     """[NapiCounters] of ifname's NAPIs now."""
     from .netlink.netdev import NapiFamily, QueueFamily
     from .netlink.qstats import QstatsFamily
-    ifindex = socket.if_nametoindex(ifname)
+    try:
+        ifindex = socket.if_nametoindex(ifname)
+    except OSError:     # named on the command line, then removed or renamed
+        raise IrqtuneError("device %s: no such device in this network namespace (any more)"
+                           % ifname) from None
     with NapiFamily() as nl:
         napis = nl.napis(ifindex)
     with QueueFamily() as ql:

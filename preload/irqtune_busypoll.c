@@ -14,6 +14,11 @@
  *   IRQTUNE_PREFER_BUSY_POLL   prefer_busy_poll  0 or 1          default 1
  *   IRQTUNE_BUSY_POLL_LOG      stderr (default), syslog or none
  *
+ * "stderr" is the file the process got as fd 2 when the library was loaded
+ * (a terminal, a pipe, a service's journal socket, a file named by 2>>):
+ * when fd 2 is later something else - closed, and the number reused for
+ * a data file or a client's connection - the message goes to syslog.
+ *
  * The defaults are the values the IRQ suspension series used for its
  * suspend cases.  An invalid value is replaced by its default and reported
  * in one message.  When the ioctl fails (kernel without it, budget above 64
@@ -21,8 +26,9 @@
  * the failure is reported once per process (a new image after exec reports
  * again) and the library stops trying.
  *
- * The wrappers do not allocate, take no locks and keep errno as the real
- * call left it.  Shared state is a handful of words accessed atomically, so
+ * The wrappers do not allocate, take no locks (but for a report that goes
+ * to syslog(3), which does both in glibc, once per process) and keep errno
+ * as the real call left it.  Shared state is a handful of words accessed atomically, so
  * they are safe in threads and in a child after fork(); after exec the new
  * image loads the library again (LD_PRELOAD is inherited) and rereads the
  * environment.
@@ -33,13 +39,13 @@
 #define _GNU_SOURCE
 #include <dlfcn.h>
 #include <errno.h>
-#include <fcntl.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/ioctl.h>
+#include <sys/stat.h>
 #include <sys/epoll.h>
 #include <sys/syscall.h>
 #include <syslog.h>
@@ -73,6 +79,10 @@ static struct irqtune_epoll_params params = {
 	.pad = 0,
 };
 static int log_target = LOG_TO_STDERR;
+/* The stderr of the process image: fd 2's file when configured. */
+static int stderr_open;
+static dev_t stderr_dev;
+static ino_t stderr_ino;
 static int configured;		/* 0 not yet, 1 done */
 static int ioctl_disabled;	/* set after the first failing EPIOCSPARAMS */
 static int ioctl_reported;	/* the failure message was written */
@@ -80,6 +90,30 @@ static epoll_create_fn real_epoll_create;
 static epoll_create1_fn real_epoll_create1;
 
 static void report(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
+
+/*
+ * Identity, not type: a service's journal stream and a client connection
+ * that took a closed fd 2 are both sockets, and 2>>file is as regular a
+ * file as a data file opened after close(2).
+ */
+static void remember_stderr(void)
+{
+	struct stat st;
+
+	if (fstat(STDERR_FILENO, &st) != 0)
+		return;
+	stderr_dev = st.st_dev;
+	stderr_ino = st.st_ino;
+	stderr_open = 1;
+}
+
+static int stderr_is_the_original(void)
+{
+	struct stat st;
+
+	return stderr_open && fstat(STDERR_FILENO, &st) == 0 &&
+	       st.st_dev == stderr_dev && st.st_ino == stderr_ino;
+}
 
 /* One line, built on the stack; write(2) or syslog(3), never stdio buffers. */
 static void report(const char *fmt, ...)
@@ -99,15 +133,12 @@ static void report(const char *fmt, ...)
 	if (n < 0)
 		return;
 	len += (size_t)n < sizeof(line) - len - 1 ? (size_t)n : sizeof(line) - len - 2;
-	if (log_target == LOG_TO_SYSLOG) {
+	if (log_target == LOG_TO_SYSLOG || !stderr_is_the_original()) {
 		line[len] = '\0';
 		syslog(LOG_DAEMON | LOG_WARNING, "%s", line);
 		return;
 	}
 	line[len++] = '\n';
-	/* fd 2 closed: stay silent rather than write into whatever reused it. */
-	if (fcntl(STDERR_FILENO, F_GETFD) == -1)
-		return;
 	while (len > 0) {
 		ssize_t w = write(STDERR_FILENO, line, len);
 
@@ -192,6 +223,7 @@ static void configure(void)
 	if (__atomic_load_n(&configured, __ATOMIC_ACQUIRE))
 		return;
 
+	remember_stderr();
 	s = getenv("IRQTUNE_BUSY_POLL_LOG");
 	if (s && strcmp(s, "syslog") == 0)
 		log_target = LOG_TO_SYSLOG;

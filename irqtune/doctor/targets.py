@@ -8,7 +8,7 @@ import os
 
 from ..errors import IrqtuneError
 from ..kfs import KFS
-from ..service_optin.systemd import Systemctl, systemd_running
+from ..service_optin.systemd import default_systemctl, systemd_running
 
 CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -24,18 +24,25 @@ def check_pid(pid, kfs=KFS):
     return [pid]
 
 
+def _show(systemctl, unit, prop):
+    """One property of a unit named on the command line; after "--", so a
+    name starting with '-' is looked up as a unit, never taken as an option."""
+    rc, out = systemctl(["show", "--property=" + prop, "--value", "--", unit])
+    return out.strip() if rc == 0 else None
+
+
 def service_pids(unit, systemctl=None, kfs=KFS, root="/"):
     """The pids of a running unit: its cgroup's processes, else MainPID."""
     if not systemd_running(root):
         raise IrqtuneError("--service %s: systemd is not running on this host; name the "
                            "process with --pid instead" % unit)
-    ctl = Systemctl(systemctl)
-    load = ctl.show(unit, "LoadState")
+    systemctl = systemctl or default_systemctl
+    load = _show(systemctl, unit, "LoadState")
     if load is None or load == "not-found":
         raise IrqtuneError("--service %s: no such unit (systemctl show: LoadState=%s)"
                            % (unit, load or "?"))
-    main = ctl.show(unit, "MainPID") or "0"
-    cgroup = ctl.show(unit, "ControlGroup") or ""
+    main = _show(systemctl, unit, "MainPID") or "0"
+    cgroup = _show(systemctl, unit, "ControlGroup") or ""
     pids = []
     if cgroup:
         text = kfs.read_optional(kfs.sys_path("fs/cgroup", cgroup.lstrip("/"), "cgroup.procs"))
@@ -44,7 +51,7 @@ def service_pids(unit, systemctl=None, kfs=KFS, root="/"):
         pids = [int(main)]
     if not pids:
         raise IrqtuneError("--service %s: the unit runs no process (ActiveState=%s)"
-                           % (unit, ctl.show(unit, "ActiveState") or "?"))
+                           % (unit, _show(systemctl, unit, "ActiveState") or "?"))
     return sorted(pids)
 
 

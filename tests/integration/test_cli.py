@@ -69,3 +69,27 @@ def test_status_rows_show_what_the_kernel_holds_for_each_napi(netns):
                 assert row[column] == str(expected[napi_id][column]), (napi_id, column, result.stdout)
     finally:
         netns.exec("ip", "link", "del", "vcls", check=False)
+
+
+def test_watch_of_a_device_removed_meanwhile_ends_in_one_line(netns):
+    """`status --watch` on a veth that is deleted while it is watched: one
+    line naming the device, exit 1, no traceback."""
+    repo = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+    netns.add_veth("vgone", queues=2)
+    proc = netns.popen("/usr/bin/python3", "-m", "irqtune", "status", "--watch",
+                       "--interval", "0.2", "vgone", cwd=repo, stdout=subprocess.PIPE,
+                       stderr=subprocess.PIPE, text=True)
+    try:
+        header = proc.stdout.readline()     # the first sample was printed
+        assert header.split()[:2] == ["device", "napi"], (header, proc.stderr.read())
+        netns.exec("ip", "link", "del", "vgone")
+        out, err = proc.communicate(timeout=30)
+    finally:
+        if proc.poll() is None:
+            proc.kill()
+            proc.wait()
+        netns.exec("ip", "link", "del", "vgone", check=False)
+    lines = err.splitlines()
+    assert proc.returncode == 1, (proc.returncode, err)
+    assert len(lines) == 1 and "Traceback" not in err, err
+    assert lines[0].startswith("irqtune status: "), lines

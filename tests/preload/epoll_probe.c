@@ -15,10 +15,15 @@
  *                  the library's once-per-process messages appear once)
  *   --threads N    also start N threads at once, each creating one
  *                  instance (labels thread-0 .. thread-N-1)
+ *   --stderr-to-file PATH
+ *                  close fd 2, open PATH (which the kernel gives fd 2, as
+ *                  it would a service's next open after closing stderr)
+ *                  and write DATA_LINE into it before creating
  *   --exec-child   (internal) create one instance and exit
  */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <linux/audit.h>
 #include <linux/filter.h>
 #include <linux/seccomp.h>
@@ -37,6 +42,7 @@
 #include "irqtune_epoll_params.h"
 
 #define SENTINEL_ERRNO 4242
+#define DATA_LINE "the program's own data\n"
 
 static void show(const char *label, int fd, int errno_after)
 {
@@ -77,6 +83,19 @@ static void *thread_main(void *arg)
 	(void)arg;
 	make("thread", 1);
 	return NULL;
+}
+
+/* Exit status 10: fd 2 could not be made the data file (nowhere to say so). */
+static int stderr_to_file(const char *path)
+{
+	static const char data[] = DATA_LINE;
+	int fd;
+
+	close(STDERR_FILENO);
+	fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0600);
+	if (fd != STDERR_FILENO)
+		return -1;
+	return write(fd, data, sizeof(data) - 1) == (ssize_t)sizeof(data) - 1 ? 0 : -1;
 }
 
 static pthread_barrier_t start_line;
@@ -144,6 +163,9 @@ int main(int argc, char **argv)
 			}
 		} else if (strcmp(argv[i], "--threads") == 0 && i + 1 < argc) {
 			racers = strtol(argv[++i], NULL, 10);
+		} else if (strcmp(argv[i], "--stderr-to-file") == 0 && i + 1 < argc) {
+			if (stderr_to_file(argv[++i]) != 0)
+				return 10;
 		} else if (strcmp(argv[i], "--no-exec") == 0) {
 			do_exec = 0;
 		} else {

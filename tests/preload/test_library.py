@@ -8,6 +8,7 @@ in a child after exec, and reads each back with EPIOCGPARAMS.
 
 import os
 import shutil
+import socket
 import subprocess
 
 import pytest
@@ -150,18 +151,93 @@ def test_budget_above_64_with_cap_net_admin(built, kernel_params):
     assert err == []
 
 
+def without_net_admin():
+    """The wrapper under which a budget above 64 makes EPIOCSPARAMS fail
+    with EPERM (none needed when the tests do not run as root)."""
+    if os.geteuid() != 0:
+        return ()
+    setpriv = shutil.which("setpriv")
+    if setpriv is None:
+        pytest.skip("setpriv (util-linux) is needed to drop CAP_NET_ADMIN")
+    return (setpriv, "--inh-caps=-net_admin", "--bounding-set=-net_admin")
+
+
 def test_budget_above_64_without_cap_net_admin(built, kernel_params):
-    wrapper = ()
-    if os.geteuid() == 0:
-        setpriv = shutil.which("setpriv")
-        if setpriv is None:
-            pytest.skip("setpriv (util-linux) is needed to drop CAP_NET_ADMIN")
-        wrapper = (setpriv, "--inh-caps=-net_admin", "--bounding-set=-net_admin")
     got, err = run_probe(built, clean_env(IRQTUNE_BUSY_POLL_BUDGET="100"),
-                         args=["--no-exec"], wrapper=wrapper)
+                         args=["--no-exec"], wrapper=without_net_admin())
     assert_all(got, (0, 0, 0), LABELS - {"exec-child"})
     assert len(err) == 1, err
     assert "EPERM" in err[0] and "CAP_NET_ADMIN" in err[0]
+
+
+# Where the message goes when fd 2 is no longer the stderr the program got
+
+DATA_LINE = "the program's own data\n"     # epoll_probe.c DATA_LINE
+EPERM_MESSAGE = PREFIX + "EPIOCSPARAMS failed (EPERM)"
+# In a private mount namespace: a tmpfs on /dev holding only "log", a link
+# to the test's socket.  The host's /dev stays as it is.
+OWN_DEV_LOG = 'mount -t tmpfs -o mode=0755 irqtune-test /dev && ln -s "$1" /dev/log ' \
+              '&& shift && exec "$@"'
+
+
+@pytest.fixture
+def dev_log(tmp_path):
+    """(wrapper, read): programs run under wrapper send syslog(3) to a
+    datagram socket of the test; read() returns what arrived."""
+    unshare = shutil.which("unshare")
+    if os.geteuid() != 0 or unshare is None:
+        pytest.skip("a private /dev/log needs root and unshare (util-linux)")
+    path = str(tmp_path / "log")
+    sock = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
+    sock.bind(path)
+    sock.setblocking(False)
+    wrapper = (unshare, "--mount", "--propagation", "private", "sh", "-c", OWN_DEV_LOG,
+               "sh", path)
+
+    def read():
+        out = []
+        while True:
+            try:
+                out.append(sock.recv(4096).decode(errors="replace"))
+            except BlockingIOError:
+                return out
+    yield wrapper, read
+    sock.close()
+
+
+@pytest.mark.parametrize("closed_at_start", [False, True],
+                         ids=["closed-by-the-program", "closed-at-exec"])
+def test_eperm_message_never_lands_in_a_file_that_took_fd_2(built, kernel_params, tmp_path,
+                                                             dev_log, closed_at_start):
+    """A service that closed stderr (or was started without one) and whose
+    next open was its data file: the message goes to syslog, the data file
+    keeps only the program's data."""
+    wrapper, read_log = dev_log
+    data = tmp_path / "data"
+    env = clean_env(IRQTUNE_BUSY_POLL_BUDGET="100", LD_PRELOAD=built["lib"])
+    proc = subprocess.run(list(wrapper) + list(without_net_admin())
+                          + [built["probe"], "--stderr-to-file", str(data), "--no-exec"],
+                          env=env, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL,
+                          text=True, timeout=30,
+                          preexec_fn=(lambda: os.close(2)) if closed_at_start else None)
+    assert proc.returncode == 0, (proc.returncode, proc.stdout)
+    assert_all(parse_probe(proc.stdout), (0, 0, 0), LABELS - {"exec-child"})
+    assert data.read_text() == DATA_LINE
+    logged = read_log()
+    assert len(logged) == 1 and EPERM_MESSAGE in logged[0], logged
+
+
+def test_stderr_redirected_to_a_file_still_gets_the_message(built, kernel_params, tmp_path):
+    """`program 2>>file`: the file is the stderr the program started with."""
+    log = tmp_path / "stderr.log"
+    with open(log, "a") as f:
+        proc = subprocess.run(list(without_net_admin()) + [built["probe"], "--no-exec"],
+                              env=clean_env(IRQTUNE_BUSY_POLL_BUDGET="100",
+                                            LD_PRELOAD=built["lib"]),
+                              stdout=subprocess.PIPE, stderr=f, text=True, timeout=30)
+    assert proc.returncode == 0
+    lines = log.read_text().splitlines()
+    assert len(lines) == 1 and lines[0].startswith(EPERM_MESSAGE), lines
 
 
 def test_only_the_wrappers_are_exported(built):

@@ -35,7 +35,10 @@ LEDGER_DIR = os.environ.get("IRQTUNE_TEST_LEDGER_DIR", "/run/irqtune")
 # The guard's own tests run it against copies, without a daemon to stop.
 MANAGE_DAEMON = os.environ.get("IRQTUNE_TEST_MANAGE_DAEMON", "1") == "1"
 PID_FILE = "/run/tuned/tuned.pid"
-TEST_NETNS_PREFIX = "irqtune-"
+# The namespaces in which the suites start TuneD daemons (and udevd for
+# them): what a killed run leaves running.  Nothing else is touched - lab
+# guests, other runs' namespaces.
+DAEMON_NETNS = ("irqtune-it", "irqtune-crash-d")
 
 
 def _run(*argv, check=True, timeout=120):
@@ -135,22 +138,17 @@ def start_host_daemon():
 
 
 def kill_test_leftovers():
-    """Daemons, udevd and servers a killed run left in its namespaces."""
+    """The daemons and udevd a killed run left in its namespaces."""
     if not MANAGE_DAEMON:
         return
-    names = _run("ip", "netns", "list", check=False).stdout.split("\n")
-    for name in (line.split()[0] for line in names if line.strip()):
-        if not name.startswith(TEST_NETNS_PREFIX):
+    for name in DAEMON_NETNS:
+        if not os.path.exists(os.path.join("/run/netns", name)):
             continue
         for pid in _run("ip", "netns", "pids", name, check=False).stdout.split():
             with contextlib.suppress(ProcessLookupError):
                 os.kill(int(pid), signal.SIGKILL)
+            _wait_gone(int(pid), 10)
         _run("ip", "netns", "del", name, check=False)
-    for pid in _tuned_daemons():
-        if not _in_init_netns(pid):
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGKILL)
-            _wait_gone(pid, 10)
     if _pid_from_file() is None:
         with contextlib.suppress(FileNotFoundError):
             os.unlink(PID_FILE)
@@ -252,7 +250,6 @@ def save():
 def _put_back():
     with open(_meta_path()) as f:
         meta = json.load(f)
-    kill_test_leftovers()
     if MANAGE_DAEMON and host_daemon_running():
         stop_host_daemon()
     _restore_tree(TUNED_ETC, _archive("etc-tuned"))
@@ -286,6 +283,7 @@ def recover():
             # a save() killed before host.json was written changed nothing yet
             shutil.rmtree(SNAPSHOT_DIR, ignore_errors=True)
             return None
+        kill_test_leftovers()
         return _put_back()
     finally:
         if taken_here:
