@@ -29,6 +29,10 @@ Rules every tuner keeps (one place each, here):
   an IRQ picked system-wide (GSIM) by its number and its action name
   (``irq_entry``: a number reused by another vector is a different IRQ);
   a systemd service by its unit name.
+
+Tuners reach their ledger through irqtune.tuner.Tuner only (_save_state,
+_load_state: the one place that picks save or update and reads originals
+back); each says how its originals look as JSON.
 """
 
 import json
@@ -134,28 +138,6 @@ class Ledger:
             pass
         except OSError as err:
             log.error("cannot remove %s: %s", self.path, err.strerror or err)
-
-    def load_devices(self, ifindex, ifname=None):
-        """Saved per-device originals {ifname: {"ifindex": n, ...}} whose device
-        still exists under the same ifindex (ifindex: name -> index or None);
-        a device removed and created again is not the one they belong to.
-        A device renamed since they were saved has them under its new name
-        (ifname: index -> name or None)."""
-        originals = {}
-        for name, saved in self.load().items():
-            now = name_now(name, saved.get("ifindex"), ifindex, ifname or ifname_of)
-            if now == name:
-                originals.setdefault(name, saved)
-            elif now is not None:
-                log.info("%s is now called %s; its saved originals follow it", name, now)
-                originals[now] = saved
-            else:
-                log.info("%s: saved originals belong to a device that is gone", name)
-        if originals:
-            names = sorted(originals)
-            log.info("restoring saved originals of %s from %s", ", ".join(names[:4]) +
-                     (" and %d more" % (len(names) - 4) if len(names) > 4 else ""), self.path)
-        return originals
 
 
 def first(book, key, value):

@@ -211,7 +211,7 @@ class TunerPlugin(Guarded):
 
 	def _start_watching(self, instance):
 		if instance._tuner is None or instance._watcher is not None or not self._watch \
-				or not getattr(instance._tuner, "needs_watching", True):
+				or not instance._tuner.needs_watching:
 			return
 		instance._watcher = LinkWatcher(
 			lambda ifindex: self._retune_link(instance, ifindex),
@@ -239,10 +239,10 @@ class TunerPlugin(Guarded):
 			tuner = instance._tuner
 			if tuner is None:
 				return ok if instance._option_errors else None
-			for what, why in sorted(getattr(tuner, "rejected", {}).items()):
+			for what, why in sorted(tuner.rejected.items()):
 				ok = verify_failed("%s: %s" % (instance.name, why))
 			skipped = 0
-			for what, why in sorted(self._unsupported(tuner).items()):
+			for what, why in sorted(tuner.unsupported.items()):
 				what = option_name(what)
 				if ignore_missing:
 					log.info(consts.STR_VERIFY_PROFILE_VALUE_MISSING
@@ -259,10 +259,6 @@ class TunerPlugin(Guarded):
 			if ok and skipped and not checked and not instance._option_errors:
 				return None
 			return self._verify_result(ok, checked or not ok or bool(instance._option_errors))
-
-	def _unsupported(self, tuner):
-		"""{what: why} verify reports as unsupported (the contract's)."""
-		return getattr(tuner, "unsupported", {})
 
 	def _verify_targets(self, devices):
 		return sorted(devices)
@@ -285,9 +281,9 @@ class TunerPlugin(Guarded):
 			if self._wants_restore(rollback):
 				tuner.restore_all()
 			else:
-				ledger = getattr(tuner, "ledger", None)
 				log.info("instance %s: values left in place for the next start%s"
-					% (instance.name, "; originals kept in %s" % ledger.path if ledger else ""))
+					% (instance.name, "; originals kept in %s" % tuner.ledger.path
+						if tuner.ledger is not None else ""))
 
 	def _instance_stop_background(self, instance):
 		watcher = getattr(instance, "_watcher", None)

@@ -329,6 +329,31 @@ def test_rss_goes_back_before_channels(host):
     assert host.nic.count == 2 and host.nic.indir is None
 
 
+def zerocopy_applied(host, run):
+    config, _ = ZeroCopyConfig.from_options({"queues": "1"})
+    tuner = ZeroCopyRxTuner(config, ledger=Ledger("zerocopy_rx-test", run, kin="zerocopy_rx-"),
+                            nic=lambda: host.nic, rules=lambda n: None,
+                            ifindex=host.ifindex.get, ifname=host.ifname)
+    tuner.apply("eth0")
+    return tuner.originals["eth0"]
+
+
+def test_zerocopy_takes_another_instances_originals_not_a_napi_ledgers(tmp_path):
+    """The NAPI tuners of zero-copy rx's reserved queues keep ledgers
+    named like another instance's ("zerocopy_rx-<instance>-napi-eth0"):
+    their entries are not a zero-copy device's originals."""
+    host = Host(tmp_path)
+    napi_entry = {"eth0": {"ifindex": 7, "ids": [1], "napi": {}, "sysfs": {}}}
+    Ledger("zerocopy_rx-test-napi-eth0", str(tmp_path / "a")).save(napi_entry)
+    saved = zerocopy_applied(host, str(tmp_path / "a"))
+    assert "ids" not in saved and saved["channels"] == {"combined": 2}
+    host = Host(tmp_path)
+    Ledger("zerocopy_rx-test-napi-eth0", str(tmp_path / "b")).save(napi_entry)
+    Ledger("zerocopy_rx-other", str(tmp_path / "b")).save(
+        {"eth0": {"ifindex": 7, "channels": {"combined": 1}}})
+    assert zerocopy_applied(host, str(tmp_path / "b"))["channels"] == {"combined": 1}
+
+
 class FakeNapiTuner:
     """What ZeroCopyRxTuner needs of a NapiTuner, recording its calls."""
 
