@@ -202,8 +202,11 @@ VENV := build/venv-pyroute2-0.9
 # has 2.20.  The package is fetched with a private apt configuration
 # (tools/sid-apt) and only unpacked under build/, never installed.
 TUNED_SID := build/tuned-sid
+# TuneD itself comes from the system (the doctor and the metrics read the
+# active profile through TuneD's own loader); the venv's own pyroute2 and
+# pytest come first on its path.
 $(VENV)/bin/python:
-	python3 -m venv $(VENV)
+	$(PYTHON) -m venv --system-site-packages $(VENV)
 	$(VENV)/bin/pip install -q "pyroute2>=0.9,<0.10" pytest
 
 check: deps install $(VENV)/bin/python $(TUNED_SID)/.unpacked
