@@ -16,6 +16,7 @@ from ..ledger import name_now, positioned
 from ..netlink.genl import NetlinkRequestError
 from ..netlink.netdev import NapiFamily, QueueFamily
 from ..tuner import Check, DeviceTuner, on_kernel_name, verify_on_kernel_name
+from ..values import format_index_list
 
 log = logging.getLogger(__name__)
 
@@ -242,11 +243,18 @@ class NapiTuner(DeviceTuner):
         if self.per_napi:
             try:
                 with NapiFamily() as nl:
-                    napis = self._napis_in_scope(nl, [ifname]).get(ifname, [])
+                    napis = self._napis_in_scope(nl, [ifname]).get(ifname)
             except NetlinkRequestError as err:
                 log.error("%s: %s", ifname, err)
                 napis = []
-            for _, napi in napis:
+            if napis is None and self._ifindex(ifname) is not None:
+                # queues= on a driver that links no rx queue to a NAPI:
+                # nothing was set, which is not "nothing to check"
+                results.append(Check("queues", "no rx queue linked to a NAPI",
+                                     format_index_list(self.queues), False,
+                                     "the driver does not link rx queues to NAPIs, so NAPIs "
+                                     "cannot be chosen by queue; nothing is set"))
+            for _, napi in napis or ():
                 for attr, value in self.per_napi.items():
                     results.append(Check.compare("NAPI %d %s" % (napi["id"], option_name(attr)),
                                                  napi.get(attr), value))
