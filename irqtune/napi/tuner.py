@@ -245,8 +245,10 @@ class NapiTuner(DeviceTuner):
                 with NapiFamily() as nl:
                     napis = self._napis_in_scope(nl, [ifname]).get(ifname)
             except NetlinkRequestError as err:
-                log.error("%s: %s", ifname, err)
                 napis = []
+                if err.code != errno.ENODEV:        # ENODEV: the device is gone
+                    log.error("%s: %s", ifname, err)
+                    results.append(Check("NAPIs", None, "readable", False, str(err)))
             if napis is None and self._ifindex(ifname) is not None:
                 # queues= on a driver that links no rx queue to a NAPI:
                 # nothing was set, which is not "nothing to check"
