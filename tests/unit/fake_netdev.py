@@ -28,7 +28,7 @@ class FakeNetdev:
     def __init__(self):
         self.devices = {}       # ifindex -> [NAPI dict], oldest first
         self.queues = {}        # ifindex -> {rx queue: NAPI id}
-        self.rx_packets = {}    # ifindex -> {rx queue: packets}
+        self.qstats = {}        # ifindex -> {rx queue: packets received}
         self.sets = []          # [(NAPI id, {attr: value})] napi-set requests
         self.fail = {}          # method name -> errno, injected
         self._next_id = 257
@@ -106,7 +106,7 @@ class FakeNetdev:
         return dict(self.queues[ifindex])
 
     def rx_packets(self, ifindex):
-        return dict(self.rx_packets.get(ifindex, {}))
+        return dict(self.qstats.get(ifindex, {}))
 
     # -- wiring ----------------------------------------------------------------
 
