@@ -4,9 +4,12 @@ runs is another device: it gets its own values as originals, never the
 originals of the device that had the name before.
 
 A driver reload, an unplug and replug, or a VF re-created by its PF gives
-the new device the old name but a new ifindex (the kernel does not hand
-an ifindex out again while the namespace lives - net/core/dev.c,
-dev_index_reserve() allocates cyclically).  TuneD may miss the removal
+the new device the old name but a new ifindex: net/core/dev.c hands them
+out cyclically (dev_index_reserve(), xa_alloc_cyclic() up to INT_MAX;
+before 6.6 dev_new_index() counted up the same way), so an ifindex comes
+back only when a device is created with an explicit index or moved in
+from another namespace keeping its own - which (name, ifindex), the
+ledger's identity of a device, cannot tell apart.  TuneD may miss the removal
 (the two events come close together; TuneD before 2.25 reports neither to
 a plugin whose device list did not change), so the tuners meet the new
 device in apply or in the link watcher's apply_new with the old device's
