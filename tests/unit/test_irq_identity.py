@@ -22,7 +22,7 @@ on a host with ten ports, or after a udev rename.
 import os
 
 import pytest
-from test_gsim import ETH0_QUEUES, NICS, SEED, fake_kernel, tuner  # noqa: F401
+from test_gsim import NICS, SEED, fake_kernel, tuner  # noqa: F401
 
 from irqtune import channels as ch
 from irqtune import gsim, irqs

@@ -25,7 +25,6 @@ from test_napi_config import FULL, OLD_KERNEL
 from test_zerocopy import Host
 
 from irqtune import channels as ch
-from irqtune import gsim
 from irqtune.errors import NetlinkRequestError
 from irqtune.kfs import KernelFs
 from irqtune.napi import NapiConfig, NapiTuner
