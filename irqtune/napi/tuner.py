@@ -16,6 +16,7 @@ from ..ledger import positioned
 from ..netlink.genl import NetlinkRequestError
 from ..netlink.netdev import NapiFamily, QueueFamily
 from ..tuner import Check, DeviceTuner, on_kernel_name, verify_on_kernel_name
+from ..values import format_index_list
 
 log = logging.getLogger(__name__)
 
@@ -97,9 +98,16 @@ class NapiTuner(DeviceTuner):
         return {name: dict(dev, ids=sorted(dev["ids"])) for name, dev in self.originals.items()}
 
     def _saved(self, ifname, ifindex=None):
+        ifindex = self._ifindex(ifname) if ifindex is None else ifindex
         dev = self.originals.get(ifname)
+        if dev is not None and dev.get("ifindex") != ifindex:
+            # The device was created again under this name (driver reload,
+            # replug) and TuneD did not report the removal: the originals
+            # died with the old device (irqtune.ledger.device_entry).
+            log.info("%s: the device was re-created (ifindex %s -> %s); its old originals "
+                     "no longer apply", ifname, dev.get("ifindex"), ifindex)
+            dev = None
         if dev is None:
-            ifindex = self._ifindex(ifname) if ifindex is None else ifindex
             kin = self.ledger.kin_device(ifname, ifindex) if self.ledger is not None else None
             dev = self.originals[ifname] = {"ifindex": ifindex, "ids": set(),
                 "napi": {int(k): v for k, v in (kin or {}).get("napi", {}).items()},
@@ -228,11 +236,20 @@ class NapiTuner(DeviceTuner):
         if self.per_napi:
             try:
                 with NapiFamily() as nl:
-                    napis = self._napis_in_scope(nl, [ifname]).get(ifname, [])
+                    napis = self._napis_in_scope(nl, [ifname]).get(ifname)
             except NetlinkRequestError as err:
-                log.error("%s: %s", ifname, err)
                 napis = []
-            for _, napi in napis:
+                if err.code != errno.ENODEV:        # ENODEV: the device is gone
+                    log.error("%s: %s", ifname, err)
+                    results.append(Check("NAPIs", None, "readable", False, str(err)))
+            if napis is None and self._ifindex(ifname) is not None:
+                # queues= on a driver that links no rx queue to a NAPI:
+                # nothing was set, which is not "nothing to check"
+                results.append(Check("queues", "no rx queue linked to a NAPI",
+                                     format_index_list(self.queues), False,
+                                     "the driver does not link rx queues to NAPIs, so NAPIs "
+                                     "cannot be chosen by queue; nothing is set"))
+            for _, napi in napis or ():
                 for attr, value in self.per_napi.items():
                     results.append(Check.compare("NAPI %d %s" % (napi["id"], option_name(attr)),
                                                  napi.get(attr), value))
