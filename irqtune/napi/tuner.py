@@ -99,20 +99,7 @@ class NapiTuner(DeviceTuner):
 
     def _saved(self, ifname, ifindex=None):
         ifindex = self._ifindex(ifname) if ifindex is None else ifindex
-        dev = self.originals.get(ifname)
-        if dev is not None and dev.get("ifindex") != ifindex:
-            # The device was created again under this name (driver reload,
-            # replug) and TuneD did not report the removal: the originals
-            # died with the old device (irqtune.ledger.device_entry).
-            log.info("%s: the device was re-created (ifindex %s -> %s); its old originals "
-                     "no longer apply", ifname, dev.get("ifindex"), ifindex)
-            dev = None
-        if dev is None:
-            kin = self.ledger.kin_device(ifname, ifindex) if self.ledger is not None else None
-            dev = self.originals[ifname] = {"ifindex": ifindex, "ids": set(),
-                "napi": {int(k): v for k, v in (kin or {}).get("napi", {}).items()},
-                "sysfs": dict((kin or {}).get("sysfs", {}))}
-        return dev
+        return self._originals_of(ifname, ifindex, ids=set(), napi={}, sysfs={})
 
     # -- selection --------------------------------------------------------
 
