@@ -30,10 +30,13 @@ def errors_of(checker, profile, **values):
     (LS, "defer_hard_irqs", 3000000000, "an integer from 0 to 2147483647"),
     (LS, "defer_hard_irqs", "abc", "an integer from 0 to 2147483647"),
     (LS, "gro_flush_timeout", "fast", "a duration: a number of nanoseconds, or a number "
-     "with unit ns, us, ms or s, at most 18446744073709551615 ns"),
+     "with unit ns, us, ms or s, at most 1s"),
     (LS, "irq_suspend_timeout", "20 minutes", "a duration: a number of nanoseconds, or a "
-     "number with unit ns, us, ms or s, at most 18446744073709551615 ns"),
-    (LS, "suspend_queues", "3-1", "a list of numbers and ranges such as 0-3,6"),
+     "number with unit ns, us, ms or s, at most 1s"),
+    (LS, "irq_suspend_timeout", "18446744073709551615", "a duration: a number of "
+     "nanoseconds, or a number with unit ns, us, ms or s, at most 1s"),
+    (LS, "suspend_queues", "3-1", "a list of numbers and ranges such as 0-3,6, each at "
+     "most 65535"),
     (LS, "suspend_nics", "eth0;reboot", "a TuneD device list: names or shell wildcards "
      "separated by ',', '!' to exclude"),
     (LS, "busy_read", -1, "an integer from 0 to 2147483647"),
