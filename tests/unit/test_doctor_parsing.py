@@ -294,7 +294,7 @@ def test_optin_preload_state_metric(tmp_path, monkeypatch):
     (etc / "profiles" / "p").mkdir(parents=True)
     (etc / "active_profile").write_text("p\n")
     (etc / "profiles" / "p" / "tuned.conf").write_text(
-        "[variables]\nsvc=memcached nginx\n\n[busy_poll_optin]\nservices=${svc},redis\n")
+        "[variables]\nsvc=memcached, nginx\n\n[busy_poll_optin]\nservices=${svc},redis\n")
     proc = tmp_path / "proc"
     maps = fixture("maps-preloaded-6.18")
     for pid, text in ((11, maps), (12, "\n".join(l for l in maps.splitlines()
@@ -323,3 +323,4 @@ def test_kernel_without_pidfd_getfd_is_named(monkeypatch):
                         raising=False)
     with pytest.raises(epoll.UnsupportedError, match=r"no pidfd_getfd \(Linux >= 5.6\)"):
         epoll.check_pidfd_getfd()
+

@@ -43,7 +43,7 @@ def errors_of(checker, profile, **values):
     (LS, "busy_poll", "50us", "an integer from 0 to 2147483647"),
     (LS, "optin_services", "memcached.socket", "service unit names (name or name.service)"),
     (LS, "optin_restart", "sometimes", "true or false"),
-    (LS, "optin_busy_poll_usecs", "2147483648", "0..2147483647"),
+    (LS, "optin_busy_poll_usecs", "2147483648", "0..1000000"),
     (GSIM, "gsim_delay_us", 501, "an integer from 0 to 500"),
     (GSIM, "gsim_target_intr_rate", 50000001, "an integer from 0 to 50000000"),
     (GSIM, "gsim_hardirq_percent", 101, "an integer from 0 to 100"),
