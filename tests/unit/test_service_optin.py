@@ -772,6 +772,49 @@ def test_plugin_bad_option_one_error(tuned_plugin, tmp_path, caplog):
     assert plugin.instance_verify_tuning(inst, False) is False
 
 
+def test_plugin_reports_every_bad_value_under_the_names_the_admin_edited(
+        tuned_plugin, tmp_path, caplog):
+    """issue 35: with two bad values only the first was reported, and as
+    'busy_poll_usecs' though the administrator edited optin_busy_poll_usecs
+    (latency-suspend's variables); the line must also say that no service
+    is opted in at all."""
+    root = make_root(tmp_path)
+    fake = FakeSystemctl()
+    plugin, inst = tuned_plugin(root, fake, {
+        "services": "${optin_services}", "busy_poll_usecs": "${optin_busy_poll_usecs}",
+        "prefer_busy_poll": "2", "restart": "${optin_restart}"})
+    for name, value in (("optin_services", "my unit"), ("optin_busy_poll_usecs", "99999999"),
+                        ("optin_restart", "false")):
+        plugin._variables.add_variable(name, value)
+    caplog.clear()      # what the first init said, without the variables
+    with caplog.at_level(logging.ERROR):
+        plugin._instance_init(inst)
+        plugin.instance_apply_tuning(inst)
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == [
+        "instance optin: busy_poll_usecs: invalid value '99999999' (accepted: 0..1000000), "
+        "from variable optin_busy_poll_usecs; no service is opted in",
+        "instance optin: prefer_busy_poll: invalid value '2' (accepted: 0 or 1); "
+        "no service is opted in",
+        "instance optin: services: invalid value 'my unit' (accepted: service unit names "
+        "separated by commas, each a name or name.service without spaces (e.g. memcached, "
+        "nginx.service)), from variable optin_services; no service is opted in"]
+    assert fake.calls == [] and not os.path.exists(dropin(root, "my.service"))
+    assert plugin.instance_verify_tuning(inst, False) is False
+
+
+def test_plugin_names_an_undefined_variable(tuned_plugin, tmp_path, caplog):
+    """A variable missing from the variables file (an older file kept over
+    an upgrade) is named as such, not only as the text '${...}'."""
+    plugin, inst = tuned_plugin(make_root(tmp_path), FakeSystemctl(),
+                                {"busy_poll_usecs": "${optin_busy_poll_usecs}"})
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == [
+        "instance optin: busy_poll_usecs: invalid value '${optin_busy_poll_usecs}' (accepted: "
+        "0..1000000), variable optin_busy_poll_usecs not defined (in the profile or its "
+        "variables file); no service is opted in"]
+
+
 def test_plugin_restart_option(tuned_plugin, tmp_path):
     root = make_root(tmp_path)
     fake = FakeSystemctl({"memcached.service": {"ActiveState": "active"}})
