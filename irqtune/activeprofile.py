@@ -14,7 +14,9 @@ profile is resolved the way TuneD resolves it, as far as these units need:
   option by option;
 - [variables] with its own ``include=`` file (``name=value`` lines), and
   ``${name}`` expanded; a value holding a TuneD function (``${f:...}``) is
-  not evaluated here and the unit is skipped as unknown;
+  not evaluated here and the unit is skipped as unknown - except irqtune's
+  own ``name=${f:irqtune_default:DEFAULT:${name}}`` (a default for a line
+  the variables file lacks), which is evaluated where TuneD evaluates it;
 - a unit is a [napi] (or [busy_poll_optin]) section or any section with
   ``type=napi``; ``enabled=false`` drops it.
 
@@ -37,6 +39,7 @@ ETC = "/etc/tuned"
 PROFILE_DIRS = ("/etc/tuned/profiles", "/etc/tuned", "/usr/lib/tuned/profiles", "/usr/lib/tuned")
 _VAR = re.compile(r"\$\{([A-Za-z0-9_]+)\}")
 _FUNC = re.compile(r"\$\{[a-z]+:")
+_DEFAULT = re.compile(r"^\$\{f:irqtune_default:(.*):\$\{(\w+)\}\}$")
 
 
 @dataclass(frozen=True)
@@ -124,9 +127,21 @@ def _merge(into, sections):
                 if key == "include":
                     target.update(_read_variables_file(value))
                 else:
-                    target[key] = value
+                    target[key] = _with_default(key, value, target)
             continue
         into.setdefault(section, {}).update(options)
+
+
+def _with_default(key, value, variables):
+    """name=${f:irqtune_default:DEFAULT:${name}} (tuned-functions/) as
+    TuneD evaluates it at that line: the value so far, else DEFAULT."""
+    match = _DEFAULT.match(value.strip())
+    if not match or match.group(2) != key:
+        return value
+    so_far = variables.get(key)
+    if so_far is None or so_far.strip() == "${%s}" % key:    # realtime's isolated_cores=${isolated_cores}
+        return match.group(1).replace("\\:", ":")
+    return so_far
 
 
 def expand(value, variables, depth=0):

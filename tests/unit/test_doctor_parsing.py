@@ -14,6 +14,7 @@ the development host, Debian 12 userland):
 import os
 import select
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -324,3 +325,35 @@ def test_kernel_without_pidfd_getfd_is_named(monkeypatch):
     with pytest.raises(epoll.UnsupportedError, match=r"no pidfd_getfd \(Linux >= 5.6\)"):
         epoll.check_pidfd_getfd()
 
+
+@pytest.mark.parametrize("layout", ["oldest", "empty", "shipped"])
+def test_active_rt_profile_napi_unit_with_every_variables_file(tmp_path, layout):
+    """realtime-virtual-host-irqtune gives its variables defaults through
+    TuneD's function irqtune_default (issue 35); the doctor and the metrics
+    resolve them as TuneD does, from the oldest variables file an upgraded
+    host keeps, an empty one or the shipped one."""
+    repo = Path(__file__).resolve().parents[2]
+    rt = "realtime-virtual-host-irqtune"
+    parents = [d for d in ("/usr/lib/tuned/profiles", "/usr/lib/tuned")
+               if os.path.isfile(os.path.join(d, "realtime-virtual-host", "tuned.conf"))]
+    if not parents:
+        pytest.skip("no realtime-virtual-host profile installed")
+    texts = {"oldest": (Path(__file__).parent / "profile_fixtures" /
+                        (rt + "-variables.conf")).read_text(),
+             "empty": "",
+             "shipped": (repo / "profiles" / rt / (rt + "-variables.conf")).read_text()}
+    etc = tmp_path / "etc"
+    (etc / rt).mkdir(parents=True)
+    (etc / "active_profile").write_text(rt + "\n")
+    variables = etc / (rt + "-variables.conf")
+    variables.write_text(texts[layout] + "napi_gro_flush_timeout=50us\n"
+                         if layout == "oldest" else texts[layout])
+    conf = (repo / "profiles" / rt / "tuned.conf").read_text()
+    (etc / rt / "tuned.conf").write_text(
+        conf.replace("/etc/tuned/%s-variables.conf" % rt, str(variables)))
+    profile, units, skipped = activeprofile.napi_units(str(etc), dirs=[str(etc)] + parents)
+    assert (profile, skipped) == (rt, [])
+    unit, = units
+    assert unit.devices == "*"
+    assert unit.expected() == {"defer-hard-irqs": 100, "gro-flush-timeout":
+                               50000 if layout == "oldest" else 20000}
