@@ -10,6 +10,8 @@ DESTDIR   ?=
 # the library beside it, in the site-packages of the Python TuneD runs on.
 TUNED_PLUGIN_DIR ?= $(shell $(PYTHON) -c 'import os, tuned.plugins as p; print(os.path.dirname(p.__file__))' 2>/dev/null)
 PYTHON_SITELIB   ?= $(patsubst %/tuned/plugins,%,$(TUNED_PLUGIN_DIR))
+# Profile functions (${f:irqtune_default:...}) go where TuneD imports its own.
+TUNED_FUNCTION_DIR ?= $(PYTHON_SITELIB)/tuned/profiles/functions
 # TuneD >= 2.23 looks for profiles in /usr/lib/tuned/profiles.
 TUNED_PROFILE_DIR ?= $(shell if [ -d /usr/lib/tuned/profiles ]; then echo /usr/lib/tuned/profiles; else echo /usr/lib/tuned; fi)
 SYSCONFDIR ?= /etc
@@ -20,6 +22,7 @@ DATADIR    ?= /usr/share
 
 LIB_FILES     := $(wildcard irqtune/*.py irqtune/*/*.py)
 PLUGIN_FILES  := $(wildcard tuned-plugins/*.py)
+FUNCTION_FILES := $(wildcard tuned-functions/function_*.py)
 PROFILES      := $(notdir $(wildcard profiles/*))
 VARIABLE_FILES := $(wildcard profiles/*/*-variables.conf)
 
@@ -89,6 +92,8 @@ install-plugins:
 	@test -n "$(TUNED_PLUGIN_DIR)" || { echo "TuneD not found for $(PYTHON)" >&2; exit 1; }
 	install -d $(DESTDIR)$(TUNED_PLUGIN_DIR)
 	install -m 0644 $(PLUGIN_FILES) $(DESTDIR)$(TUNED_PLUGIN_DIR)/
+	install -d $(DESTDIR)$(TUNED_FUNCTION_DIR)
+	install -m 0644 $(FUNCTION_FILES) $(DESTDIR)$(TUNED_FUNCTION_DIR)/
 
 install-profiles:
 	for p in $(PROFILES); do \
@@ -161,6 +166,7 @@ FORCE:
 uninstall: uninstall-preload uninstall-man uninstall-metrics
 	rm -rf $(DESTDIR)$(PYTHON_SITELIB)/irqtune
 	rm -f $(addprefix $(DESTDIR)$(TUNED_PLUGIN_DIR)/,$(notdir $(PLUGIN_FILES)))
+	rm -f $(addprefix $(DESTDIR)$(TUNED_FUNCTION_DIR)/,$(notdir $(FUNCTION_FILES)))
 	rm -rf $(addprefix $(DESTDIR)$(TUNED_PROFILE_DIR)/,$(PROFILES))
 	rm -f $(addprefix $(DESTDIR)$(SYSCONFDIR)/tuned/,$(notdir $(VARIABLE_FILES)))
 	rm -f $(DESTDIR)$(BINDIR)/irqtune

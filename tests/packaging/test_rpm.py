@@ -25,6 +25,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PROFILES = sorted(os.listdir(os.path.join(ROOT, "profiles")))
 PLUGINS = sorted(os.path.basename(p)[len("plugin_"):-3]
                  for p in glob.glob(os.path.join(ROOT, "tuned-plugins", "plugin_*.py")))
+FUNCTIONS = sorted(os.path.basename(p)[len("function_"):-3]
+                   for p in glob.glob(os.path.join(ROOT, "tuned-functions", "function_*.py")))
 LAYOUTS = {
     # layout: (profile directory, TuneD's default profile_dirs for it).
     # old: TuneD 2.20-2.22 consts.LOAD_DIRECTORIES, and RHEL 9 builds of later
@@ -137,6 +139,13 @@ def test_plugin_package_puts_library_and_plugins_where_tuned_looks(packages):
     for f in files:
         if "/tuned/plugins" in f:
             assert re.search(r"/tuned/plugins/(__pycache__/)?(plugin_[a-z_]+|irqtune_common|irqtune_tunedlog|irqtune_netdev)"
+                             r"(\.cpython-\d+(\.opt-\d)?)?\.pyc?$", f), f
+    # the profile functions, where TuneD imports its own from; nothing else there
+    for function in FUNCTIONS:
+        assert "%s/tuned/profiles/functions/function_%s.py" % (site, function) in files
+    for f in files:
+        if "/tuned/profiles" in f:
+            assert re.search(r"/tuned/profiles/functions/(__pycache__/)?function_irqtune_[a-z]+"
                              r"(\.cpython-\d+(\.opt-\d)?)?\.pyc?$", f), f
     assert "/usr/share/man/man7/tuned-plugins-irqtune.7.gz" in files
     assert not [f for f in files if "/irqtune/" in f and "/tuned/" not in f], files

@@ -319,6 +319,15 @@ def test_option_errors_name_option_value_and_accepted():
     assert isinstance(errors[0], OptionError) and "with an IPv6 address" in str(errors[0])
 
 
+@pytest.mark.parametrize("rule", ["tcp4:\u0665\u0662\u0660\u0661", "tcp4:" + "9" * 5000,
+                                  "tcp4:5_201", "tcp4:+5201"])
+def test_flow_rule_port_in_ascii_digits_only(rule):
+    """issue 35: int() read Arabic-Indic digits (and raised on 5000 digits)."""
+    _, errors = ZeroCopyConfig.from_options({"flow_rules": rule})
+    assert [str(e).split(" (accepted")[0] for e in errors] == [
+        "flow_rules: invalid value '%s'" % rule]
+
+
 def test_rss_goes_back_before_channels(host):
     # 5 regular queues from an explicit channel count: the tuned table uses
     # queues the original 2 channels lack, so channels alone cannot go back
