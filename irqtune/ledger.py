@@ -10,9 +10,10 @@ Rules every tuner keeps (one place each, here):
   (``first()``).
 - On disk before the change.  The ledger is a JSON file under
   /run/irqtune (tmpfs: it dies with the kernel state it describes, so a
-  reboot never restores stale values), written with fsync (the file,
-  then its directory for the rename) before the value it protects is
-  changed (``Ledger.save``).
+  reboot never restores stale values; the directory 0700 and the files
+  0600 whatever the umask, as root restores what they say), written
+  with fsync (the file, then its directory for the rename) before the
+  value it protects is changed (``Ledger.save``).
 - One error policy.  A ledger that cannot be written stops the change it
   was to protect: ``save`` raises LedgerError, which the plugins' guard
   turns into one log line (nothing is changed without its original on
@@ -40,6 +41,7 @@ import logging
 import os
 import socket
 
+from . import files
 from .errors import IrqtuneError
 
 log = logging.getLogger(__name__)
@@ -49,6 +51,23 @@ STATE_DIR = "/run/irqtune"
 
 class LedgerError(IrqtuneError):
     """The ledger could not be written: the change it protects is not made."""
+
+
+def _create_private(path):
+    """path created anew, 0600 whatever the umask (TuneD's is 0), open for
+    writing.  A temporary file a killed writer left is removed first:
+    O_EXCL never opens an existing file or follows a symlink."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        return os.fdopen(fd, "w")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 class Ledger:
@@ -105,9 +124,9 @@ class Ledger:
     def save(self, data):
         """Write data (fsync) before a change; LedgerError when it cannot."""
         try:
-            os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+            files.make_dirs(os.path.dirname(self.path), 0o700)
             tmp = self.path + ".tmp"
-            with open(tmp, "w") as f:
+            with _create_private(tmp) as f:
                 json.dump(data, f, sort_keys=True)
                 f.flush()
                 os.fsync(f.fileno())

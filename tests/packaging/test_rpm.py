@@ -252,6 +252,27 @@ def test_metrics_package(packages):
     modes = dict(line.split()[::-1] for line in rpm_q(pkg, "--qf", "[%{FILEMODES:perms} %{FILENAMES}\n]"))
     assert modes[entry] == "-rwxr-xr-x", modes
     assert any(r.startswith("python3-irqtune =") for r in rpm_q(pkg, "--requires"))
+    # the unprivileged user and its directory, linked where node_exporter reads
+    assert {"/usr/lib/sysusers.d/irqtune-metrics.conf",
+            "/usr/lib/tmpfiles.d/irqtune-metrics.conf"} <= set(files), files
+
+
+def test_no_packaged_path_is_writable_by_others(packages):
+    """Root runs what the packages install (TuneD imports the library and
+    the plugins, the timer and pmcd run the command): no file or directory
+    may be group- or world-writable, and the bytecode caches are packaged
+    (not left for TuneD's umask-0 daemon to create)."""
+    for name in sorted(NAMES):
+        for line in rpm_q(packages[name], "--qf",
+                          "[%{FILEMODES:octal} %{FILEUSERNAME} %{FILENAMES}\n]"):
+            mode, user, path = line.split(" ", 2)
+            mode = int(mode, 8)
+            if mode & 0o170000 == 0o120000:      # a symlink's own mode means nothing
+                continue
+            assert not mode & 0o022 and user == "root", (name, oct(mode), user, path)
+    for name in ("python3-irqtune", "tuned-plugins-irqtune"):
+        caches = [p for p in rpm_q(packages[name], "-l") if "/__pycache__/" in p]
+        assert caches, name
 
 
 def test_license_per_package(packages):
