@@ -45,8 +45,17 @@ def rt_profile_installed():
         pytest.skip("TuneD's realtime-virtual-host profile is not installed")
 
 
+@pytest.fixture(scope="module")
+def nics(netns):
+    """A NIC for the profile's device units (the namespace has no physical
+    one: devices=* would tune nothing, which verify fails)."""
+    netns.add_veth("vr0", queues=2)
+    yield "vr0,vr0p"
+    netns.exec("ip", "link", "del", "vr0", check=False)
+
+
 @pytest.fixture
-def rt(tuned):
+def rt(tuned, nics):
     """The test child of realtime-virtual-host-irqtune; its variables file
     is put back as found afterwards."""
     saved = open(RT_VARIABLES).read() if os.path.exists(RT_VARIABLES) else None
@@ -73,11 +82,14 @@ def errors_in(text):
     return [line for line in text.splitlines() if " ERROR " in line]
 
 
-def test_rt_profile_applies_with_the_oldest_variables_file(rt):
+def test_rt_profile_applies_with_the_oldest_variables_file(rt, nics):
     """issue 35: three ERRORs (invalid value '${gsimdelayus}') and a failed
-    verify on a host upgraded over the first layout."""
+    verify on a host upgraded over the first layout (its NICs named: this
+    namespace has only veths)."""
     with open(os.path.join(FIXTURES, RT + "-variables.conf")) as f:
-        write_rt_variables(f.read())
+        text = f.read()
+    assert "housekeeping_nics=*\n" in text
+    write_rt_variables(text.replace("housekeeping_nics=*\n", "housekeeping_nics=%s\n" % nics))
     mark = rt.profile(RT_TEST)
     log = rt.log_since(mark)
     assert errors_in(log) == [], log
