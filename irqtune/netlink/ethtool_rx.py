@@ -11,14 +11,13 @@ struct; pyroute2's socket only resolves the family id.  Bitsets are asked for in
 string set has to be fetched to know which bit is rx-ntuple-filter.
 """
 
-import os
 import socket
 import struct
 
 from pyroute2.netlink import NLM_F_ACK, NLM_F_REQUEST, NLMSG_ERROR
 
 from .ethtool import ChannelsFamily
-from .genl import NETLINK_GENERIC, NetlinkRequestError, _acks, netlink_messages, parse_nlas
+from .genl import NETLINK_GENERIC, NetlinkRequestError, _ack, netlink_messages, parse_nlas
 
 CMD_FEATURES_GET = 11
 CMD_FEATURES_SET = 12
@@ -200,15 +199,6 @@ class RxConfigFamily(ChannelsFamily):
     set_commands = ChannelsFamily.set_commands | {CMD_RINGS_SET, CMD_FEATURES_SET,
                                                   CMD_RSS_SET}
 
-    def _send(self, data):
-        if self._raw is None:
-            self._raw = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, NETLINK_GENERIC,
-                                      fileno=os.dup(self._sock.fileno()))
-        self._raw.send(data)
-
-    def _recv(self):
-        return self._raw.recv(1 << 20)
-
     def _seq(self):
         self._next_seq = getattr(self, "_next_seq", 0x7f000000) + 1
         return self._next_seq
@@ -218,7 +208,7 @@ class RxConfigFamily(ChannelsFamily):
         attribute bytes of its replies.  Raises NetlinkRequestError with
         the kernel's errno and extack text."""
         seq = self._seq()
-        family = family or self._sock.prid
+        family = family or self.family_id
         body = struct.pack("=BBH", cmd, self.version, 0) + payload
         self._send(struct.pack("=IHHII", 16 + len(body), family,
                                NLM_F_REQUEST | NLM_F_ACK, seq, 0) + body)
@@ -228,7 +218,8 @@ class RxConfigFamily(ChannelsFamily):
             buffers.append(data)
             replies += [attrs for msg_type, mseq, _cmd, attrs in genl_messages(data)
                         if mseq == seq and msg_type == family]
-            acked = [(code, extack) for aseq, code, extack in _acks(data) if aseq == seq]
+            acked = [_ack(msg_type, flags, msg) for msg_type, flags, aseq, msg
+                     in netlink_messages(data) if msg_type == NLMSG_ERROR and aseq == seq]
             if acked:
                 break
         if self.record is not None:
@@ -236,7 +227,7 @@ class RxConfigFamily(ChannelsFamily):
         code, extack = acked[0]
         if code:
             raise NetlinkRequestError(what, code, extack)
-        if family == self._sock.prid:
+        if family == self.family_id:
             self._wrote(cmd, what)
         return replies
 

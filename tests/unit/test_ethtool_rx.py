@@ -32,12 +32,6 @@ def sources():
                   if os.path.isdir(d))
 
 
-class _Sock:
-    def __init__(self, prid):
-        self.prid = prid
-        self.mcast_groups = {}
-
-
 class Replayed(ex.RxConfigFamily):
     """The family with a transport that answers from one recorded file."""
 
@@ -48,8 +42,7 @@ class Replayed(ex.RxConfigFamily):
         prid = struct.unpack_from("=H", first, 4)[0]
         if prid == 2:     # first message is an error: its echoed request has the id
             prid = struct.unpack_from("=H", first, 24)[0]
-        self._sock = _Sock(prid)
-        self._raw = None
+        self.family_id, self.groups = prid, {}
         self._monitor_group = None     # no monitor socket in replays
         self.sent = []
 
