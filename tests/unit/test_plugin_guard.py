@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """No exception from a plugin entry point reaches TuneD: one log line names
-what failed and what to do.  pyroute2 older than 0.7 is named as the cause."""
+what failed and what to do."""
 
 import logging
 import threading
@@ -9,8 +9,7 @@ import pytest
 
 from tuned_loader import load_plugin_module
 
-from irqtune.errors import DependencyError, NetlinkRequestError
-from irqtune.netlink import genl
+from irqtune.errors import NetlinkRequestError
 from irqtune.tuner import DeviceTuner
 
 
@@ -85,30 +84,6 @@ def test_every_entry_point_of_every_plugin_is_guarded():
         for entry in common.ENTRY_POINTS:
             if entry in vars(base):
                 assert getattr(vars(base)[entry], "_irqtune_guarded", False), (base, entry)
-
-
-class Pyroute2Before07:
-    """GenericNetlinkSocket of pyroute2 0.5.x: no ext_ack keyword."""
-
-    def __init__(self):
-        pass
-
-
-def test_pyroute2_older_than_07_is_named_as_the_cause(monkeypatch):
-    monkeypatch.setattr(genl, "GenericNetlinkSocket", Pyroute2Before07)
-    monkeypatch.setattr(genl, "pyroute2_version", lambda: "unknown")
-    from irqtune.netlink.netdev import NapiFamily
-    with pytest.raises(DependencyError) as info:
-        NapiFamily()
-    assert "pyroute2 unknown is too old" in str(info.value)
-    assert "0.7.2 or newer" in str(info.value)
-
-
-def test_old_pyroute2_is_not_taken_for_a_kernel_without_the_family(monkeypatch):
-    monkeypatch.setattr(genl, "GenericNetlinkSocket", Pyroute2Before07)
-    from irqtune.caps import detect_napi_capabilities
-    with pytest.raises(DependencyError):
-        detect_napi_capabilities()
 
 
 class Originals(DeviceTuner):
