@@ -16,7 +16,8 @@ the veth NAPI (GRO on), and that sends datagrams to B on request.  On the
 victim's veth an HTB qdisc has the classes 1:1 and 1:2 (default), and a
 cls_bpf filter classifies each packet by its socket's net_cls classid
 (bpf_skb_cgroup_classid, which reads sk_cgrp_data as the re-tag writes
-it).  net_cls rather than net_prio: a net_prio map names a device of the
+it; tc's cgroup classifier would not do: for a packet sent from process
+context it takes the sending task's classid, not the socket's).  net_cls rather than net_prio: a net_prio map names a device of the
 initial network namespace only (write_priomap) and is dropped when the
 device moves to another namespace, so it cannot act on a veth inside one.
 
@@ -30,7 +31,6 @@ import ctypes
 import json
 import os
 import re
-import shutil
 import struct
 import subprocess
 import sys
@@ -46,7 +46,7 @@ NS_A, NS_B = "irqtune-cg-a", "irqtune-cg-b"
 DEV_A, DEV_B = "vcga", "vcgb"
 ADDR_A, ADDR_B, PORT = "10.250.81.1", "10.250.81.2", 9981
 CGROUP = "irqtune-doctor-test"
-CLASSID = 0x10001          # HTB class 1:1; any other classid (0) falls to 1:2
+CLASSID = 0x10001          # the victim's: HTB class 1:1; classid 0 falls to the default 1:2
 BATCH = 20
 
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -99,7 +99,9 @@ def _sys(number, *args):
 
 def load_classid_filter():
     """A tc program (direct action): the packet's class is its socket's
-    net_cls classid; no classid (0): no verdict, HTB's default class."""
+    net_cls classid as the socket holds it (bpf_skb_cgroup_classid reads
+    sk_cgrp_data, what __receive_sock writes); classid 0: no verdict, so
+    HTB's default class."""
     def insn(code, dst=0, src=0, off=0, imm=0):
         return struct.pack("<BBhi", code, src << 4 | dst, off, imm)
     prog = b"".join([
@@ -147,8 +149,8 @@ def netcls_mount():
             if fstype == "cgroup" and "net_cls" in options.split(","):
                 return mine.split()[4], False
     path = tempfile.mkdtemp(prefix="irqtune-netcls-")
-    # net_cls has no cgroup v2 interface: while no v1 hierarchy holds it,
-    # it can be mounted alone (it is not bound to the v2 hierarchy's use).
+    # net_cls has no cgroup v2 interface: while no v1 hierarchy holds it, it
+    # can be mounted as a v1 hierarchy of its own.
     run("mount", "-t", "cgroup", "-o", "net_cls", "irqtune-test", path)
     return path, True
 
