@@ -10,6 +10,8 @@ DESTDIR   ?=
 # the library beside it, in the site-packages of the Python TuneD runs on.
 TUNED_PLUGIN_DIR ?= $(shell $(PYTHON) -c 'import os, tuned.plugins as p; print(os.path.dirname(p.__file__))' 2>/dev/null)
 PYTHON_SITELIB   ?= $(patsubst %/tuned/plugins,%,$(TUNED_PLUGIN_DIR))
+# Profile functions (${f:irqtune_default:...}) go where TuneD imports its own.
+TUNED_FUNCTION_DIR ?= $(PYTHON_SITELIB)/tuned/profiles/functions
 # TuneD >= 2.23 looks for profiles in /usr/lib/tuned/profiles.
 TUNED_PROFILE_DIR ?= $(shell if [ -d /usr/lib/tuned/profiles ]; then echo /usr/lib/tuned/profiles; else echo /usr/lib/tuned; fi)
 SYSCONFDIR ?= /etc
@@ -20,6 +22,7 @@ DATADIR    ?= /usr/share
 
 LIB_FILES     := $(wildcard irqtune/*.py irqtune/*/*.py)
 PLUGIN_FILES  := $(wildcard tuned-plugins/*.py)
+FUNCTION_FILES := $(wildcard tuned-functions/function_*.py)
 PROFILES      := $(notdir $(wildcard profiles/*))
 VARIABLE_FILES := $(wildcard profiles/*/*-variables.conf)
 
@@ -75,20 +78,43 @@ install: install-files install-preload install-man install-metrics
 # install-profiles only.
 install-files: install-library install-plugins install-profiles
 
+# Bytecode is compiled here, as the packages do: TuneD's daemon runs with
+# umask 0, and the first import of an uncompiled module would create its
+# __pycache__ world-writable - bytecode that root runs.  Every directory
+# and file gets its mode from install/chmod, not from a umask.
+# $(call compile-bytecode,FILES OR DIRECTORIES)
+compile-bytecode = (umask 022 && $(PYTHON) -m compileall -q \
+	$(if $(DESTDIR),-s $(DESTDIR) -p /) $(1))
+
 # The installed library is replaced whole: a module that became a package
 # (irqtune/napi.py -> irqtune/napi/) must not linger beside it.
 install-library:
 	@test -n "$(PYTHON_SITELIB)" || { echo "TuneD not found for $(PYTHON)" >&2; exit 1; }
 	rm -rf $(DESTDIR)$(PYTHON_SITELIB)/irqtune
 	for f in $(LIB_FILES); do install -D -m 0644 $$f $(DESTDIR)$(PYTHON_SITELIB)/$$f; done
-	install -d $(DESTDIR)$(BINDIR)
-	{ echo '#!$(PYTHON)'; cat irqtune/cli.py; } > $(DESTDIR)$(BINDIR)/irqtune
-	chmod 0755 $(DESTDIR)$(BINDIR)/irqtune
+	$(call compile-bytecode,$(DESTDIR)$(PYTHON_SITELIB)/irqtune)
+	find $(DESTDIR)$(PYTHON_SITELIB)/irqtune -type d -exec chmod 0755 {} +
+	find $(DESTDIR)$(PYTHON_SITELIB)/irqtune -type f -exec chmod 0644 {} +
+	install -d build
+	{ echo '#!$(PYTHON)'; cat irqtune/cli.py; } > build/irqtune.cmd
+	install -D -m 0755 build/irqtune.cmd $(DESTDIR)$(BINDIR)/irqtune
 
+# TuneD imports the plugins from its own package: their bytecode goes
+# into TuneD's __pycache__, which must not be writable by others either.
+PLUGIN_STEMS := $(basename $(notdir $(PLUGIN_FILES)))
+FUNCTION_STEMS := $(basename $(notdir $(FUNCTION_FILES)))
 install-plugins:
 	@test -n "$(TUNED_PLUGIN_DIR)" || { echo "TuneD not found for $(PYTHON)" >&2; exit 1; }
 	install -d $(DESTDIR)$(TUNED_PLUGIN_DIR)
 	install -m 0644 $(PLUGIN_FILES) $(DESTDIR)$(TUNED_PLUGIN_DIR)/
+	$(call compile-bytecode,$(addprefix $(DESTDIR)$(TUNED_PLUGIN_DIR)/,$(notdir $(PLUGIN_FILES))))
+	chmod go-w $(DESTDIR)$(TUNED_PLUGIN_DIR)/__pycache__
+	for s in $(PLUGIN_STEMS); do chmod 0644 $(DESTDIR)$(TUNED_PLUGIN_DIR)/__pycache__/$$s.*.pyc; done
+	install -d $(DESTDIR)$(TUNED_FUNCTION_DIR)
+	install -m 0644 $(FUNCTION_FILES) $(DESTDIR)$(TUNED_FUNCTION_DIR)/
+	$(call compile-bytecode,$(addprefix $(DESTDIR)$(TUNED_FUNCTION_DIR)/,$(notdir $(FUNCTION_FILES))))
+	chmod go-w $(DESTDIR)$(TUNED_FUNCTION_DIR)/__pycache__
+	for s in $(FUNCTION_STEMS); do chmod 0644 $(DESTDIR)$(TUNED_FUNCTION_DIR)/__pycache__/$$s.*.pyc; done
 
 install-profiles:
 	for p in $(PROFILES); do \
@@ -161,6 +187,9 @@ FORCE:
 uninstall: uninstall-preload uninstall-man uninstall-metrics
 	rm -rf $(DESTDIR)$(PYTHON_SITELIB)/irqtune
 	rm -f $(addprefix $(DESTDIR)$(TUNED_PLUGIN_DIR)/,$(notdir $(PLUGIN_FILES)))
+	rm -f $(foreach s,$(PLUGIN_STEMS),$(DESTDIR)$(TUNED_PLUGIN_DIR)/__pycache__/$(s).*.pyc)
+	rm -f $(addprefix $(DESTDIR)$(TUNED_FUNCTION_DIR)/,$(notdir $(FUNCTION_FILES)))
+	rm -f $(foreach s,$(FUNCTION_STEMS),$(DESTDIR)$(TUNED_FUNCTION_DIR)/__pycache__/$(s).*.pyc)
 	rm -rf $(addprefix $(DESTDIR)$(TUNED_PROFILE_DIR)/,$(PROFILES))
 	rm -f $(addprefix $(DESTDIR)$(SYSCONFDIR)/tuned/,$(notdir $(VARIABLE_FILES)))
 	rm -f $(DESTDIR)$(BINDIR)/irqtune
@@ -202,8 +231,11 @@ VENV := build/venv-pyroute2-0.9
 # has 2.20.  The package is fetched with a private apt configuration
 # (tools/sid-apt) and only unpacked under build/, never installed.
 TUNED_SID := build/tuned-sid
+# TuneD itself comes from the system (the doctor and the metrics read the
+# active profile through TuneD's own loader); the venv's own pyroute2 and
+# pytest come first on its path.
 $(VENV)/bin/python:
-	python3 -m venv $(VENV)
+	$(PYTHON) -m venv --system-site-packages $(VENV)
 	$(VENV)/bin/pip install -q "pyroute2>=0.9,<0.10" pytest
 
 check: deps install $(VENV)/bin/python $(TUNED_SID)/.unpacked

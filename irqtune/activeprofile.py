@@ -25,8 +25,9 @@ from .napi import NapiConfig, parse_queues
 from .netdevs import default_selects_physical, is_virtual_netdev
 
 ETC = "/etc/tuned"
-# Where profiles are looked up; None: TuneD's own setting (its profile_dirs,
-# or the fixed directories of TuneD < 2.23).
+# Where profiles are looked up, in TuneD's order (a profile in a later
+# directory wins); None: TuneD's own setting (its profile_dirs, or the
+# fixed directories of TuneD < 2.23).
 PROFILE_DIRS = None
 
 
@@ -108,7 +109,7 @@ def _tuned_log_collected():
 
 def load(names, dirs=None):
     """(TuneD's merged profile, its Variables) for the profile names;
-    dirs: where profiles are looked up (default: TuneD's own setting)."""
+    dirs: where profiles are looked up, as PROFILE_DIRS."""
     consts, profiles, _matcher, GlobalConfig = _tuned()
     config = GlobalConfig()
     dirs = dirs or PROFILE_DIRS

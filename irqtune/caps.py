@@ -18,8 +18,7 @@ from dataclasses import dataclass, field
 
 from .errors import UnsupportedError
 from .kfs import KFS
-from .names import attr_of_nla
-from .netlink.genl import NetlinkRequestError
+from .netlink.genl import NetlinkRequestError, attr_table
 from .netlink.netdev import CMD_NAPI_GET, CMD_NAPI_SET, NapiFamily, napi_msg
 from .netlink.policy import ControlFamily
 
@@ -27,9 +26,7 @@ log = logging.getLogger(__name__)
 
 
 def _attr_numbers():
-    names = [name for name, _ in napi_msg.nla_map]
-    prefix = napi_msg.nla_prefix
-    return {i: attr_of_nla(prefix, n) for i, n in enumerate(names)}
+    return {number: name for name, (number, _) in attr_table(napi_msg).items()}
 
 
 # What a kernel without CONFIG_NET_RX_BUSY_POLL lacks, in one line.

@@ -15,6 +15,7 @@ Every function takes a kfs (irqtune.kfs.KernelFs) so tests run on fixture trees.
 
 import logging
 import os
+import re
 from dataclasses import dataclass
 
 from .errors import OptionError
@@ -102,6 +103,63 @@ def parse_cpulist_option(option, text):
     if text is None or str(text).strip() == "":
         return None
     return parse_index_list(option, text, MAX_CPU, CPU_LIST)
+
+
+TUNED_CPULIST = ("a CPU list such as 2-7,10 in TuneD's syntax (numbers and ranges, "
+                 "^N or !N to leave CPUs out, 0x masks), CPUs 0 to %d" % MAX_CPU)
+# An item as cpulist_unpack reads it: "^"/"!" only as the first character
+# (" ^3" is no exclusion to TuneD, and makes it read the whole list as no
+# CPU at all).
+_TUNED_ITEM = re.compile(r"^(?:[\^!]|[ \t]*)[ \t]*([0-9]{1,20})(?:[ \t]*-[ \t]*([0-9]{1,20}))?[ \t]*$")
+# A mask may name CPUs 0 to MAX_CPU: at most that many bits of hex digits.
+_MAX_HEX_DIGITS = (MAX_CPU + 1) // 4
+_HEX_GROUP = re.compile(r"^[ \t]*[0-9a-fA-F]+[ \t]*$")
+# A reference TuneD could not expand (variable not defined): passed on
+# as it is, for the parents' own "isolated_cores are set" assertion.
+_UNEXPANDED = re.compile(r"^\$\{\w+\}$")
+
+
+def check_tuned_cpulist(option, text):
+    """text, when it is a CPU list in TuneD's syntax (what
+    tuned.utils.commands.cpulist_unpack reads: numbers, ranges, ^N/!N
+    exclusions, hexadecimal masks whose groups may be split by commas)
+    naming no CPU above MAX_CPU; raises OptionError otherwise.
+
+    Checked without expanding anything: TuneD's cpulist functions turn
+    every range into a Python list, so "0-4294967295" in a realtime
+    profile's isolated_cores exhausts the daemon's memory (MemoryError)
+    before any plugin sees the value.  Empty text passes (TuneD reads it as
+    no CPU).
+    """
+    text = str(text)
+    if _UNEXPANDED.match(text.strip()):
+        return text
+    hex_digits = None        # inside a mask: its digits so far
+    for item in text.strip().strip("'\"").split(",") + [""]:
+        if hex_digits is not None:
+            if not item.strip():        # ",," or the end closes a mask
+                if not hex_digits:
+                    raise OptionError(option, text, TUNED_CPULIST)
+                hex_digits = None
+                continue
+            if not _HEX_GROUP.match(item):
+                raise OptionError(option, text, TUNED_CPULIST)
+            hex_digits += len(item.strip())
+        elif item[:2].lower() == "0x":
+            if item[2:].strip() and not _HEX_GROUP.match(item[2:]):
+                raise OptionError(option, text, TUNED_CPULIST)
+            hex_digits = len(item[2:].strip())
+        elif item.strip():
+            match = _TUNED_ITEM.match(item)
+            if not match:
+                raise OptionError(option, text, TUNED_CPULIST)
+            first = int(match.group(1))
+            last = int(match.group(2) or first)
+            if last < first or last > MAX_CPU:
+                raise OptionError(option, text, TUNED_CPULIST)
+        if hex_digits is not None and hex_digits > _MAX_HEX_DIGITS:
+            raise OptionError(option, text, TUNED_CPULIST)
+    return text
 
 
 def housekeeping_cpus(explicit=None, kfs=KFS):

@@ -35,7 +35,8 @@ def wrote(what):
             after = int(f.read().strip() or 0)
     except (OSError, ValueError):
         return      # disarmed
-    with open(os.path.join(_DIR, "writes"), "a+") as f:
+    fd = os.open(os.path.join(_DIR, "writes"), os.O_RDWR | os.O_CREAT | os.O_APPEND, 0o600)
+    with os.fdopen(fd, "a+") as f:
         f.write(" ".join(str(what).split()) + "\n")
         f.flush()
         f.seek(0)

@@ -26,15 +26,6 @@ class UnsupportedError(IrqtuneError):
     """The running kernel or the device lacks a feature."""
 
 
-class DependencyError(IrqtuneError):
-    """An installed library is too old or lacks a feature irqtune needs.
-
-    Kept apart from UnsupportedError: a missing kernel feature makes a
-    tuner fall back or skip, a missing library feature is for the admin
-    to fix and must be named as the cause.
-    """
-
-
 class NetlinkRequestError(IrqtuneError):
     """The kernel refused a request; carries errno and the extended ack text.
 

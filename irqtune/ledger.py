@@ -10,9 +10,10 @@ Rules every tuner keeps (one place each, here):
   (``first()``).
 - On disk before the change.  The ledger is a JSON file under
   /run/irqtune (tmpfs: it dies with the kernel state it describes, so a
-  reboot never restores stale values), written with fsync (the file,
-  then its directory for the rename) before the value it protects is
-  changed (``Ledger.save``).
+  reboot never restores stale values; the directory 0700 and the files
+  0600 whatever the umask, as root restores what they say), written
+  with fsync (the file, then its directory for the rename) before the
+  value it protects is changed (``Ledger.save``).
 - One error policy.  A ledger that cannot be written stops the change it
   was to protect: ``save`` raises LedgerError, which the plugins' guard
   turns into one log line (nothing is changed without its original on
@@ -29,6 +30,10 @@ Rules every tuner keeps (one place each, here):
   an IRQ picked system-wide (GSIM) by its number and its action name
   (``irq_entry``: a number reused by another vector is a different IRQ);
   a systemd service by its unit name.
+
+Tuners reach their ledger through irqtune.tuner.Tuner only (_save_state,
+_load_state: the one place that picks save or update and reads originals
+back); each says how its originals look as JSON.
 """
 
 import json
@@ -36,6 +41,7 @@ import logging
 import os
 import socket
 
+from . import files
 from .errors import IrqtuneError
 
 log = logging.getLogger(__name__)
@@ -45,6 +51,23 @@ STATE_DIR = "/run/irqtune"
 
 class LedgerError(IrqtuneError):
     """The ledger could not be written: the change it protects is not made."""
+
+
+def _create_private(path):
+    """path created anew, 0600 whatever the umask (TuneD's is 0), open for
+    writing.  A temporary file a killed writer left is removed first:
+    O_EXCL never opens an existing file or follows a symlink."""
+    try:
+        os.unlink(path)
+    except FileNotFoundError:
+        pass
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        os.fchmod(fd, 0o600)
+        return os.fdopen(fd, "w")
+    except BaseException:
+        os.close(fd)
+        raise
 
 
 class Ledger:
@@ -101,9 +124,9 @@ class Ledger:
     def save(self, data):
         """Write data (fsync) before a change; LedgerError when it cannot."""
         try:
-            os.makedirs(os.path.dirname(self.path), mode=0o700, exist_ok=True)
+            files.make_dirs(os.path.dirname(self.path), 0o700)
             tmp = self.path + ".tmp"
-            with open(tmp, "w") as f:
+            with _create_private(tmp) as f:
                 json.dump(data, f, sort_keys=True)
                 f.flush()
                 os.fsync(f.fileno())
@@ -134,28 +157,6 @@ class Ledger:
             pass
         except OSError as err:
             log.error("cannot remove %s: %s", self.path, err.strerror or err)
-
-    def load_devices(self, ifindex, ifname=None):
-        """Saved per-device originals {ifname: {"ifindex": n, ...}} whose device
-        still exists under the same ifindex (ifindex: name -> index or None);
-        a device removed and created again is not the one they belong to.
-        A device renamed since they were saved has them under its new name
-        (ifname: index -> name or None)."""
-        originals = {}
-        for name, saved in self.load().items():
-            now = name_now(name, saved.get("ifindex"), ifindex, ifname or ifname_of)
-            if now == name:
-                originals.setdefault(name, saved)
-            elif now is not None:
-                log.info("%s is now called %s; its saved originals follow it", name, now)
-                originals[now] = saved
-            else:
-                log.info("%s: saved originals belong to a device that is gone", name)
-        if originals:
-            names = sorted(originals)
-            log.info("restoring saved originals of %s from %s", ", ".join(names[:4]) +
-                     (" and %d more" % (len(names) - 4) if len(names) > 4 else ""), self.path)
-        return originals
 
 
 def first(book, key, value):

@@ -26,7 +26,12 @@ restore(device)
 forget(device)
     Drop the device's originals without touching anything.
 follow_rename(new_name, ifindex)
-    A renamed device keeps its originals under the new name.
+    A renamed device keeps its originals under the new name.  Returns the
+    old name, None when no device of the tuner has that ifindex.
+known_as(ifindex, names)
+    Which of names (TuneD's) is the device that has ifindex, by the
+    ifindex its originals were saved with; None when none is.  No system
+    calls: the plugins ask it for every link event.
 kernel_name(device)
     The name the device has now: a device renamed behind TuneD's back
     (TuneD before 2.25 sends no move events) is found by the ifindex its
@@ -50,6 +55,11 @@ needs_watching
     True when drivers may recreate what the tuner set (NAPIs, IRQs), so the
     plugin runs the link watcher and the periodic re-check.
 
+Every optional part has its default in Tuner (a system-wide tuner: no
+devices, nothing kept per device, renames pass it by) or DeviceTuner (per
+device originals, renames followed); the plugins call the contract only,
+never probing a tuner for what it has.
+
 Exceptions: tuners raise only for bugs and for a ledger that cannot be
 written (irqtune.ledger.LedgerError: nothing is changed without its
 original on disk); the plugin base turns any exception into one log line
@@ -63,7 +73,7 @@ import functools
 import logging
 from dataclasses import dataclass
 
-from .ledger import ifindex_of, ifname_of
+from .ledger import device_entry, ifindex_of, ifname_of, name_now
 
 log = logging.getLogger(__name__)
 
@@ -115,42 +125,175 @@ def verify_on_kernel_name(verify):
     return wrapper
 
 
-class DeviceTuner:
-    """Defaults for the optional parts of the contract (see the module).
+class Tuner:
+    """The contract (see the module) with a default for every optional
+    part, as a tuner of the whole system (GSIM, service opt-in) has them:
+    it keeps nothing per device and knows no device names.
+
+    The originals (self.originals) go to and come from the ledger here
+    only (_save_state, _load_state), by irqtune.ledger's rules; a tuner
+    says how its originals look as JSON (_to_ledger, _from_ledger).
+    Subclasses call Tuner.__init__ first.
+    """
+
+    needs_watching = False
+
+    def __init__(self, ledger=None):
+        self.ledger = ledger
+        self.unsupported = {}
+        self.rejected = {}
+        self.originals = {}
+
+    def apply(self, *devices):
+        raise NotImplementedError
+
+    def apply_new(self, device=None):
+        return 0
+
+    def verify(self, device=None):
+        raise NotImplementedError
+
+    def restore(self, device=None):
+        self.forget(device)
+
+    def forget(self, device=None):
+        """Nothing is kept per device."""
+
+    def restore_all(self):
+        raise NotImplementedError
+
+    def follow_rename(self, new_name, ifindex):
+        return None
+
+    def known_as(self, ifindex, names):
+        return None
+
+    def kernel_name(self, device):
+        return device
+
+    # -- the originals' ledger --------------------------------------------
+
+    def _load_state(self):
+        """The originals an earlier daemon left (killed, or stopped without
+        rollback), for first-value-wins to go on from."""
+        return self._from_ledger(self._stored() if self.ledger is not None else {})
+
+    def _stored(self):
+        """What the ledger holds."""
+        return self.ledger.load()
+
+    def _from_ledger(self, data):
+        """The originals from the ledger's JSON."""
+        return data
+
+    def _to_ledger(self):
+        """The originals as the ledger's JSON."""
+        return self.originals
+
+    def _save_state(self, before_change=True):
+        """The originals on disk: before a change (LedgerError stops it), or
+        after a restore or forget (a failure is logged); irqtune.ledger."""
+        if self.ledger is not None:
+            (self.ledger.save if before_change else self.ledger.update)(self._to_ledger())
+
+    def _remove_ledger(self):
+        """Every original is back: the ledger file goes."""
+        if self.ledger is not None:
+            self.ledger.remove()
+
+
+class DeviceTuner(Tuner):
+    """A tuner of net devices, named as TuneD names them (see the module).
 
     Subclasses keep self.originals {ifname: {"ifindex": n, ...}} and call
     DeviceTuner.__init__ first.
+
+    The one owner of renames.  A device is the ifindex its originals were
+    saved with; whatever name it has, they follow it, and with them every
+    book the tuner keeps by device name (_books):
+    - reported by TuneD 2.25+ (a move event): follow_rename;
+    - not reported (older TuneD): TuneD's name leads to the device's now
+      (kernel_name, for every call taking a name: on_kernel_name), and a
+      link event under the new name to TuneD's (known_as);
+    - while no daemon ran: the ledger's originals are read under the
+      names their devices have now (_stored);
+    - restore_all follows every rename first.
     """
 
-    unsupported = {}
-    rejected = {}
-    needs_watching = False
-    ledger = None
-
-    def __init__(self, ifindex=None, ifname=None):
+    def __init__(self, ledger=None, ifindex=None, ifname=None):
         """ifindex (name -> index or None) and ifname (index -> name or
         None) look devices up - the kernel's by default; every tuner takes
         fixtures for them this way, as constructor arguments."""
+        super().__init__(ledger)
         self._ifindex = ifindex or ifindex_of
         self._ifname = ifname or ifname_of
         # {name a device had: name it has now}, for names TuneD still uses
         # after a rename it never reported (see kernel_name)
         self.renamed = {}
 
-    def apply_new(self, device):
-        return 0
+    # -- per-device originals ---------------------------------------------
 
-    def restore(self, device):
-        self.forget(device)
+    def _stored(self):
+        """The ledger's per-device originals whose device still exists, under
+        the name it has now: a device removed and created again is not the
+        one they belong to, a device renamed meanwhile takes them along."""
+        stored = self.ledger.load()
+        originals = {}
+        for name, now in self._names_now(stored).items():
+            if now == name:
+                originals.setdefault(name, stored[name])
+            elif now is not None:
+                log.info("%s is now called %s; its saved originals follow it", name, now)
+                originals[now] = stored[name]
+            else:
+                log.info("%s: saved originals belong to a device that is gone", name)
+        if originals:
+            names = sorted(originals)
+            log.info("restoring saved originals of %s from %s", ", ".join(names[:4]) +
+                     (" and %d more" % (len(names) - 4) if len(names) > 4 else ""),
+                     self.ledger.path)
+        return originals
 
-    def _device_books(self):
-        """The dicts keyed by device name that follow a rename."""
-        return [self.originals]
+    def _originals_of(self, ifname, ifindex, **empty):
+        """originals[ifname] of the device that has ifindex now
+        (irqtune.ledger.device_entry: {"ifindex": ifindex, **empty} when
+        new), or what another instance of the plugin saved for it
+        (Ledger.kin_device) when this one has nothing of it."""
+        saved = self.originals.get(ifname)
+        if (saved is None or saved.get("ifindex") != ifindex) and self.ledger is not None:
+            kin = self.ledger.kin_device(ifname, ifindex)
+            if kin is not None and self._kin_fits(kin):
+                self.originals.update(self._from_ledger({ifname: kin}))
+        return device_entry(self.originals, ifname, ifindex, **empty)
+
+    def _kin_fits(self, entry):
+        """Whether another ledger's entry is one of this tuner's kind."""
+        return True
+
+    def _books(self):
+        """The dicts keyed by device name kept beside self.originals: they
+        follow a rename and are dropped with the device."""
+        return []
+
+    @on_kernel_name
+    def forget(self, ifname):
+        """The device is gone: drop what is kept of it, touching nothing."""
+        self._drop(ifname)
+        if self.originals.pop(ifname, None) is not None:
+            self._save_state(before_change=False)
+
+    def _drop(self, ifname):
+        """Drop ifname from the books beside its originals."""
+        for book in self._books():
+            book.pop(ifname, None)
+
+    # -- renames ----------------------------------------------------------
 
     def _rename(self, moves):
-        """Move every device book's entries {old name: new name} at once (two
-        devices may have swapped names) and save the ledger."""
-        for book in self._device_books():
+        """Move the entries {old name: new name} of the originals and every
+        book at once (two devices may have swapped names) and save the
+        ledger."""
+        for book in [self.originals] + self._books():
             taken = {old: book.pop(old) for old in moves if old in book}
             for old, entry in taken.items():
                 book[moves[old]] = entry
@@ -174,20 +317,32 @@ class DeviceTuner:
         """Devices whose originals are saved under a name they no longer
         have, while their ifindex lives on under another: their originals
         take the new name.  Returns {old: new}."""
-        moves = {}
-        for name, saved in self.originals.items():
-            ifindex = saved.get("ifindex")
-            if ifindex is None or self._ifindex(name) == ifindex:
-                continue
-            now = self._ifname(ifindex)
-            if now is not None and now != name:
-                moves[name] = now
+        moves = {name: now for name, now in self._names_now(self.originals).items()
+                 if now is not None and now != name}
         if moves:
             for old, new in sorted(moves.items()):
                 log.info("%s is now called %s (a rename TuneD did not report); its "
                          "originals follow it", old, new)
             self._rename(moves)
         return moves
+
+    def _name_now(self, name, saved):
+        """The name of the device whose originals are saved under name now:
+        name, a new name, or None when the device is gone."""
+        return name_now(name, saved.get("ifindex"), self._ifindex, self._ifname)
+
+    def _names_now(self, originals):
+        return {name: self._name_now(name, saved) for name, saved in originals.items()}
+
+    def known_as(self, ifindex, names):
+        """The one of names whose originals carry ifindex, whether they are
+        still kept under that name or have followed a rename already
+        (self.renamed); None when none does (see the module)."""
+        for name in sorted(names):
+            saved = self.originals.get(self.renamed.get(name, name))
+            if saved is not None and saved.get("ifindex") == ifindex:
+                return name
+        return None
 
     def kernel_name(self, ifname):
         """The name the device TuneD calls ifname has now (see the module)."""
@@ -205,8 +360,7 @@ class DeviceTuner:
         self.follow_renames()
         for device in sorted(self.originals):
             self.restore(device)
-        if self.ledger is not None:
-            self.ledger.remove()
+        self._remove_ledger()
 
 
 class Refusals:

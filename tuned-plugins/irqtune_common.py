@@ -14,6 +14,7 @@ class stays the only Plugin subclass in their namespace.
 """
 
 import functools
+import re
 import threading
 
 import tuned.consts as consts
@@ -60,6 +61,24 @@ def overlay_file_options(variables, instance_name, path, prefix, options):
 	irqtune.overlay), with profile variables expanded."""
 	return read_overlay_file(path, prefix, set(options) - {"variables_file"},
 		expand=lambda value: str(variables.expand(value)).strip())
+
+
+_VARIABLE_REF = re.compile(r"\$\{(\w+)\}")
+
+
+def option_origin(text, value):
+	"""For an option error's line: the profile variables the option's text
+	in the profile refers to - the names an administrator edits in the
+	variables file - and whether TuneD found them ("" for a value written
+	in the unit itself)."""
+	names = _VARIABLE_REF.findall(text) if isinstance(text, str) else []
+	undefined = [n for n in names if "${%s}" % n in str(value)]
+	if undefined:
+		return ", variable %s not defined (in the profile or its variables file)" \
+			% ", ".join(undefined)
+	if names:
+		return ", from variable %s" % ", ".join(names)
+	return ""
 
 
 # TuneD's entry points into a plugin: (what failed, what to do, value
@@ -146,6 +165,9 @@ class TunerPlugin(Guarded):
 	instance._lock serialises the daemon's calls with the link watcher's.
 	"""
 
+	# What an instance whose options left no tuner does, for the lines of
+	# its option errors (otherwise the bad options are left out).
+	_without_tuner = "the instance tunes nothing"
 	# Seconds between re-checks for recreated NAPIs/IRQs between link
 	# events; the recheck_interval option overrides it, 0 turns it off.
 	recheck_interval = 5.0
@@ -178,16 +200,29 @@ class TunerPlugin(Guarded):
 				instance._recheck_interval = parse_int("recheck_interval", text, 0, 86400)
 			except OptionError as err:
 				self._option_errors_found(instance, [err])
-		instance._tuner = self._make_tuner(instance, options)
+		try:
+			instance._tuner = self._make_tuner(instance, options)
+		finally:
+			self._log_option_errors(instance)
 
 	def _make_tuner(self, instance, options):
 		raise NotImplementedError
 
 	def _option_errors_found(self, instance, errors):
-		"""Log each option error once; verify reports them again."""
-		for err in errors:
-			log.error("instance %s: %s; the option is not applied" % (instance.name, err))
+		"""Record option errors: _instance_init logs each once, verify
+		reports them again."""
 		instance._option_errors = list(instance._option_errors) + list(errors)
+
+	def _log_option_errors(self, instance):
+		"""One line per bad value, under the option's name in the unit, with
+		the variable it came from and what becomes of it: left out, or -
+		when the errors left no tuner - the whole instance."""
+		consequence = "the option is not applied" if instance._tuner is not None \
+			else self._without_tuner
+		for err in instance._option_errors:
+			origin = option_origin(instance.options.get(getattr(err, "option", None)),
+				getattr(err, "value", ""))
+			log.error("instance %s: %s%s; %s" % (instance.name, err, origin, consequence))
 
 	def _instance_cleanup(self, instance):
 		self._instance_stop_background(instance)
@@ -211,7 +246,7 @@ class TunerPlugin(Guarded):
 
 	def _start_watching(self, instance):
 		if instance._tuner is None or instance._watcher is not None or not self._watch \
-				or not getattr(instance._tuner, "needs_watching", True):
+				or not instance._tuner.needs_watching:
 			return
 		instance._watcher = LinkWatcher(
 			lambda ifindex: self._retune_link(instance, ifindex),
@@ -239,10 +274,10 @@ class TunerPlugin(Guarded):
 			tuner = instance._tuner
 			if tuner is None:
 				return ok if instance._option_errors else None
-			for what, why in sorted(getattr(tuner, "rejected", {}).items()):
+			for what, why in sorted(tuner.rejected.items()):
 				ok = verify_failed("%s: %s" % (instance.name, why))
 			skipped = 0
-			for what, why in sorted(self._unsupported(tuner).items()):
+			for what, why in sorted(tuner.unsupported.items()):
 				what = option_name(what)
 				if ignore_missing:
 					log.info(consts.STR_VERIFY_PROFILE_VALUE_MISSING
@@ -259,10 +294,6 @@ class TunerPlugin(Guarded):
 			if ok and skipped and not checked and not instance._option_errors:
 				return None
 			return self._verify_result(ok, checked or not ok or bool(instance._option_errors))
-
-	def _unsupported(self, tuner):
-		"""{what: why} verify reports as unsupported (the contract's)."""
-		return getattr(tuner, "unsupported", {})
 
 	def _verify_targets(self, devices):
 		return sorted(devices)
@@ -285,9 +316,9 @@ class TunerPlugin(Guarded):
 			if self._wants_restore(rollback):
 				tuner.restore_all()
 			else:
-				ledger = getattr(tuner, "ledger", None)
 				log.info("instance %s: values left in place for the next start%s"
-					% (instance.name, "; originals kept in %s" % ledger.path if ledger else ""))
+					% (instance.name, "; originals kept in %s" % tuner.ledger.path
+						if tuner.ledger is not None else ""))
 
 	def _instance_stop_background(self, instance):
 		watcher = getattr(instance, "_watcher", None)

@@ -3,7 +3,7 @@
 nic_housekeeping, zerocopy_rx): TuneD's hotplug devices, the default
 devices=* limited to physical NICs, and renames - reported by TuneD 2.25+
 (_move_device) or not (a link event under a name TuneD does not know,
-_known_as).
+_retune_link); the tuner follows them (irqtune.tuner's contract).
 
 Installed beside the plugins in TuneD's plugin package, like
 irqtune_common.py; not a plugin (no "plugin_" prefix).
@@ -48,11 +48,10 @@ class NetDevicePlugin(common.TunerPlugin, hotplug.Plugin):
 		# Guarded like every entry point (ENTRY_POINTS).
 		ifindex = socket.if_nametoindex(device_name)
 		for instance in list(self._instances.values()):
-			tuner = getattr(instance, "_tuner", None)
-			if tuner is None or not hasattr(tuner, "follow_rename"):
+			if instance._tuner is None:
 				continue
 			with instance._lock:
-				old = tuner.follow_rename(device_name, ifindex)
+				old = instance._tuner.follow_rename(device_name, ifindex)
 				if old is None:
 					continue
 				for names in (instance.processed_devices, instance.assigned_devices,
@@ -113,9 +112,11 @@ class NetDevicePlugin(common.TunerPlugin, hotplug.Plugin):
 			super()._retune(instance, device)
 
 	def _retune_link(self, instance, ifindex):
+		# A name TuneD does not know may be a device renamed without a
+		# move event (TuneD < 2.25): the tuner knows it by its ifindex.
 		name = _ifname(ifindex)
-		if name not in instance.processed_devices:
-			name = _known_as(instance, ifindex) or name
+		if name not in instance.processed_devices and instance._tuner is not None:
+			name = instance._tuner.known_as(ifindex, instance.processed_devices) or name
 		self._retune(instance, name)
 
 	def _retune_all(self, instance):
@@ -140,24 +141,6 @@ def _selector(instance):
 	if instance.devices_udev_regex is not None:
 		return "devices_udev_regex=%s" % instance.devices_udev_regex
 	return "devices=%s" % (instance.devices_expression or "*").strip()
-
-
-def _known_as(instance, ifindex):
-	"""The name TuneD knows a device by that was renamed without a move
-	event (TuneD < 2.25): the processed device whose originals carry
-	ifindex, whether the tuner still keeps them under that name or has
-	followed the rename already (tuner.renamed).  No system calls: the
-	watcher calls this for every link event."""
-	tuner = instance._tuner
-	originals = getattr(tuner, "originals", None)
-	if not isinstance(originals, dict):
-		return None
-	renamed = getattr(tuner, "renamed", {})
-	for device in sorted(instance.processed_devices):
-		saved = originals.get(renamed.get(device, device))
-		if isinstance(saved, dict) and saved.get("ifindex") == ifindex:
-			return device
-	return None
 
 
 def _ifname(ifindex):

@@ -45,10 +45,13 @@ class BusyPollOptinPlugin(common.InstancePlugin):
 	the files it wrote; a system shutdown keeps them, so the services start
 	opted in at the next boot.
 	+
-	Options: `services` (names, comma or space separated), `busy_poll_usecs`
-	(0), `busy_poll_budget` (64; above 64 the service needs CAP_NET_ADMIN),
+	Options: `services` (names separated by commas; a name with a space
+	inside is refused, not split), `busy_poll_usecs` (0; at most 1000000,
+	one second: a longer busy poll per `epoll_wait` only spins a CPU),
+	`busy_poll_budget` (64; above 64 the service needs CAP_NET_ADMIN),
 	`prefer_busy_poll` (1), `restart` (false), `library` (path; found
-	automatically when empty).
+	automatically when empty).  Numbers are plain decimal digits.  A bad
+	value opts no service in; every bad value gets its own log line.
 	+
 	Not reached: statically linked programs and runtimes that make epoll
 	system calls directly (Go).  Programs started by hand:
@@ -85,30 +88,38 @@ class BusyPollOptinPlugin(common.InstancePlugin):
 	@classmethod
 	def get_config_options_hints(cls):
 		return {
-			"services": "systemd services to opt in (comma or space separated)",
-			"busy_poll_usecs": "EPIOCSPARAMS busy_poll_usecs, 0..2147483647 (default 0)",
+			"services": "systemd services to opt in (comma separated)",
+			"busy_poll_usecs": "EPIOCSPARAMS busy_poll_usecs, 0..1000000 (default 0)",
 			"busy_poll_budget": "EPIOCSPARAMS busy_poll_budget, 0..65535 (default 64; >64 needs CAP_NET_ADMIN)",
 			"prefer_busy_poll": "EPIOCSPARAMS prefer_busy_poll, 0 or 1 (default 1)",
 			"restart": "restart running services so the change takes effect (default false)",
 			"library": "path of libirqtune-busypoll.so (default: found in the arch libdir)",
 		}
 
+	_without_tuner = "no service is opted in"
+
 	def _make_tuner(self, instance, options):
 		def option(name):
 			return common.expanded_option(self._variables, instance, name)
-		try:
-			values = service_optin.OptInValues(
-				option("busy_poll_usecs") or service_optin.DEFAULT_USECS,
-				option("busy_poll_budget") or service_optin.DEFAULT_BUDGET,
-				option("prefer_busy_poll") or service_optin.DEFAULT_PREFER)
-			optin = service_optin.ServiceOptIn(option("services"), values,
-				library=option("library") or None, root=self._optin_root,
-				systemctl=self._optin_systemctl,
-				restart=service_optin.parse_bool(option("restart")),
-				kfs=KernelFs(proc=self._optin_proc_root))
-		except OptionError as err:
-			self._option_errors_found(instance, [err])
+		# Every bad value is reported, not only the first one.
+		values, errors = service_optin.OptInValues.from_options(
+			{name: option(name) for name in self._get_config_options()})
+		checked = {}
+		for name, check in (("services", service_optin.parse_services),
+				("restart", service_optin.parse_bool),
+				("library", lambda text: service_optin.check_library_path(text)
+					if text else None)):
+			try:
+				checked[name] = check(option(name))
+			except OptionError as err:
+				errors.append(err)
+		if errors:
+			self._option_errors_found(instance, errors)
 			return None     # no service is opted in
+		optin = service_optin.ServiceOptIn(checked["services"], values,
+			library=checked["library"], root=self._optin_root,
+			systemctl=self._optin_systemctl, restart=checked["restart"],
+			kfs=KernelFs(proc=self._optin_proc_root))
 		# What an earlier daemon wrote (kill -9, or kept over a shutdown
 		# until /run was cleared): the tuner's first apply takes it over.
 		return service_optin.OptInTuner(optin,

@@ -28,12 +28,17 @@ class NapiPlugin(netdev.NetDevicePlugin):
 	stay masked, and [option]`irq_suspend_timeout` the longest time an
 	application busy polling with `prefer_busy_poll` may keep IRQs
 	suspended. Timeouts are nanoseconds, or take a unit: `ns`, `us`, `ms`,
-	`s`. [option]`threaded` is `disabled`, `enabled` or `busy-poll`
-	(Linux 6.19). An empty value leaves the setting alone.
+	`s` (`20us` or `20 us`), at most 1 s: a longer timer stalls receive
+	long enough for TCP to retransmit, and is most likely a unit typo.
+	Numbers are plain decimal digits (no `1_000`).
+	[option]`threaded` is `disabled`, `enabled` or `busy-poll`
+	(Linux 6.19). An empty value leaves the setting alone; a bad one is
+	left out, with one log line naming it.
 	+
 	[option]`queues` limits the tuning to the NAPIs serving the listed rx
-	queue indexes (for example `0-3,8`), where the driver links queues to
-	NAPIs.
+	queue indexes (for example `0-3,8`, each at most 65535), where the
+	driver links queues to NAPIs. A bad [option]`queues` makes the
+	instance tune nothing, rather than every NAPI.
 	+
 	Suspension only acts for epoll contexts with `prefer_busy_poll` set
 	(see the `busy_poll_optin` plugin), and only together with non-zero
@@ -82,10 +87,10 @@ class NapiPlugin(netdev.NetDevicePlugin):
 	def get_config_options_hints(cls):
 		return {
 			"defer_hard_irqs": "0-2147483647 polls that keep the IRQ masked",
-			"gro_flush_timeout": "duration (ns, or with unit ns/us/ms/s)",
-			"irq_suspend_timeout": "duration (ns, or with unit ns/us/ms/s)",
+			"gro_flush_timeout": "duration (ns, or with unit ns/us/ms/s), at most 1s",
+			"irq_suspend_timeout": "duration (ns, or with unit ns/us/ms/s), at most 1s",
 			"threaded": "disabled, enabled or busy-poll",
-			"queues": "rx queue indexes, e.g. 0-3,8 (default: all NAPIs)",
+			"queues": "rx queue indexes 0-65535, e.g. 0-3,8 (default: all NAPIs)",
 			"recheck_interval": "seconds between re-checks for recreated NAPIs, 0 = link events only (default 5)",
 		}
 

@@ -100,13 +100,23 @@ class QueueAffinity:
             what = "IRQ %d (%s)" % (q.irq, q.name or "?")
             try:
                 cpus = read_affinity(q.irq, self.kfs)
-            except (OSError, OptionError):
+            except FileNotFoundError:
                 continue      # gone between listing and reading
+            except (OSError, OptionError) as err:
+                # unreadable is not "nothing to check": TuneD would pass it
+                out.append(Check(what + " affinity", None, expected, False,
+                                 "cannot read its affinity: %s" % _why(err)))
+                continue
             note = problems.get(what, "")
             if note.startswith("managed IRQ"):
                 # The kernel places managed IRQs (isolcpus=managed_irq): judge
                 # where they actually fire.
-                eff = read_effective_affinity(q.irq, self.kfs)
+                try:
+                    eff = read_effective_affinity(q.irq, self.kfs)
+                except (OSError, OptionError) as err:
+                    out.append(Check(what + " effective affinity", None, expected, False,
+                                     "cannot read its effective affinity: %s" % _why(err)))
+                    continue
                 ok = bool(eff) and set(eff) <= target
                 out.append(Check(what + " effective affinity", format_index_list(eff or []),
                                  expected, ok, "" if ok else
@@ -144,3 +154,7 @@ class QueueAffinity:
                 log.error("%s: IRQ %d: %s", ifname, q.irq, err)
         if restored:
             log.info("%s: affinity of %d queue IRQs restored", ifname, restored)
+
+
+def _why(err):
+    return getattr(err, "strerror", None) or str(err)

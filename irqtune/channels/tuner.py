@@ -7,7 +7,7 @@ import logging
 from ..cpus import housekeeping_cpus
 from ..kfs import KFS
 from ..irqs import interrupt_names
-from ..ledger import device_entry, take_device, vector_book
+from ..ledger import take_device, vector_book
 from ..tuner import DeviceTuner, Refusals, on_kernel_name, verify_on_kernel_name
 from .affinity import QueueAffinity
 from .config import HOUSEKEEPING, HousekeepingConfig
@@ -32,9 +32,8 @@ class HousekeepingTuner(DeviceTuner):
 
     def __init__(self, config, ledger=None, kfs=KFS, channels=None, ifindex=None, napi=None,
                  ifname=None):
-        super().__init__(ifindex, ifname)
+        super().__init__(ledger, ifindex, ifname)
         self.config = config
-        self.ledger = ledger
         self.kfs = kfs
         self._channels = channels
         self._napi = napi
@@ -62,10 +61,7 @@ class HousekeepingTuner(DeviceTuner):
         from ..netlink.ethtool import ChannelsFamily
         return ChannelsFamily()
 
-    def _load_state(self):
-        if self.ledger is None:
-            return {}
-        originals = self.ledger.load_devices(self._ifindex, self._ifname)
+    def _from_ledger(self, originals):
         names = None
         for saved in originals.values():
             saved.setdefault("channels", {})
@@ -76,22 +72,11 @@ class HousekeepingTuner(DeviceTuner):
                 saved["irqs"] = vector_book(book, names)
         return originals
 
-    def _save_state(self, before_change=True):
-        """The ledger on disk; see irqtune.ledger for the error policy."""
-        if self.ledger is not None:
-            (self.ledger.save if before_change else self.ledger.update)(self.originals)
-
-    def _device_books(self):
-        return [self.originals, self.targets, self.refusals.by_device]
+    def _books(self):
+        return [self.targets, self.refusals.by_device]
 
     def _saved(self, ifname, ifindex):
-        saved = self.originals.get(ifname)
-        if (saved is None or saved.get("ifindex") != ifindex) and self.ledger is not None:
-            kin = self.ledger.kin_device(ifname, ifindex)
-            if kin is not None:
-                self.originals[ifname] = dict(kin, channels=dict(kin.get("channels", {})),
-                                              irqs=dict(kin.get("irqs", {})))
-        return device_entry(self.originals, ifname, ifindex, channels={}, irqs={})
+        return self._originals_of(ifname, ifindex, channels={}, irqs={})
 
     def queue_irqs(self, ifname):
         return self.irq_affinity.queue_irqs(ifname) if self.irq_affinity else []
@@ -162,7 +147,7 @@ class HousekeepingTuner(DeviceTuner):
     @on_kernel_name
     def restore(self, ifname):
         """Channels first, then the saved affinities; forget ifname."""
-        self._forget_device(ifname)
+        self._drop(ifname)
         saved, ifindex = take_device(self.originals, ifname, self._ifindex)
         if saved is not None:
             # Also what an earlier profile's daemon saved and this one's
@@ -174,17 +159,6 @@ class HousekeepingTuner(DeviceTuner):
                 (self.irq_affinity or QueueAffinity((), self.kfs, self._napi,
                                                     self.refusals)).restore(ifname, saved["irqs"])
         self._save_state(before_change=False)
-
-    @on_kernel_name
-    def forget(self, ifname):
-        """The device is gone: drop its originals without touching anything."""
-        self._forget_device(ifname)
-        if self.originals.pop(ifname, None) is not None:
-            self._save_state(before_change=False)
-
-    def _forget_device(self, ifname):
-        self.targets.pop(ifname, None)
-        self.refusals.drop(ifname)
 
 
 def housekeeping_tuner(options, tuner_class=None, **kwargs):

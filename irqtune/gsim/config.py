@@ -31,7 +31,7 @@ class GsimConfig:
             if text is None or str(text).strip() == "":
                 continue
             try:
-                values[option] = parse_int(option, str(text).replace("_", ""), low, high)
+                values[option] = parse_int(option, text, low, high)
             except OptionError as err:
                 errors.append(err)
         return cls(**values), errors

@@ -97,9 +97,12 @@ class IrqSwitches:
         results = []
         for irq, info in self.selected(interrupts).items():
             current = self.iface.read_switch(irq)
-            if current is None:
+            path = self.iface.switch_path(irq)
+            if current is None and path is None:
                 continue            # gone between the two reads
-            results.append((irq, info.name, self.iface.switch_path(irq), int(current), 1))
+            # a switch that is there but unreadable (a state this version
+            # does not know, an error) is reported as None: a failure
+            results.append((irq, info.name, path, None if current is None else int(current), 1))
         return results
 
     def restore(self, book, interrupts):

@@ -13,7 +13,7 @@ from ..interrupts import read_interrupts
 from ..kfs import KFS
 from ..ledger import first
 from ..overlay import read_overlay_file
-from ..tuner import Check, DeviceTuner
+from ..tuner import Check, Tuner
 from .config import GsimConfig, IrqSelection
 from .interface import (APPLY_ORDER, RANGES, RESTORE_ORDER, GsimWriteError,
                         accepted_range, detect, missing_message)
@@ -30,7 +30,7 @@ class Applied(namedtuple("Applied", "knobs switched")):
         return "GSIM: %d values written, moderation allowed on %d IRQs" % self
 
 
-class GsimTuner(DeviceTuner):
+class GsimTuner(Tuner):
     """Applies one GsimConfig and IrqSelection, restores what was there.
 
     GSIM is system-wide: the contract's device arguments are not used.
@@ -40,20 +40,18 @@ class GsimTuner(DeviceTuner):
        "irqs": {"<irq>": {"name": action name, "allow": 0/1}}}
     First value wins (irqtune.ledger); an IRQ number whose name changed is
     a different interrupt.  iface None: the kernel has no GSIM, and every
-    option set is unsupported.
+    option set is unsupported.  rejected: {option: OptionError, or the
+    kernel's error}.
     """
 
     def __init__(self, config, selection, iface, ledger=None, kfs=KFS,
                  napi_irqs=irqs_mod.napi_irqs):
-        super().__init__()
+        super().__init__(ledger)
         self.config = config
         self.selection = selection
         self.iface = iface
-        self.ledger = ledger
         self.kfs = kfs
         self.napi_irqs = napi_irqs
-        self.rejected = {}          # option -> OptionError / text from the kernel
-        self.unsupported = {}       # option -> why
         self.switches = IrqSwitches(selection, iface, kfs, napi_irqs)
         if iface is None:
             self.originals = {"knobs": {}, "irqs": {}}
@@ -80,11 +78,8 @@ class GsimTuner(DeviceTuner):
 
     # -- ledger -------------------------------------------------------------
 
-    def _load_state(self):
+    def _from_ledger(self, data):
         empty = {"shape": self.iface.shape, "knobs": {}, "irqs": {}}
-        if self.ledger is None:
-            return empty
-        data = self.ledger.load()
         if not data:
             return empty
         if data.get("shape") != self.iface.shape:
@@ -94,10 +89,6 @@ class GsimTuner(DeviceTuner):
         data.setdefault("irqs", {})
         log.info("gsim: restoring saved originals from %s", self.ledger.path)
         return data
-
-    def _save_state(self):
-        if self.ledger is not None:
-            self.ledger.save(self.originals)
 
     # -- apply ------------------------------------------------------------
 
@@ -244,12 +235,6 @@ class GsimTuner(DeviceTuner):
 
     # -- restore -------------------------------------------------------------
 
-    def forget(self, device=None):
-        """Nothing is kept per device."""
-
-    def restore(self, device=None):
-        """Nothing is kept per device: restore_all puts everything back."""
-
     def restore_all(self):
         """Put back every original and forget them."""
         if self.iface is None:
@@ -270,8 +255,7 @@ class GsimTuner(DeviceTuner):
                 log.error("gsim: cannot restore %s to %s: %s", option, value, err)
         self.switches.restore(self.originals.get("irqs", {}), self._interrupts())
         self.originals = {"shape": self.iface.shape, "knobs": {}, "irqs": {}}
-        if self.ledger is not None:
-            self.ledger.remove()
+        self._remove_ledger()
 
 
 # -- from options to a tuner --------------------------------------------------

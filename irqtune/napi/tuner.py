@@ -12,10 +12,11 @@ import logging
 
 from ..kfs import KFS
 from ..names import option_name
-from ..ledger import name_now, positioned
+from ..ledger import positioned
 from ..netlink.genl import NetlinkRequestError
 from ..netlink.netdev import NapiFamily, QueueFamily
 from ..tuner import Check, DeviceTuner, on_kernel_name, verify_on_kernel_name
+from ..values import format_index_list
 
 log = logging.getLogger(__name__)
 
@@ -47,11 +48,10 @@ class NapiTuner(DeviceTuner):
 
     def __init__(self, config, caps, queues=None, ledger=None, kfs=KFS, ifindex=None,
                  ifname=None):
-        super().__init__(ifindex, ifname)
+        super().__init__(ledger, ifindex, ifname)
         self.config = config
         self.caps = caps
         self.queues = queues
-        self.ledger = ledger
         self.kfs = kfs
         self.originals = self._load_state()
         self.per_napi, self.per_device, self.unsupported = self._plan()
@@ -88,30 +88,18 @@ class NapiTuner(DeviceTuner):
 
     # -- state ------------------------------------------------------------
 
-    def _load_state(self):
-        if self.ledger is None:
-            return {}
-        originals = self.ledger.load_devices(self._ifindex, self._ifname)
+    def _from_ledger(self, originals):
         for saved in originals.values():
             saved["napi"] = {int(k): v for k, v in saved.get("napi", {}).items()}
             saved["ids"] = set(saved.get("ids", ()))
         return originals
 
-    def _save_state(self, before_change=True):
-        """The ledger on disk; see irqtune.ledger for the error policy."""
-        if self.ledger is not None:
-            data = {name: dict(dev, ids=sorted(dev["ids"])) for name, dev in self.originals.items()}
-            (self.ledger.save if before_change else self.ledger.update)(data)
+    def _to_ledger(self):
+        return {name: dict(dev, ids=sorted(dev["ids"])) for name, dev in self.originals.items()}
 
     def _saved(self, ifname, ifindex=None):
-        dev = self.originals.get(ifname)
-        if dev is None:
-            ifindex = self._ifindex(ifname) if ifindex is None else ifindex
-            kin = self.ledger.kin_device(ifname, ifindex) if self.ledger is not None else None
-            dev = self.originals[ifname] = {"ifindex": ifindex, "ids": set(),
-                "napi": {int(k): v for k, v in (kin or {}).get("napi", {}).items()},
-                "sysfs": dict((kin or {}).get("sysfs", {}))}
-        return dev
+        ifindex = self._ifindex(ifname) if ifindex is None else ifindex
+        return self._originals_of(ifname, ifindex, ids=set(), napi={}, sysfs={})
 
     # -- selection --------------------------------------------------------
 
@@ -235,11 +223,20 @@ class NapiTuner(DeviceTuner):
         if self.per_napi:
             try:
                 with NapiFamily() as nl:
-                    napis = self._napis_in_scope(nl, [ifname]).get(ifname, [])
+                    napis = self._napis_in_scope(nl, [ifname]).get(ifname)
             except NetlinkRequestError as err:
-                log.error("%s: %s", ifname, err)
                 napis = []
-            for _, napi in napis:
+                if err.code != errno.ENODEV:        # ENODEV: the device is gone
+                    log.error("%s: %s", ifname, err)
+                    results.append(Check("NAPIs", None, "readable", False, str(err)))
+            if napis is None and self._ifindex(ifname) is not None:
+                # queues= on a driver that links no rx queue to a NAPI:
+                # nothing was set, which is not "nothing to check"
+                results.append(Check("queues", "no rx queue linked to a NAPI",
+                                     format_index_list(self.queues), False,
+                                     "the driver does not link rx queues to NAPIs, so NAPIs "
+                                     "cannot be chosen by queue; nothing is set"))
+            for _, napi in napis or ():
                 for attr, value in self.per_napi.items():
                     results.append(Check.compare("NAPI %d %s" % (napi["id"], option_name(attr)),
                                                  napi.get(attr), value))
@@ -250,12 +247,6 @@ class NapiTuner(DeviceTuner):
                 current = None
             results.append(Check.compare(option_name(attr), current, value))
         return results
-
-    @on_kernel_name
-    def forget(self, ifname):
-        """The device is gone: drop its originals without touching anything."""
-        if self.originals.pop(ifname, None) is not None:
-            self._save_state(before_change=False)
 
     @on_kernel_name
     def restore(self, ifname):
@@ -277,8 +268,7 @@ class NapiTuner(DeviceTuner):
         """Put back every saved original and forget them."""
         self._restore(self.originals)
         self.originals = {}
-        if self.ledger is not None:
-            self.ledger.remove()
+        self._remove_ledger()
 
     def _restore(self, originals):
         """Write back, in one napi-set batch, only the values that differ.
@@ -312,7 +302,7 @@ class NapiTuner(DeviceTuner):
                 for napi_id, err in nl.set_napis(changes).items():
                     log.error("NAPI %d: cannot restore: %s", napi_id, err)
         for name, dev in originals.items():
-            now = name_now(name, dev.get("ifindex"), self._ifindex, self._ifname) if dev["sysfs"] else None
+            now = self._name_now(name, dev) if dev["sysfs"] else None
             for attr, value in dev["sysfs"].items() if now else ():
                 # Only what differs: on 6.13+ a write also resets every NAPI.
                 path = self._sysfs_path(now, attr)

@@ -1,51 +1,46 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""What every generic netlink client here shares, over pyroute2 0.7 and 0.9.
+"""The one netlink layer: messages declared as pyroute2 classes, one
+socket type, one sequence counter, one request loop, and the kernel's
+errno and extack text on every refusal.
 
-pyroute2 has no module for the netdev family and no variable-width "uint"
-attribute type, and its sync API changed shape between 0.7 (plain socket)
-and 0.9 (asyncio core, generators).  This module absorbs both so the
-family clients only describe messages.
+Families declare their messages the pyroute2 way (genlmsg/nla classes with
+an nla_map in the kernel's attribute order) and pyroute2 0.7 to 0.9
+encodes and decodes them.  Its sockets are not used: their sync API
+changed shape between 0.7 (a plain socket, which ends a dump without
+NLM_F_MULTI after its first message) and 0.9 (an asyncio core yielding
+generators), and neither sends many requests in one write.
+
+Messages whose attributes are all integers (netdev's NAPIs, queues and
+queue statistics) are coded with struct from the same nla_map:
+pyroute2's codec takes 50-100 us a message, several times what the
+kernel takes to answer or apply one (tests/bench).
 """
 
 import errno
-import itertools
-import os
 import socket
 import struct
 import sys
+import threading
 
-from pyroute2.netlink import (NLM_F_ACK, NLM_F_DUMP, NLM_F_MULTI, NLM_F_REQUEST,
+from pyroute2.netlink import (NLA_F_NESTED, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST,
                               NLMSG_DONE, NLMSG_ERROR, genlmsg, nla)
-from pyroute2.netlink.exceptions import NetlinkError
-from pyroute2.netlink.generic import GenericNetlinkSocket
 
 from .. import crashpoint
-from ..errors import DependencyError, NetlinkRequestError, UnsupportedError  # noqa: F401
-from ..names import attr_of_nla, nla_name
+from ..errors import NetlinkRequestError, UnsupportedError
+from ..names import attr_name, attr_of_nla, nla_name, option_name
+
+NETLINK_GENERIC = 16
+GENL_ID_CTRL = 0x10
+CTRL_CMD_GETFAMILY = 3
+SOL_NETLINK = 270
+NETLINK_ADD_MEMBERSHIP = 1
+NETLINK_EXT_ACK = 11
+NLM_F_CAPPED = 0x100
+NLM_F_ACK_TLVS = 0x200
+NLMSGERR_ATTR_MSG = 1
 
 
-def pyroute2_version():
-    """pyroute2's version text; Debian's build reports "unknown"."""
-    try:
-        import pyroute2
-        return str(getattr(pyroute2, "__version__", "unknown"))
-    except Exception:     # noqa: BLE001 - only for a message
-        return "unknown"
-
-
-def _open_genl_socket():
-    # pyroute2 < 0.7 has no ext_ack keyword (0.5.x: TypeError in
-    # GenlFamily); detected by the feature, since the version may be "unknown".
-    try:
-        return GenericNetlinkSocket(ext_ack=True)
-    except TypeError as err:
-        if "ext_ack" not in str(err):
-            raise
-        raise DependencyError(
-            "pyroute2 %s is too old: its GenericNetlinkSocket has no ext_ack "
-            "(pyroute2 < 0.7); irqtune needs pyroute2 0.7.2 or newer - install a "
-            "newer python3-pyroute2 and re-apply the profile" % pyroute2_version()) from None
-
+# -- declarations -----------------------------------------------------------
 
 class uint_nla(nla.cdata):
     """The kernel's NLA_UINT: 4 or 8 bytes on the wire, host byte order."""
@@ -65,179 +60,123 @@ class uint_nla(nla.cdata):
         nla.cdata.encode(self)
 
 
-class GenlFamily:
-    """A bound socket on one generic netlink family.
+class netdev_genlmsg_base(genlmsg):
+    """Subclasses set nla_map and nla_prefix; uint attributes use 'uint'."""
 
-    Use as a context manager, or call close().  One instance serves a batch
-    of requests so that a NAPI costs one round trip, not a socket setup.
-    """
-
-    family = None      # generic netlink family name, set by subclasses
-    message = None     # genlmsg subclass describing the family's attributes
-    version = 1
-    # Commands that change kernel state (the crash-point hook counts them).
-    set_commands = frozenset()
-
-    def __init__(self):
-        self._sock = _open_genl_socket()
-        try:
-            self._sock.bind(self.family, self.message)
-        except NetlinkError as err:
-            self._sock.close()
-            if err.code == errno.ENOENT:
-                raise UnsupportedError("generic netlink family '%s' is not available "
-                                       "in this kernel" % self.family) from None
-            raise NetlinkRequestError("resolving family %s" % self.family,
-                                      err.code, _extack(err)) from None
-
-        self._raw = None
-
-    def close(self):
-        if self._raw is not None:
-            self._raw.close()
-        self._sock.close()
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        self.close()
-
-    def _message(self, cmd, attrs):
-        msg = self.message()
-        msg["cmd"] = cmd
-        msg["version"] = self.version
-        msg["attrs"] = [[nla_name(self.message.nla_prefix, name), value]
-                        for name, value in attrs.items()]
-        return msg
-
-    def _request(self, what, cmd, attrs, flags):
-        try:
-            replies = list(self._sock.nlm_request(self._message(cmd, attrs),
-                                                  msg_type=self._sock.prid,
-                                                  msg_flags=flags,
-                                                  terminate=_until_done))
-        except NetlinkError as err:
-            raise NetlinkRequestError(what, err.code, _extack(err)) from None
-        self._wrote(cmd, what)
-        return replies
-
-    def _wrote(self, cmd, what):
-        """The crash-point hook (irqtune.crashpoint) after a request that
-        the kernel took; only commands that change something count."""
-        if crashpoint.ENABLED and cmd in self.set_commands:
-            crashpoint.wrote("%s %s" % (self.family, what))
-
-    def dump(self, what, cmd, **attrs):
-        return [_attrs(m, self.message.nla_prefix)
-                for m in self._request(what, cmd, attrs, NLM_F_REQUEST | NLM_F_DUMP)
-                if m["header"]["type"] == self._sock.prid]
-
-    def do(self, what, cmd, **attrs):
-        """A request answered by one message (get) or by an ack only (set)."""
-        replies = self._request(what, cmd, attrs, NLM_F_REQUEST | NLM_F_ACK)
-        msgs = [_attrs(m, self.message.nla_prefix) for m in replies
-                if m["header"]["type"] == self._sock.prid]
-        return msgs[0] if msgs else None
-
-    def dump_ints(self, what, cmd, **attrs):
-        """dump() for families whose objects carry only u32/uint attributes
-        (netdev's NAPIs and queues), sent and decoded here with struct:
-        pyroute2's decoder costs several times what the kernel takes to
-        produce the dump (80 % of a 512-NAPI restore)."""
-        sock = self._raw_socket()
-        seq = next(_batch_seq) * 0x10000
-        sock.send(self._encode(cmd, attrs, seq, NLM_F_REQUEST | NLM_F_DUMP))
-        names = {number: name for name, (number, _) in self._attr_table().items()}
-        objects = []
-        while True:
-            for msg_type, flags, mseq, msg in netlink_messages(sock.recv(1 << 20)):
-                if mseq != seq:
-                    continue
-                if msg_type in (NLMSG_DONE, NLMSG_ERROR):
-                    code, extack = _ack(msg_type, flags, msg) if len(msg) >= 20 else (0, None)
-                    if code:
-                        raise NetlinkRequestError(what, code, extack)
-                    return objects
-                if msg_type == self._sock.prid:
-                    objects.append({names[n]: int.from_bytes(v, sys.byteorder)
-                                    for n, v in parse_nlas(msg[20:]) if n in names})
-
-    def _raw_socket(self):
-        if self._raw is None:
-            self._raw = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW,
-                                      NETLINK_GENERIC,
-                                      fileno=os.dup(self._sock.fileno()))
-        return self._raw
-
-    def do_batch(self, cmd, requests):
-        """Send many set requests in one write; [None or (errno, extack)] in order.
-
-        Each request is its own netlink message, but they share one
-        sendmsg() and are encoded here with struct: pyroute2's generic
-        encoder costs more per message than the kernel takes to apply it.
-        Only the last request asks for an ack: the kernel answers a request
-        without NLM_F_ACK only when it fails, and handles the messages of
-        one write in order, so the last ack arrives after every error and
-        a batch costs one receive, not one per object.  Only u32 and uint
-        attributes are supported, which is all the set operations need.
-        """
-        if not requests:
-            return []
-        sock = self._raw_socket()
-        first = next(_batch_seq) * 0x10000
-        last = first + len(requests) - 1
-        sock.send(b"".join(self._encode(cmd, attrs, first + i, NLM_F_REQUEST if
-                                        first + i != last else NLM_F_REQUEST | NLM_F_ACK)
-                           for i, attrs in enumerate(requests)))
-        results = [None] * len(requests)
-        while True:
-            for seq, code, extack in _acks(sock.recv(1 << 20)):
-                if first <= seq <= last:
-                    if code:
-                        results[seq - first] = (code, extack)
-                    if seq == last:
-                        self._wrote(cmd, "batch of %d" % len(requests))
-                        return results
-
-    def _encode(self, cmd, attrs, seq, flags):
-        table = self._attr_table()
-        parts = []
-        for name, value in attrs.items():
-            number, kind = table[name]
-            parts.append(_ATTR_STRUCT[kind].pack(_ATTR_LEN[kind], number, value))
-        payload = b"".join(parts)
-        return _HEADER.pack(20 + len(payload), self._sock.prid, flags, seq, 0,
-                            cmd, self.version, 0) + payload
-
-    @classmethod
-    def _attr_table(cls):
-        table = cls.__dict__.get("_attr_numbers")
-        if table is None:
-            prefix = cls.message.nla_prefix
-            table = {attr_of_nla(prefix, n): (i, kind)
-                     for i, (n, kind) in enumerate(cls.message.nla_map)
-                     if kind in ("uint32", "uint")}
-            cls._attr_numbers = table
-        return table
+    nla_prefix = ""
+    uint = uint_nla
 
 
-# A netlink and generic netlink header; a u32 or uint (u64) attribute.
-_HEADER = struct.Struct("=IHHIIBBH")
-_ATTR_STRUCT = {"uint32": struct.Struct("=HHI"), "uint": struct.Struct("=HHQ")}
-_ATTR_LEN = {"uint32": 8, "uint": 12}
+class ctrl_msg(genlmsg):
+    """nlctrl: family lookup and attribute policies.  The policy nests are
+    keyed by index, which 0.7's nla_map cannot declare (0.9's
+    NlaMapAdapter can): they stay binary for policy.py to walk."""
 
-# Batches take sequence numbers far above pyroute2's own allocator's.
-_batch_seq = itertools.count(0x1000)
+    nla_prefix = "CTRL_ATTR_"
+    nla_map = (
+        ("CTRL_ATTR_UNSPEC", "none"),
+        ("CTRL_ATTR_FAMILY_ID", "uint16"),
+        ("CTRL_ATTR_FAMILY_NAME", "asciiz"),
+        ("CTRL_ATTR_VERSION", "uint32"),
+        ("CTRL_ATTR_HDRSIZE", "uint32"),
+        ("CTRL_ATTR_MAXATTR", "uint32"),
+        ("CTRL_ATTR_OPS", "none"),
+        ("CTRL_ATTR_MCAST_GROUPS", "*mcast_group"),
+        ("CTRL_ATTR_POLICY", "cdata"),
+        ("CTRL_ATTR_OP_POLICY", "cdata"),
+        ("CTRL_ATTR_OP", "uint32"),
+    )
 
-NETLINK_GENERIC = 16
-NLM_F_CAPPED = 0x100
-NLM_F_ACK_TLVS = 0x200
-NLMSGERR_ATTR_MSG = 1
+    class mcast_group(nla):
+        nla_flags = NLA_F_NESTED
+        nla_map = (
+            ("CTRL_ATTR_MCAST_GRP_UNSPEC", "none"),
+            ("CTRL_ATTR_MCAST_GRP_NAME", "asciiz"),
+            ("CTRL_ATTR_MCAST_GRP_ID", "uint32"),
+        )
+
+
+# -- codec ------------------------------------------------------------------
+
+# Integer attribute kinds: struct format and length on the wire.
+_INT_NLA = {"uint8": (struct.Struct("=HHB3x"), 5), "uint16": (struct.Struct("=HHH2x"), 6),
+            "uint32": (struct.Struct("=HHI"), 8), "uint64": (struct.Struct("=HHQ"), 12),
+            "uint": (struct.Struct("=HHQ"), 12)}
+_HEADER = struct.Struct("=IHHIIBBH")     # netlink and generic netlink header
+
+
+def attr_table(cls):
+    """{attribute name: (number, kind)} of a message class's nla_map, in
+    either of pyroute2's forms (by position, or (number, name, kind))."""
+    table = cls.__dict__.get("_irqtune_attrs")
+    if table is None:
+        if cls.nla_map and isinstance(cls.nla_map[0][0], int):
+            entries = [item[:3] for item in cls.nla_map]
+        else:
+            entries = [(i, item[0], item[1]) for i, item in enumerate(cls.nla_map)]
+        table = {attr_of_nla(cls.nla_prefix, name): (number, kind)
+                 for number, name, kind in entries if kind != "none"}
+        cls._irqtune_attrs = table
+    return table
+
+
+def _flat_codec(cls):
+    """For a class whose attributes are all integers: ({spelling: (struct,
+    length, number)}, {number: name}); None for any other class."""
+    if "_irqtune_flat" not in cls.__dict__:
+        table = attr_table(cls)
+        cls._irqtune_flat = None
+        if all(kind in _INT_NLA for _, kind in table.values()):
+            packers = {}
+            for name, (number, kind) in table.items():
+                packers[name] = packers[option_name(name)] = _INT_NLA[kind] + (number,)
+            cls._irqtune_flat = packers, {number: name for name, (number, _) in table.items()}
+    return cls._irqtune_flat
+
+
+def encode(cls, family_id, cmd, version, attrs, seq, flags):
+    """One request: the message class's attributes from {"name": value}
+    (defer-hard-irqs or defer_hard_irqs)."""
+    unknown = [name for name in attrs if attr_name(name) not in attr_table(cls)]
+    if unknown:
+        raise ValueError("unknown %s attribute %r" % (cls.__name__, unknown[0]))
+    flat = _flat_codec(cls)
+    if flat:
+        packers = flat[0]
+        payload = b"".join(packers[name][0].pack(packers[name][1], packers[name][2], value)
+                           for name, value in attrs.items())
+        return _HEADER.pack(20 + len(payload), family_id, flags, seq, 0,
+                            cmd, version, 0) + payload
+    msg = cls()
+    msg["cmd"] = cmd
+    msg["version"] = version
+    msg["attrs"] = [[nla_name(cls.nla_prefix, name), value] for name, value in attrs.items()]
+    msg["header"].update(type=family_id, flags=flags, sequence_number=seq, pid=0)
+    msg.encode()
+    return bytes(msg.data)
+
+
+def decode(cls, data):
+    """{"name": value} of a generic netlink message's attributes; nested
+    ones stay pyroute2 nla objects, arrays lists of them."""
+    flat = _flat_codec(cls)
+    if flat:
+        names = flat[1]
+        return {names[n]: int.from_bytes(v, sys.byteorder)
+                for n, v in parse_nlas(data[20:]) if n in names}
+    msg = cls(bytearray(data))
+    msg.decode()
+    out = {}
+    for name, value in msg["attrs"]:
+        attr = attr_of_nla(cls.nla_prefix, name)
+        if attr is not None:
+            out[attr] = value
+    return out
 
 
 def parse_nlas(data):
-    """[(type, payload bytes)] of a run of netlink attributes."""
+    """[(type, payload bytes)] of a run of netlink attributes, for nests
+    that nla_map cannot declare and for the struct codec."""
     out = []
     offset = 0
     while offset + 4 <= len(data):
@@ -261,17 +200,12 @@ def netlink_messages(data):
         offset += (length + 3) & ~3
 
 
-def _acks(data):
-    """(seq, errno, extack text) of each NLMSG_ERROR in a receive buffer."""
-    for msg_type, flags, seq, msg in netlink_messages(data):
-        if msg_type == NLMSG_ERROR:
-            yield (seq,) + _ack(msg_type, flags, msg)
-
-
 def _ack(msg_type, flags, msg):
     """(errno, extack text or None) of an NLMSG_ERROR, or of an NLMSG_DONE
     that ends a dump (its payload is the dump's error code too, with no
     request echoed)."""
+    if len(msg) < 20:
+        return 0, None
     code = -struct.unpack_from("=i", msg, 16)[0]
     extack = None
     if flags & NLM_F_ACK_TLVS:
@@ -287,40 +221,160 @@ def _ack(msg_type, flags, msg):
     return code, extack
 
 
-def _until_done(msg):
-    """End a reply at NLMSG_DONE (dump) or at the ack (NLMSG_ERROR 0, do).
+# -- sockets and sequence numbers -----------------------------------------
 
-    Generic netlink families built on genlmsg_iput() (netdev among them)
-    send dump replies without NLM_F_MULTI; pyroute2 0.7 would stop after the
-    first of them.  Marking each message multi-part keeps it reading.
+class _Sequence:
+    """The one sequence counter: a batch takes a run of numbers."""
+
+    def __init__(self):
+        self._next = 1
+        self._lock = threading.Lock()
+
+    def take(self, count):
+        with self._lock:
+            if self._next + count > 0xFFFFFFFF:
+                self._next = 1
+            first = self._next
+            self._next += count
+            return first
+
+
+SEQUENCE = _Sequence()
+
+
+def open_socket(protocol, group=None):
+    """A bound netlink socket with extended acks; with group, a member of
+    that multicast group (rtnetlink RTNLGRP_*, or a generic netlink
+    family's group id)."""
+    sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW | socket.SOCK_CLOEXEC, protocol)
+    try:
+        sock.setsockopt(SOL_NETLINK, NETLINK_EXT_ACK, 1)
+        sock.bind((0, 0))
+        if group is not None:
+            sock.setsockopt(SOL_NETLINK, NETLINK_ADD_MEMBERSHIP, group)
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+# -- families ---------------------------------------------------------------
+
+class GenlFamily:
+    """A socket on one generic netlink family.
+
+    Use as a context manager, or call close().  One instance serves a batch
+    of requests so that a NAPI costs one round trip, not a socket setup.
+    record: a callable(cmd, [received buffers]) that sees every raw reply
+    (the unit tests' fixture recorder).
     """
-    if msg["header"]["type"] in (NLMSG_DONE, NLMSG_ERROR):
-        return True
-    msg["header"]["flags"] |= NLM_F_MULTI
-    return False
 
+    family = None      # generic netlink family name, set by subclasses
+    message = None     # genlmsg subclass describing the family's attributes
+    messages = {}      # {cmd: genlmsg subclass} where a command uses another
+    version = 1
+    # Commands that change kernel state (the crash-point hook counts them).
+    set_commands = frozenset()
+    record = None
 
-def _extack(err):
-    # NetlinkError(code, msg): msg is the extack text when the kernel sent
-    # one, else pyroute2's strerror() fallback, which adds nothing.
-    text = err.args[1] if len(err.args) > 1 else None
-    if text and text != os.strerror(err.code):
-        return text
-    return None
+    def __init__(self):
+        self._sock = open_socket(NETLINK_GENERIC)
+        self.family_id, self.groups = GENL_ID_CTRL, {}
+        try:
+            replies, (error,) = self._exchange(ctrl_msg, CTRL_CMD_GETFAMILY,
+                                               [{"family-name": self.family}])
+        except BaseException:
+            self._sock.close()
+            raise
+        if error:
+            self._sock.close()
+            if error[0] == errno.ENOENT:
+                raise UnsupportedError("generic netlink family '%s' is not available "
+                                       "in this kernel" % self.family)
+            raise NetlinkRequestError("resolving family %s" % self.family, *error)
+        reply = decode(ctrl_msg, replies[0])
+        self.family_id = reply["family-id"]
+        self.groups = {group.get_attr("CTRL_ATTR_MCAST_GRP_NAME"):
+                       group.get_attr("CTRL_ATTR_MCAST_GRP_ID")
+                       for group in reply.get("mcast-groups", ())}
 
+    def close(self):
+        self._sock.close()
 
-def _attrs(msg, prefix):
-    """Attributes of a reply as {"defer-hard-irqs": 100, ...}."""
-    out = {}
-    for name, value in msg["attrs"]:
-        attr = attr_of_nla(prefix, name)
-        if attr is not None:
-            out[attr] = value
-    return out
+    def __enter__(self):
+        return self
 
+    def __exit__(self, *exc):
+        self.close()
 
-class netdev_genlmsg_base(genlmsg):
-    """Subclasses set nla_map and nla_prefix; uint attributes use 'uint'."""
+    # The only two places that touch the socket.
+    def _send(self, data):
+        self._sock.send(data)
 
-    nla_prefix = ""
-    uint = uint_nla
+    def _recv(self):
+        return self._sock.recv(1 << 20)
+
+    def _exchange(self, msg_class, cmd, requests, dump=False):
+        """The request loop: requests ([{attr: value}]) in one write, replies
+        read until the last one's ack (or its dump's end).
+
+        Only the last request asks for an ack: the kernel answers a request
+        without NLM_F_ACK only when it fails, and handles the messages of
+        one write in order, so the last ack arrives after every error and
+        a batch costs one receive, not one per request.  Returns (reply
+        message bytes, [None or (errno, extack)] per request).
+        """
+        first = SEQUENCE.take(len(requests))
+        last = first + len(requests) - 1
+        flags = NLM_F_REQUEST | (NLM_F_DUMP if dump else 0)
+        self._send(b"".join(
+            encode(msg_class, self.family_id, cmd, self.version, attrs, first + i,
+                   flags if first + i != last or dump else flags | NLM_F_ACK)
+            for i, attrs in enumerate(requests)))
+        replies, errors, buffers = [], [None] * len(requests), []
+        while True:
+            buffers.append(self._recv())
+            for msg_type, msg_flags, seq, msg in netlink_messages(buffers[-1]):
+                if not first <= seq <= last:
+                    continue
+                if msg_type not in (NLMSG_ERROR, NLMSG_DONE):
+                    if msg_type == self.family_id:
+                        replies.append(msg)
+                    continue
+                code, extack = _ack(msg_type, msg_flags, msg)
+                if code:
+                    errors[seq - first] = (code, extack)
+                if seq == last:
+                    if self.record is not None:
+                        self.record(cmd, buffers)
+                    return replies, errors
+
+    def _request(self, what, cmd, attrs, dump=False):
+        msg_class = self.messages.get(cmd, self.message)
+        replies, (error,) = self._exchange(msg_class, cmd, [attrs], dump)
+        if error:
+            raise NetlinkRequestError(what, *error)
+        self._wrote(cmd, what)
+        return [decode(msg_class, reply) for reply in replies]
+
+    def _wrote(self, cmd, what):
+        """The crash-point hook (irqtune.crashpoint) after a request that
+        the kernel took; only commands that change something count."""
+        if crashpoint.ENABLED and cmd in self.set_commands:
+            crashpoint.wrote("%s %s" % (self.family, what))
+
+    def dump(self, what, cmd, **attrs):
+        return self._request(what, cmd, attrs, dump=True)
+
+    def do(self, what, cmd, **attrs):
+        """A request answered by one message (get) or by an ack only (set)."""
+        replies = self._request(what, cmd, attrs)
+        return replies[0] if replies else None
+
+    def do_batch(self, cmd, requests):
+        """Send many requests in one write; [None or (errno, extack)] in order."""
+        if not requests:
+            return []
+        _, errors = self._exchange(self.messages.get(cmd, self.message), cmd, requests)
+        self._wrote(cmd, "batch of %d" % len(requests))
+        return errors

@@ -5,22 +5,33 @@ Drivers without persistent NAPI config (veth, many older ones) drop their
 NAPIs on link down or a channel change and bring back new ones with
 default values.  A link message for a tuned device is the cue to look for
 such NAPIs; a slow periodic re-check covers changes that send none.
-Plain sockets keep this independent of pyroute2's threading rules.
+The socket and the message framing are genl.py's; the watcher's own
+thread reads it, so pyroute2's threading rules do not apply.
 """
 
 import logging
 import os
 import select
 import socket
-import struct
 import threading
+
+from pyroute2.netlink import nlmsg
+
+from .genl import netlink_messages, open_socket
 
 log = logging.getLogger(__name__)
 
-RTMGRP_LINK = 1
+RTNLGRP_LINK = 1
 RTM_NEWLINK = 16
-NLMSG_HDR = struct.Struct("=IHHII")
-IFINFOMSG = struct.Struct("=BxHiII")
+
+
+class link_msg(nlmsg):
+    """struct ifinfomsg, as pyroute2's ifinfmsg declares it; the link's
+    attributes are not needed, so none are declared (and none decoded)."""
+
+    fields = (("family", "B"), ("__align", "x"), ("ifi_type", "H"),
+              ("index", "i"), ("flags", "I"), ("change", "I"))
+    nla_map = ()
 
 
 class LinkWatcher:
@@ -32,8 +43,7 @@ class LinkWatcher:
         self._on_tick = on_tick
         self._interval = interval
         self._wake_r, self._wake_w = os.pipe()
-        self._sock = socket.socket(socket.AF_NETLINK, socket.SOCK_RAW, socket.NETLINK_ROUTE)
-        self._sock.bind((0, RTMGRP_LINK))
+        self._sock = open_socket(socket.NETLINK_ROUTE, RTNLGRP_LINK)
         self._thread = threading.Thread(target=self._run, name="irqtune-links", daemon=True)
 
     def start(self):
@@ -65,12 +75,9 @@ class LinkWatcher:
 
 
 def _link_messages(data):
-    offset = 0
-    while offset + NLMSG_HDR.size <= len(data):
-        length, msg_type, _, _, _ = NLMSG_HDR.unpack_from(data, offset)
-        if length < NLMSG_HDR.size:
-            return
-        if msg_type == RTM_NEWLINK and length >= NLMSG_HDR.size + IFINFOMSG.size:
-            _, _, ifindex, _, _ = IFINFOMSG.unpack_from(data, offset + NLMSG_HDR.size)
-            yield ifindex
-        offset += (length + 3) & ~3
+    """The ifindex of each RTM_NEWLINK in a receive buffer."""
+    for msg_type, _flags, _seq, msg in netlink_messages(data):
+        if msg_type == RTM_NEWLINK:
+            link = link_msg(bytearray(msg))
+            link.decode()
+            yield link["index"]

@@ -52,7 +52,7 @@ class NapiFamily(GenlFamily):
 
     def napis(self, ifindex):
         """Every enabled NAPI of a device, as attribute dicts keyed 'id', ..."""
-        return self.dump_ints("dumping NAPIs of ifindex %d" % ifindex, CMD_NAPI_GET,
+        return self.dump("dumping NAPIs of ifindex %d" % ifindex, CMD_NAPI_GET,
                               ifindex=ifindex)
 
     def napi(self, napi_id):
@@ -71,7 +71,7 @@ class NapiFamily(GenlFamily):
 
     def all_napis(self):
         """Every enabled NAPI of the network namespace, in one dump."""
-        return self.dump_ints("dumping NAPIs", CMD_NAPI_GET)
+        return self.dump("dumping NAPIs", CMD_NAPI_GET)
 
 
 class QueueFamily(GenlFamily):
@@ -83,7 +83,7 @@ class QueueFamily(GenlFamily):
     def rx_queue_napis(self, ifindex):
         """{rx queue index: NAPI id} for queues the driver linked to a NAPI."""
         links = {}
-        for q in self.dump_ints("dumping queues of ifindex %d" % ifindex, CMD_QUEUE_GET,
+        for q in self.dump("dumping queues of ifindex %d" % ifindex, CMD_QUEUE_GET,
                                 ifindex=ifindex):
             if q.get("type") == QUEUE_TYPE_RX and "napi-id" in q:
                 links[q["id"]] = q["napi-id"]

@@ -2,15 +2,14 @@
 """Attribute policies of a generic netlink operation (CTRL_CMD_GETPOLICY).
 
 Asking the kernel which attributes an operation accepts, and their ranges,
-detects features without touching any device.  pyroute2 0.7 cannot decode
-policy dumps, so the nested policy attributes are parsed here from bytes.
+detects features without touching any device.  The policy nests are keyed
+by index, which pyroute2 0.7's nla_map cannot declare, so they are walked
+here from bytes.
 """
 
 import struct
 
-from pyroute2.netlink import genlmsg
-
-from .genl import GenlFamily, parse_nlas
+from .genl import GenlFamily, ctrl_msg, parse_nlas
 
 CTRL_CMD_GETPOLICY = 10
 CTRL_ATTR_POLICY = 8
@@ -21,30 +20,13 @@ NL_POLICY_TYPE_ATTR_TYPE = 1
 NL_POLICY_TYPE_ATTR_MAX_VALUE_U = 5
 
 
-class ctrl_policy_msg(genlmsg):
-    nla_prefix = "CTRL_ATTR_"
-    nla_map = (
-        ("CTRL_ATTR_UNSPEC", "none"),
-        ("CTRL_ATTR_FAMILY_ID", "uint16"),
-        ("CTRL_ATTR_FAMILY_NAME", "asciiz"),
-        ("CTRL_ATTR_VERSION", "uint32"),
-        ("CTRL_ATTR_HDRSIZE", "uint32"),
-        ("CTRL_ATTR_MAXATTR", "uint32"),
-        ("CTRL_ATTR_OPS", "cdata"),
-        ("CTRL_ATTR_MCAST_GROUPS", "cdata"),
-        ("CTRL_ATTR_POLICY", "cdata"),
-        ("CTRL_ATTR_OP_POLICY", "cdata"),
-        ("CTRL_ATTR_OP", "uint32"),
-    )
-
-
 def _u(payload):
     return int.from_bytes(payload, "little" if struct.pack("=H", 1)[0] else "big")
 
 
 class ControlFamily(GenlFamily):
     family = "nlctrl"
-    message = ctrl_policy_msg
+    message = ctrl_msg
 
     def op_policy(self, family, op):
         """{attr number: {"type": nl policy type, "max": max or None}} of an op's do policy.

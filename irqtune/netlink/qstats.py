@@ -40,10 +40,8 @@ class QstatsFamily(GenlFamily):
         """{rx queue index: packets received} of a device's active rx queues
         (empty when the driver keeps no per-queue statistics)."""
         counts = {}
-        # Decoded with struct (dump_ints): pyroute2 0.7.2's decoder breaks
-        # on the error a driver without queue statistics (veth) answers.
-        for q in self.dump_ints("dumping queue statistics of ifindex %d" % ifindex, CMD_QSTATS_GET,
-                           ifindex=ifindex, scope=SCOPE_QUEUE):
+        for q in self.dump("dumping queue statistics of ifindex %d" % ifindex, CMD_QSTATS_GET,
+                            ifindex=ifindex, scope=SCOPE_QUEUE):
             if q.get("queue-type") == QUEUE_TYPE_RX and "rx-packets" in q:
                 counts[q["queue-id"]] = q["rx-packets"]
         return counts

@@ -6,6 +6,7 @@ import os
 import re
 
 from ..errors import OptionError, UnsupportedError
+from ..values import parse_int
 
 LIBRARY_NAME = "libirqtune-busypoll.so"
 # Where packages install the library: RPM arch libdir, the Makefile's
@@ -20,7 +21,10 @@ LIBRARY_CANDIDATES = (
 DEFAULT_USECS = 0
 DEFAULT_BUDGET = 64
 DEFAULT_PREFER = 1
-MAX_USECS = 2147483647
+# 1 s: an epoll_wait that busy polls that long per call spins a CPU for
+# nothing; the kernel would take up to S32_MAX (35 minutes), which is a
+# typo, not a setting (docs/tuning.md).
+MAX_USECS = 1000000
 MAX_BUDGET = 65535
 BUDGET_WITHOUT_CAP = 64
 
@@ -29,15 +33,41 @@ _OTHER_UNIT_TYPES = ("socket", "target", "mount", "automount", "swap", "timer",
                      "path", "slice", "scope", "device")
 
 
+# Option -> (OptInValues attribute, maximum, accepted text, default).
+VALUE_OPTIONS = {
+    "busy_poll_usecs": ("usecs", MAX_USECS, None, DEFAULT_USECS),
+    "busy_poll_budget": ("budget", MAX_BUDGET, None, DEFAULT_BUDGET),
+    "prefer_busy_poll": ("prefer", 1, "0 or 1", DEFAULT_PREFER),
+}
+
+
 class OptInValues:
     """Validated EPIOCSPARAMS values for the preload."""
 
     __slots__ = ("usecs", "budget", "prefer")
 
     def __init__(self, usecs=DEFAULT_USECS, budget=DEFAULT_BUDGET, prefer=DEFAULT_PREFER):
-        self.usecs = _parse_uint("busy_poll_usecs", usecs, MAX_USECS)
-        self.budget = _parse_uint("busy_poll_budget", budget, MAX_BUDGET)
-        self.prefer = _parse_uint("prefer_busy_poll", prefer, 1, accepted="0 or 1")
+        given = {"busy_poll_usecs": usecs, "busy_poll_budget": budget,
+                 "prefer_busy_poll": prefer}
+        for option, (attr, maximum, accepted, _) in VALUE_OPTIONS.items():
+            setattr(self, attr, _parse_uint(option, given[option], maximum, accepted))
+
+    @classmethod
+    def from_options(cls, options):
+        """(OptInValues or None, [OptionError]) from {option: text}: every
+        bad value is reported, not only the first; empty or missing
+        options take the defaults."""
+        values, errors = {}, []
+        for option, (attr, maximum, accepted, default) in VALUE_OPTIONS.items():
+            text = options.get(option)
+            if text is None or str(text).strip() == "":
+                values[attr] = default
+                continue
+            try:
+                values[attr] = _parse_uint(option, text, maximum, accepted)
+            except OptionError as err:
+                errors.append(err)
+        return (None if errors else cls(**values)), errors
 
     def environment(self):
         return [("IRQTUNE_BUSY_POLL_USECS", str(self.usecs)),
@@ -58,29 +88,39 @@ def _parse_uint(option, value, maximum, accepted=None):
     if isinstance(value, bool):
         raise OptionError(option, value, accepted)
     if isinstance(value, int):
-        number = value
-    else:
-        text = str(value).strip()
-        if not text.isdigit() or not text.isascii():
+        if not 0 <= value <= maximum:
             raise OptionError(option, value, accepted)
-        number = int(text)
-    if not 0 <= number <= maximum:
-        raise OptionError(option, value, accepted)
-    return number
+        return value
+    try:
+        return parse_int(option, value, 0, maximum)
+    except OptionError:
+        raise OptionError(option, value, accepted) from None
+
+
+SERVICES_ACCEPTED = ("service unit names separated by commas, each a name or "
+                     "name.service without spaces (e.g. memcached, nginx.service)")
 
 
 def parse_services(text, option="services"):
-    """'memcached, nginx redis-server.service' -> unit names, in order.
+    """'memcached, nginx.service,redis-server' -> unit names, in order.
 
-    A name without a suffix gets ``.service``; other unit types are refused
-    (only services have an environment); duplicates are dropped.
+    Names are separated by commas, with any whitespace around them.  A
+    name with whitespace inside ("my unit") is refused rather than split:
+    no unit name holds a space (systemd-escape gives my\\x20unit), so it
+    is a typo or a list written with spaces, and splitting would opt in
+    units nobody named.  A name without a suffix gets ``.service``; other
+    unit types are refused (only services have an environment);
+    duplicates are dropped.
     """
     if text is None:
         return ()
     units = []
-    for word in re.split(r"[\s,]+", str(text).strip()):
+    for word in str(text).split(","):
+        word = word.strip()
         if not word:
             continue
+        if re.search(r"\s", word):
+            raise OptionError(option, text, SERVICES_ACCEPTED)
         if word.rsplit(".", 1)[-1] in _OTHER_UNIT_TYPES:
             raise OptionError(option, word, "service unit names (name or name.service)")
         unit = word if word.endswith(".service") else word + ".service"

@@ -106,7 +106,7 @@ def write_dropin(unit, path, content, earlier=None):
             log.info("%s: replacing irqtune's earlier drop-in %s", unit, path)
     created_dir = bool(earlier and earlier.created_dir)
     if not os.path.isdir(directory):
-        os.makedirs(directory, mode=0o755)
+        files.make_dirs(directory, 0o755)
         created_dir = True
     entry = DropIn(unit, path, content, created_dir, previous)
     try:
@@ -168,8 +168,7 @@ def roll_back(entries):
             fresh.append(entry)
             continue
         try:
-            with open(entry.path, "w") as f:
-                f.write(entry.previous)
+            files.replace_file(entry.path, entry.previous, 0o644)
             if crashpoint.ENABLED:
                 crashpoint.wrote(entry.path)
         except OSError as err:

@@ -28,7 +28,7 @@ class ServiceOptIn:
     def __init__(self, services, values=None, library=None, root="/",
                  systemctl=None, restart=False, kfs=KFS):
         self.services = parse_services(services) if isinstance(services, str) \
-            else parse_services(" ".join(services))
+            else parse_services(", ".join(services))
         self.values = values if values is not None else OptInValues()
         self.library = check_library_path(library) if library else None
         self.root = root

@@ -45,7 +45,7 @@ class Systemctl:
         self.run = run or default_systemctl
 
     def show(self, unit, prop):
-        rc, out = self.run(["show", "--property=" + prop, "--value", unit])
+        rc, out = self.run(["show", "--property=" + prop, "--value", "--", unit])
         return out.strip() if rc == 0 else None
 
     def daemon_reload(self):
@@ -62,7 +62,7 @@ class Systemctl:
     def try_restart(self, units):
         if not units:
             return
-        rc, out = self.run(["try-restart"] + list(units))
+        rc, out = self.run(["try-restart", "--"] + list(units))
         if rc != 0:
             log.error("systemctl try-restart %s failed (%d): %s",
                       " ".join(units), rc, out.strip())

@@ -5,12 +5,12 @@ records, errors as values."""
 import logging
 
 from ..errors import IrqtuneError, UnsupportedError
-from ..tuner import Check, DeviceTuner
+from ..tuner import Check, Tuner
 
 log = logging.getLogger("irqtune.service_optin")
 
 
-class OptInTuner(DeviceTuner):
+class OptInTuner(Tuner):
     """One ServiceOptIn, system-wide (no devices).
 
     The ledger holds {"written": [drop-in records]}: on disk before the
@@ -20,12 +20,9 @@ class OptInTuner(DeviceTuner):
     """
 
     def __init__(self, optin, ledger=None, label="busy_poll_optin"):
-        super().__init__()
+        super().__init__(ledger)
         self.optin = optin
-        self.ledger = ledger
         self.label = label
-        self.unsupported = {}
-        self.rejected = {}
         self.applied = False
 
     def apply(self, *devices):
@@ -67,12 +64,6 @@ class OptInTuner(DeviceTuner):
                       "present", ok)
                 for unit, ok, state in self.optin.verify()]
 
-    def forget(self, device=None):
-        """Nothing is kept per device."""
-
-    def restore(self, device=None):
-        """Nothing is kept per device."""
-
     def restore_all(self):
         """Remove the drop-ins this tuner wrote (or took over)."""
         if not self.applied:
@@ -82,8 +73,7 @@ class OptInTuner(DeviceTuner):
         except IrqtuneError as err:
             log.error("%s", err)
         self.applied = False
-        if self.ledger is not None:
-            self.ledger.remove()
+        self._remove_ledger()
 
     def kept(self):
         """The services whose drop-ins stay when TuneD does not roll back."""

@@ -14,7 +14,7 @@ ON_OFF = {"on": True, "off": False, "1": True, "0": False, "true": True, "false"
           "yes": True, "no": False}
 RSS_CHOICES = {"remaining": "remaining", "leave": None}
 
-_RULE = re.compile(r"^(tcp4|udp4|tcp6|udp6):(?:(\[[0-9a-fA-F:.]+\]|[0-9.]+):)?(\d+)$")
+_RULE = re.compile(r"^(tcp4|udp4|tcp6|udp6):(?:(\[[0-9a-fA-F:.]+\]|[0-9.]+):)?([0-9]{1,5})$")
 RULE_ACCEPTED = ("a list of FLOW:PORT or FLOW:ADDRESS:PORT with FLOW one of %s, IPv6 "
                  "addresses in brackets (tcp6:[2001:db8::1]:9000)" % ", ".join(FLOW_TYPES))
 

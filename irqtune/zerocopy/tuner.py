@@ -32,7 +32,7 @@ import logging
 
 from ..errors import IrqtuneError
 from ..netlink.genl import NetlinkRequestError
-from ..ledger import device_entry, take_device
+from ..ledger import take_device
 from ..tuner import Check, DeviceTuner, on_kernel_name, verify_on_kernel_name
 from .plan import Refused, ranges, refusal, reserve
 from .checks import NicChecks
@@ -59,9 +59,8 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
 
     def __init__(self, config, ledger=None, nic=None, rules=None, ifindex=None, napi=None,
                  ifname=None):
-        super().__init__(ifindex, ifname)
+        super().__init__(ledger, ifindex, ifname)
         self.config = config
-        self.ledger = ledger
         self._nic = nic or _ethtool_family
         self._rules = rules or _ntuple_rules
         self._napi_factory = napi
@@ -83,29 +82,21 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
 
     # -- plumbing ---------------------------------------------------------
 
-    def _load_state(self):
-        if self.ledger is None:
-            return {}
-        return self.ledger.load_devices(self._ifindex, self._ifname)
+    def _books(self):
+        return [self.napi, self.targets, self.problems, self.lacking]
 
-    def _save_state(self, before_change=True):
-        """The ledger on disk; see irqtune.ledger for the error policy."""
-        if self.ledger is not None:
-            (self.ledger.save if before_change else self.ledger.update)(self.originals)
+    def _drop(self, ifname):
+        napi = self.napi.pop(ifname, None)
+        if napi is not None:
+            napi.forget(ifname)
+        super()._drop(ifname)
 
-    def _device_books(self):
-        return [self.originals, self.napi, self.targets, self.problems, self.lacking]
+    def _kin_fits(self, entry):
+        # the per-device NAPI ledgers beside ours ("ids") are NapiTuners'
+        return "ids" not in entry
 
     def _saved(self, ifname, ifindex):
-        saved = self.originals.get(ifname)
-        if (saved is None or saved.get("ifindex") != ifindex) and self.ledger is not None:
-            # another instance's originals of a device handed back after a
-            # restart (Ledger.kin_device); the per-device NAPI ledgers
-            # beside them ("ids") belong to NapiTuners
-            kin = self.ledger.kin_device(ifname, ifindex)
-            if kin is not None and "ids" not in kin:
-                self.originals[ifname] = kin
-        return device_entry(self.originals, ifname, ifindex)
+        return self._originals_of(ifname, ifindex)
 
     def _report(self, ifname, feature, refused):
         """Log a refusal the first time it is seen for this device and feature."""
@@ -265,9 +256,7 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
         napi = self.napi.pop(ifname, None)
         if napi is not None:
             napi.restore_all()
-        self.targets.pop(ifname, None)
-        self.problems.pop(ifname, None)
-        self.lacking.pop(ifname, None)
+        self._drop(ifname)
         saved, ifindex = take_device(self.originals, ifname, self._ifindex)
         if saved is None:
             self._save_state(before_change=False)
@@ -297,17 +286,6 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
             func(*args, **kwargs)
         except (NetlinkRequestError, OSError) as err:
             log.error("%s: cannot restore %s: %s", ifname, what, refusal(what, err))
-
-    @on_kernel_name
-    def forget(self, ifname):
-        napi = self.napi.pop(ifname, None)
-        if napi is not None:
-            napi.forget(ifname)
-        self.targets.pop(ifname, None)
-        self.problems.pop(ifname, None)
-        self.lacking.pop(ifname, None)
-        if self.originals.pop(ifname, None) is not None:
-            self._save_state(before_change=False)
 
 
 

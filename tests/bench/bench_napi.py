@@ -49,30 +49,20 @@ def inner(pairs, rounds=5):
     from irqtune.caps import detect_napi_capabilities
     from irqtune.napi import NapiConfig, NapiTuner
     from irqtune.netlink import genl
+    from irqtune.netlink.netdev import CMD_NAPI_SET
 
     devices = ["b%d" % i for i in range(pairs)]
     calls = {"n": 0, "set": 0}
-    real_request = genl.GenlFamily._request
-    real_batch = genl.GenlFamily.do_batch
+    real_exchange = genl.GenlFamily._exchange
 
-    def counting(self, *args, **kwargs):
-        calls["n"] += 1
-        return real_request(self, *args, **kwargs)
+    def counting(self, msg_class, cmd, requests, dump=False):
+        # every request goes through the one loop; family lookups are setup
+        if cmd != genl.CTRL_CMD_GETFAMILY or self.family_id != genl.GENL_ID_CTRL:
+            calls["n"] += len(requests)
+            calls["set"] += len(requests) if cmd == CMD_NAPI_SET else 0
+        return real_exchange(self, msg_class, cmd, requests, dump)
 
-    def counting_batch(self, cmd, requests):
-        calls["n"] += len(requests)
-        calls["set"] += len(requests)
-        return real_batch(self, cmd, requests)
-
-    real_dump = genl.GenlFamily.dump_ints
-
-    def counting_dump(self, *args, **kwargs):
-        calls["n"] += 1
-        return real_dump(self, *args, **kwargs)
-
-    genl.GenlFamily._request = counting
-    genl.GenlFamily.do_batch = counting_batch
-    genl.GenlFamily.dump_ints = counting_dump
+    genl.GenlFamily._exchange = counting
     config = NapiConfig(defer_hard_irqs=100, gro_flush_timeout=20000,
                         irq_suspend_timeout=20000000)
     caps = detect_napi_capabilities()

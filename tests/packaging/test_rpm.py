@@ -25,6 +25,8 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 PROFILES = sorted(os.listdir(os.path.join(ROOT, "profiles")))
 PLUGINS = sorted(os.path.basename(p)[len("plugin_"):-3]
                  for p in glob.glob(os.path.join(ROOT, "tuned-plugins", "plugin_*.py")))
+FUNCTIONS = sorted(os.path.basename(p)[len("function_"):-3]
+                   for p in glob.glob(os.path.join(ROOT, "tuned-functions", "function_*.py")))
 LAYOUTS = {
     # layout: (profile directory, TuneD's default profile_dirs for it).
     # old: TuneD 2.20-2.22 consts.LOAD_DIRECTORIES, and RHEL 9 builds of later
@@ -138,6 +140,13 @@ def test_plugin_package_puts_library_and_plugins_where_tuned_looks(packages):
     for f in files:
         if "/tuned/plugins" in f:
             assert re.search(r"/tuned/plugins/(__pycache__/)?(plugin_[a-z_]+|irqtune_common|irqtune_tunedlog|irqtune_netdev)"
+                             r"(\.cpython-\d+(\.opt-\d)?)?\.pyc?$", f), f
+    # the profile functions, where TuneD imports its own from; nothing else there
+    for function in FUNCTIONS:
+        assert "%s/tuned/profiles/functions/function_%s.py" % (site, function) in files
+    for f in files:
+        if "/tuned/profiles" in f:
+            assert re.search(r"/tuned/profiles/functions/(__pycache__/)?function_irqtune_[a-z]+"
                              r"(\.cpython-\d+(\.opt-\d)?)?\.pyc?$", f), f
     assert "/usr/share/man/man7/tuned-plugins-irqtune.7.gz" in files
     assert not [f for f in files if "/irqtune/" in f and "/tuned/" not in f], files
@@ -283,6 +292,27 @@ def test_metrics_package(packages):
     modes = dict(line.split()[::-1] for line in rpm_q(pkg, "--qf", "[%{FILEMODES:perms} %{FILENAMES}\n]"))
     assert modes[entry] == "-rwxr-xr-x", modes
     assert any(r.startswith("python3-irqtune =") for r in rpm_q(pkg, "--requires"))
+    # the unprivileged user and its directory, linked where node_exporter reads
+    assert {"/usr/lib/sysusers.d/irqtune-metrics.conf",
+            "/usr/lib/tmpfiles.d/irqtune-metrics.conf"} <= set(files), files
+
+
+def test_no_packaged_path_is_writable_by_others(packages):
+    """Root runs what the packages install (TuneD imports the library and
+    the plugins, the timer and pmcd run the command): no file or directory
+    may be group- or world-writable, and the bytecode caches are packaged
+    (not left for TuneD's umask-0 daemon to create)."""
+    for name in sorted(NAMES):
+        for line in rpm_q(packages[name], "--qf",
+                          "[%{FILEMODES:octal} %{FILEUSERNAME} %{FILENAMES}\n]"):
+            mode, user, path = line.split(" ", 2)
+            mode = int(mode, 8)
+            if mode & 0o170000 == 0o120000:      # a symlink's own mode means nothing
+                continue
+            assert not mode & 0o022 and user == "root", (name, oct(mode), user, path)
+    for name in ("python3-irqtune", "tuned-plugins-irqtune"):
+        caches = [p for p in rpm_q(packages[name], "-l") if "/__pycache__/" in p]
+        assert caches, name
 
 
 def test_license_per_package(packages):

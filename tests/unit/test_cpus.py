@@ -155,3 +155,29 @@ def test_a_good_housekeeping_cpus_builds_a_tuner_on_those_cpus(tree):
         kfs=KernelFs(proc_root, sys_root), channels=object(), napi=())
     assert [e.option for e in errors] == ["channels"]     # the rest still applies
     assert tuner.housekeeping.cpus == (0, 1) and tuner.affinity == (0, 1)
+
+
+TUNED_ACCEPTED = ("a CPU list such as 2-7,10 in TuneD's syntax (numbers and ranges, ^N or !N "
+                  "to leave CPUs out, 0x masks), CPUs 0 to 8191")
+
+
+@pytest.mark.parametrize("text", [
+    "", "0", "2-7,10", "0-8191", "^0,0-3", "!2,0-3", "^ 3,0-7", " 1 - 2 , 5 ",
+    "0x0000000f", "0xF,,4", "0x00000001,00000000", "0x," + ",".join(["ffffffff"] * 256),
+    "'1-3'", "${isolated_cores}"])
+def test_tuned_cpulist_in_tuned_syntax_passes_unchanged(text):
+    """What TuneD's cpulist_unpack reads (an unexpanded reference passes on
+    to the parents' own "isolated_cores are set" assertion)."""
+    assert cpus.check_tuned_cpulist("isolated_cores", text) == text
+
+
+@pytest.mark.parametrize("text", [
+    "0-4294967295",                 # issue 35: MemoryError in TuneD's cpulist_invert
+    "8192", "0-8192", "9" * 5000, "3-1", "2-x", "1-2-3", "0, ^1", "1 ^2", "cpu0",
+    "0x", "0xg", "0x1,zz", "0x" + "f" * 2049, "0x," + ",".join(["ffffffff"] * 257),
+    "\u0663", "1_0", "0..3"])
+def test_tuned_cpulist_beyond_any_cpu_or_unreadable_is_refused(text):
+    with pytest.raises(OptionError) as err:
+        cpus.check_tuned_cpulist("isolated_cores", text)
+    assert str(err.value) == "isolated_cores: invalid value '%s' (accepted: %s)" % (
+        text, TUNED_ACCEPTED)

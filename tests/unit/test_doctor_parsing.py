@@ -14,6 +14,7 @@ the development host, Debian 12 userland):
 import os
 import select
 import socket
+from pathlib import Path
 
 import pytest
 
@@ -315,7 +316,7 @@ def test_optin_preload_state_metric(tmp_path, monkeypatch):
     (etc / "profiles" / "p").mkdir(parents=True)
     (etc / "active_profile").write_text("p\n")
     (etc / "profiles" / "p" / "tuned.conf").write_text(
-        "[variables]\nsvc=memcached nginx\n\n[busy_poll_optin]\nservices=${svc},redis\n")
+        "[variables]\nsvc=memcached, nginx\n\n[busy_poll_optin]\nservices=${svc},redis\n")
     proc = tmp_path / "proc"
     maps = fixture("maps-preloaded-6.18")
     for pid, text in ((11, maps), (12, "\n".join(l for l in maps.splitlines()
@@ -344,3 +345,41 @@ def test_kernel_without_pidfd_getfd_is_named(monkeypatch):
                         raising=False)
     with pytest.raises(epoll.UnsupportedError, match=r"no pidfd_getfd \(Linux >= 5.6\)"):
         epoll.check_pidfd_getfd()
+
+
+@pytest.mark.parametrize("layout", ["oldest", "empty", "shipped"])
+def test_active_rt_profile_napi_unit_with_every_variables_file(tmp_path, layout):
+    """realtime-virtual-host-irqtune gives its variables defaults through
+    TuneD's function irqtune_default (issue 35); the doctor and the metrics
+    resolve them as TuneD does, from the oldest variables file an upgraded
+    host keeps, an empty one or the shipped one."""
+    pytest.importorskip("tuned.profiles")
+    from tuned_loader import load_profile_functions
+    load_profile_functions()     # irqtune's functions, where TuneD looks for them
+    repo = Path(__file__).resolve().parents[2]
+    rt = "realtime-virtual-host-irqtune"
+    parents = [d for d in ("/usr/lib/tuned/profiles", "/usr/lib/tuned")
+               if os.path.isfile(os.path.join(d, "realtime-virtual-host", "tuned.conf"))]
+    if not parents:
+        pytest.skip("no realtime-virtual-host profile installed")
+    texts = {"oldest": (Path(__file__).parent / "profile_fixtures" /
+                        (rt + "-variables.conf")).read_text(),
+             "empty": "",
+             "shipped": (repo / "profiles" / rt / (rt + "-variables.conf")).read_text()}
+    etc = tmp_path / "etc"
+    (etc / rt).mkdir(parents=True)
+    (etc / "active_profile").write_text(rt + "\n")
+    variables = etc / (rt + "-variables.conf")
+    # the oldest file with a value of its own: the file wins over the default
+    text = texts[layout]
+    variables.write_text(text.replace("napi_gro_flush_timeout=20us", "napi_gro_flush_timeout=50us")
+                         if layout == "oldest" else text)
+    conf = (repo / "profiles" / rt / "tuned.conf").read_text()
+    (etc / rt / "tuned.conf").write_text(
+        conf.replace("/etc/tuned/%s-variables.conf" % rt, str(variables)))
+    profile, units, skipped = activeprofile.napi_units(str(etc), dirs=parents + [str(etc)])
+    assert (profile, skipped) == (rt, [])
+    unit, = units
+    assert unit.devices == "*"
+    assert unit.expected() == {"defer-hard-irqs": 100, "gro-flush-timeout":
+                               50000 if layout == "oldest" else 20000}

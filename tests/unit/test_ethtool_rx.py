@@ -17,7 +17,8 @@ import struct
 import pytest
 
 from irqtune.netlink import ethtool_rx as ex
-from irqtune.netlink.genl import NetlinkRequestError
+from irqtune.netlink.ethtool import features_msg, rings_msg, rss_msg
+from irqtune.netlink.genl import NetlinkRequestError, decode, encode
 
 HERE = os.path.join(os.path.dirname(__file__), "ethtool_replies")
 
@@ -32,12 +33,6 @@ def sources():
                   if os.path.isdir(d))
 
 
-class _Sock:
-    def __init__(self, prid):
-        self.prid = prid
-        self.mcast_groups = {}
-
-
 class Replayed(ex.RxConfigFamily):
     """The family with a transport that answers from one recorded file."""
 
@@ -48,8 +43,7 @@ class Replayed(ex.RxConfigFamily):
         prid = struct.unpack_from("=H", first, 4)[0]
         if prid == 2:     # first message is an error: its echoed request has the id
             prid = struct.unpack_from("=H", first, 24)[0]
-        self._sock = _Sock(prid)
-        self._raw = None
+        self.family_id, self.groups = prid, {}
         self._monitor_group = None     # no monitor socket in replays
         self.sent = []
 
@@ -82,7 +76,8 @@ def test_veth_features_decode_from_the_verbose_bitsets():
     # the request asked for ifindex 3 in a header nest, verbose bitsets
     cmd, = struct.unpack_from("=B", fam.sent[0], 16)
     assert cmd == ex.CMD_FEATURES_GET
-    assert ex.header_ifindex(fam.sent[0][20:]) == 3
+    head = decode(features_msg, fam.sent[0])["header"]
+    assert head.get_attr("ETHTOOL_A_HEADER_DEV_INDEX") == 3
 
 
 def test_veth_rings_get_is_eopnotsupp():
@@ -131,26 +126,50 @@ def test_netdevsim_rings_have_header_split_and_hds_thresh(source):
     assert err.value.code == errno.EOPNOTSUPP                     # no get_rxfh
 
 
+def request(msg_class, cmd, **attrs):
+    """What the layer sends for a request (family id 20, sequence 1)."""
+    return encode(msg_class, 20, cmd, 1, attrs, 1, 1)
+
+
 def test_encoded_rings_decode_to_the_same_values():
     values = {"tcp-data-split": 2, "hds-thresh": 0, "rx": 1024}
-    assert ex.decode_rings(ex.encode_rings(values)) == values
+    assert decode(rings_msg, request(rings_msg, ex.CMD_RINGS_SET, **values)) == values
     with pytest.raises(ValueError):
-        ex.encode_rings({"tcp-data-spilt": 2})
+        request(rings_msg, ex.CMD_RINGS_SET, **{"tcp-data-spilt": 2})
 
 
 def test_feature_changes_are_a_masked_verbose_bitset():
-    wanted = dict(ex.parse_nlas(ex.encode_feature_changes(
-        {"rx-ntuple-filter": True, "rx-gro-list": False})))
-    bitset = wanted[ex.FEATURES_WANTED]
+    sent = request(features_msg, ex.CMD_FEATURES_SET, wanted=ex.feature_changes(
+        {"rx-ntuple-filter": True, "rx-gro-list": False}))
+    wanted = decode(features_msg, sent)["wanted"]
     # with a mask (no NOMASK): the listed bits change, VALUE marks the set ones
-    assert ex.BITSET_NOMASK not in dict(ex.parse_nlas(bitset))
-    assert ex.decode_bitset(bitset) == {"rx-ntuple-filter"}
+    assert not wanted.get_attr("ETHTOOL_A_BITSET_NOMASK")
+    bits = wanted.get_attr("ETHTOOL_A_BITSET_BITS").get_attrs("ETHTOOL_A_BITSET_BITS_BIT")
+    assert [b.get_attr("ETHTOOL_A_BITSET_BIT_NAME") for b in bits] == \
+        ["rx-gro-list", "rx-ntuple-filter"]
+    assert ex.bitset_names(wanted) == {"rx-ntuple-filter"}
+    # the kernel's strict validation wants NLA_F_NESTED on every nest
+    (wanted_type, bitset), = _nlas(sent[20:])
+    (bits_type, bits), = _nlas(bitset)
+    assert (wanted_type, bits_type) == (0x8000 | 3, 0x8000 | 3)
+    assert [t for t, _ in _nlas(bits)] == [0x8000 | 1, 0x8000 | 1]
+
+
+def _nlas(data):
+    out, offset = [], 0
+    while offset + 4 <= len(data):
+        length, nla_type = struct.unpack_from("=HH", data, offset)
+        out.append((nla_type, data[offset + 4:offset + length]))
+        offset += (length + 3) & ~3
+    return out
 
 
 def test_indirection_table_encoding():
-    number, payload = ex.parse_nlas(ex.encode_indir([0, 1, 0, 1]))[0]
-    assert number == ex.RSS_INDIR and struct.unpack("=4I", payload) == (0, 1, 0, 1)
-    assert ex.parse_nlas(ex.encode_indir([]))[0] == (ex.RSS_INDIR, b"")
+    sent = request(rss_msg, ex.CMD_RSS_SET, indir=struct.pack("=4I", 0, 1, 0, 1))
+    assert ex.rss_values(decode(rss_msg, sent))["indir"] == [0, 1, 0, 1]
+    # an empty table is an empty attribute: the driver's default spread
+    sent = request(rss_msg, ex.CMD_RSS_SET, indir=b"")
+    assert _nlas(sent[20:]) == [(4, b"")]
 
 
 def test_replies_of_other_requests_are_ignored():

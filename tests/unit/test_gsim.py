@@ -455,7 +455,7 @@ def test_parse_stats_old_shapes(fake_kernel, shape):
 
 def test_config_ranges():
     config, errors = gsim.GsimConfig.from_options(
-        {"delay_us": "500", "target_intr_rate": "50_000_000", "hardirq_percent": "0",
+        {"delay_us": "500", "target_intr_rate": "50000000", "hardirq_percent": "0",
          "update_ms": " 1 "})
     assert errors == []
     assert config.items() == {"delay_us": 500, "target_intr_rate": 50000000,
@@ -471,6 +471,10 @@ def test_config_ranges():
     ("hardirq_percent", "101", "from 0 to 100"),
     ("update_ms", "0", "from 1 to 100"),
     ("update_ms", "abc", "from 1 to 100"),
+    # issue 35: the message showed "${gsimdelayus}" (underscores stripped
+    # before parsing); digit separators are no longer taken at all
+    ("delay_us", "${gsim_delay_us}", "from 0 to 500"),
+    ("target_intr_rate", "50_000_000", "from 0 to 50000000"),
 ])
 def test_config_rejects(option, value, accepted):
     options = dict(SEED, **{option: value})

@@ -198,7 +198,7 @@ def test_optin_records_are_on_disk_before_the_first_dropin(tmp_path, monkeypatch
     root = make_root(tmp_path)
     run = tmp_path / "run"
     log = WriteLog(monkeypatch, run)
-    optin = so.ServiceOptIn("a.service b.service", library=LIB, root=root,
+    optin = so.ServiceOptIn("a.service, b.service", library=LIB, root=root,
                             systemctl=FakeSystemctl())
     so.OptInTuner(optin, ledger=Ledger("busy_poll_optin-test", str(run))).apply()
     writes = log.writes()

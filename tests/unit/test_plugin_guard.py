@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """No exception from a plugin entry point reaches TuneD: one log line names
-what failed and what to do.  pyroute2 older than 0.7 is named as the cause."""
+what failed and what to do."""
 
 import logging
 import threading
@@ -9,15 +9,12 @@ import pytest
 
 from tuned_loader import load_plugin_module
 
-from irqtune.errors import DependencyError, NetlinkRequestError
-from irqtune.netlink import genl
+from irqtune.errors import NetlinkRequestError
 from irqtune.tuner import DeviceTuner
 
 
-class DumpFails:
+class DumpFails(DeviceTuner):
     """A tuner whose NAPI dump the kernel refuses (as an EIO would come back)."""
-
-    unsupported = {}
 
     def apply(self, *ifnames):
         raise NetlinkRequestError("dumping NAPIs", 5)
@@ -89,30 +86,6 @@ def test_every_entry_point_of_every_plugin_is_guarded():
                 assert getattr(vars(base)[entry], "_irqtune_guarded", False), (base, entry)
 
 
-class Pyroute2Before07:
-    """GenericNetlinkSocket of pyroute2 0.5.x: no ext_ack keyword."""
-
-    def __init__(self):
-        pass
-
-
-def test_pyroute2_older_than_07_is_named_as_the_cause(monkeypatch):
-    monkeypatch.setattr(genl, "GenericNetlinkSocket", Pyroute2Before07)
-    monkeypatch.setattr(genl, "pyroute2_version", lambda: "unknown")
-    from irqtune.netlink.netdev import NapiFamily
-    with pytest.raises(DependencyError) as info:
-        NapiFamily()
-    assert "pyroute2 unknown is too old" in str(info.value)
-    assert "0.7.2 or newer" in str(info.value)
-
-
-def test_old_pyroute2_is_not_taken_for_a_kernel_without_the_family(monkeypatch):
-    monkeypatch.setattr(genl, "GenericNetlinkSocket", Pyroute2Before07)
-    from irqtune.caps import detect_napi_capabilities
-    with pytest.raises(DependencyError):
-        detect_napi_capabilities()
-
-
 class Originals(DeviceTuner):
     """A tuner with per-device originals, as NapiTuner keeps them."""
 
@@ -182,12 +155,11 @@ def test_any_error_in_the_move_handler_is_one_line_never_raised(napi_plugin, mon
     assert "re-apply the profile" in errors[0]
 
 
-class Retunes:
+class Retunes(DeviceTuner):
     """A tuner that records apply_new and keeps originals like NapiTuner."""
 
-    unsupported = {}
-
     def __init__(self, originals, renamed=None):
+        super().__init__()
         self.originals = originals
         self.renamed = renamed or {}
         self.retuned = []
@@ -215,3 +187,49 @@ def test_a_link_event_of_a_device_renamed_without_a_move_event_retunes_it(
     napi_plugin._retune_link(instance, 7)
     napi_plugin._retune_link(instance, 9)               # a device of no instance
     assert instance._tuner.retuned == ["eth0"]
+
+
+class Minimal(DeviceTuner):
+    """Only what the contract requires of a device tuner: the rest is the
+    contract's defaults (irqtune.tuner.Tuner, DeviceTuner)."""
+
+    def apply(self, *ifnames):
+        return len(ifnames)
+
+    def verify(self, ifname):
+        return []
+
+
+def test_the_plugin_needs_nothing_beyond_the_contract(napi_plugin, monkeypatch, caplog):
+    """The plugin takes every default from the contract: a tuner that does
+    not say it needs watching is not watched (the plugin once assumed it
+    did), and apply, verify, a rename and an unapply that keeps the values
+    go through with the defaults alone."""
+    caplog.set_level(logging.DEBUG)
+    started = []
+    monkeypatch.setitem(napi_plugin._start_watching.__func__.__globals__, "LinkWatcher",
+                        lambda *args, **kwargs: started.append(args))
+    instance = Instance()
+    instance._tuner = Minimal()
+    napi_plugin._instances = {"napi": instance}
+    napi_plugin._instance_apply_static(instance)
+    assert started == [] and instance._watcher is None
+    assert napi_plugin._instance_verify_static(instance, False, {"eth0"}) is True
+    import socket
+    monkeypatch.setattr(socket, "if_nametoindex", lambda name: 7)
+    assert napi_plugin._move_device("lan0") is None
+    assert instance.processed_devices == {"eth0"}
+    napi_plugin._instance_unapply_static(instance, 0)
+    assert tuned_errors(caplog) == []
+    assert any(r.getMessage() == "instance napi: values left in place for the next start"
+               for r in caplog.records), caplog.text
+
+
+def test_known_as_names_the_device_by_the_ifindex_of_its_originals():
+    tuner = DeviceTuner()
+    tuner.originals = {"lan0": {"ifindex": 7}, "eth1": {"ifindex": 8}}
+    tuner.renamed = {"eth0": "lan0"}
+    assert tuner.known_as(7, {"eth0", "eth1"}) == "eth0"     # followed already
+    assert tuner.known_as(8, {"eth0", "eth1"}) == "eth1"
+    assert tuner.known_as(9, {"eth0", "eth1"}) is None
+    assert tuner.known_as(7, {"eth1"}) is None               # not one of TuneD's

@@ -39,7 +39,8 @@ class FakeSystemctl:
             return 1, "Failed to %s: fake failure" % argv[0]
         if argv[0] == "show":
             prop = argv[1].split("=", 1)[1]
-            unit = argv[3]
+            assert argv[3] == "--", argv        # a unit name is never an option
+            unit = argv[4]
             defaults = {"ActiveState": "inactive", "LoadState": "loaded",
                         "Environment": "", "MainPID": "0"}
             return 0, self.units.get(unit, {}).get(prop, defaults[prop]) + "\n"
@@ -101,10 +102,11 @@ Environment=IRQTUNE_PREFER_BUSY_POLL=1
 # parsing
 
 def test_parse_services():
-    assert so.parse_services("memcached, nginx.service  redis-server,memcached") == \
+    assert so.parse_services("memcached, nginx.service ,\tredis-server,memcached,") == \
         ("memcached.service", "nginx.service", "redis-server.service")
-    assert so.parse_services("getty@tty1 dbus-org.freedesktop.resolve1") == \
+    assert so.parse_services("getty@tty1,dbus-org.freedesktop.resolve1") == \
         ("getty@tty1.service", "dbus-org.freedesktop.resolve1.service")
+    assert so.parse_services("my\\x20unit") == ("my\\x20unit.service",)
     assert so.parse_services("") == ()
     assert so.parse_services(None) == ()
 
@@ -116,19 +118,46 @@ def test_parse_services_rejects(bad):
         so.parse_services(bad)
 
 
+@pytest.mark.parametrize("text", ["my unit", "memcached, my unit", "memcached nginx",
+                                  "memcached,\u00a0nginx x"])
+def test_a_name_with_a_space_is_refused_not_split(text):
+    """issue 35: "my unit" opted in my.service and unit.service."""
+    with pytest.raises(OptionError) as err:
+        so.parse_services(text, "optin_services")
+    assert str(err.value) == (
+        "optin_services: invalid value '%s' (accepted: service unit names separated by "
+        "commas, each a name or name.service without spaces (e.g. memcached, "
+        "nginx.service))" % text)
+
+
 def test_values():
     v = so.OptInValues("50", " 32 ", 0)
     assert (v.usecs, v.budget, v.prefer) == (50, 32, 0)
     assert so.OptInValues() == so.OptInValues(0, 64, 1)
-    assert so.OptInValues(2147483647, 65535, 1).usecs == 2147483647
+    assert so.OptInValues(1000000, 65535, 1).usecs == 1000000
 
 
 @pytest.mark.parametrize("kw", [{"usecs": "abc"}, {"usecs": -1}, {"usecs": "2147483648"},
+                                {"usecs": "1000001"}, {"usecs": 1000001}, {"usecs": "1_000"},
+                                {"usecs": "+5"}, {"usecs": "\u0665"}, {"usecs": "9" * 5000},
                                 {"budget": "65536"}, {"budget": "0x10"}, {"prefer": 2},
                                 {"prefer": True}, {"usecs": "１"}])
 def test_values_rejected(kw):
     with pytest.raises(OptionError):
         so.OptInValues(**kw)
+
+
+def test_values_from_options_reports_every_bad_value():
+    """issue 35: with two bad values only the first was reported."""
+    values, errors = so.OptInValues.from_options(
+        {"busy_poll_usecs": "1000001", "busy_poll_budget": " ", "prefer_busy_poll": "yes",
+         "services": "ignored here"})
+    assert values is None
+    assert [str(e) for e in errors] == [
+        "busy_poll_usecs: invalid value '1000001' (accepted: 0..1000000)",
+        "prefer_busy_poll: invalid value 'yes' (accepted: 0 or 1)"]
+    values, errors = so.OptInValues.from_options({"busy_poll_budget": "8"})
+    assert (values, errors) == (so.OptInValues(0, 8, 1), [])
 
 
 def test_parse_bool():
@@ -158,7 +187,7 @@ def test_apply_writes_and_unapply_removes_exactly(tmp_path):
     root = make_root(tmp_path)
     before = snapshot(root)
     fake = FakeSystemctl()
-    opt = so.ServiceOptIn("memcached nginx", root=root, systemctl=fake)
+    opt = so.ServiceOptIn("memcached, nginx", root=root, systemctl=fake)
     assert opt.apply() == []
     after = snapshot(root)
     added = {k: v for k, v in after.items() if k not in before}
@@ -226,7 +255,7 @@ def test_foreign_file_never_touched_and_nothing_half_done(tmp_path):
     with open(path, "w") as f:
         f.write("[Service]\nEnvironment=FOO=admin\n")
     before = snapshot(root)
-    opt = so.ServiceOptIn("memcached nginx", root=root, systemctl=FakeSystemctl())
+    opt = so.ServiceOptIn("memcached, nginx", root=root, systemctl=FakeSystemctl())
     with pytest.raises(IrqtuneError, match="not written by irqtune"):
         opt.apply()
     assert snapshot(root) == before
@@ -279,7 +308,7 @@ def test_daemon_reload_failure_rolls_back(tmp_path):
     root = make_root(tmp_path)
     before = snapshot(root)
     fake = FakeSystemctl(fail={"daemon-reload"})
-    opt = so.ServiceOptIn("memcached nginx", root=root, systemctl=fake)
+    opt = so.ServiceOptIn("memcached, nginx", root=root, systemctl=fake)
     with pytest.raises(IrqtuneError, match="daemon-reload failed"):
         opt.apply()
     assert snapshot(root) == before
@@ -299,7 +328,7 @@ def test_write_failure_rolls_back(tmp_path, monkeypatch):
         return real_replace(src, dst)
 
     monkeypatch.setattr(so.os, "replace", flaky_replace)
-    opt = so.ServiceOptIn("memcached nginx", root=root, systemctl=FakeSystemctl())
+    opt = so.ServiceOptIn("memcached, nginx", root=root, systemctl=FakeSystemctl())
     with pytest.raises(IrqtuneError, match="nothing left behind"):
         opt.apply()
     assert snapshot(root) == before
@@ -321,7 +350,7 @@ def test_state_adopted_by_a_later_process(tmp_path):
     """A restarted daemon removes what the previous one wrote, same rules."""
     root = make_root(tmp_path)
     before = snapshot(root)
-    first = so.ServiceOptIn("memcached nginx", root=root, systemctl=FakeSystemctl())
+    first = so.ServiceOptIn("memcached, nginx", root=root, systemctl=FakeSystemctl())
     first.apply()
     state = first.export_state()
     so._CLAIMED.clear()  # a new process
@@ -345,7 +374,7 @@ def test_apply_takes_over_previous_state(tmp_path):
     no longer named ones are removed."""
     root = make_root(tmp_path)
     before = snapshot(root)
-    first = so.ServiceOptIn("memcached nginx", root=root, systemctl=FakeSystemctl())
+    first = so.ServiceOptIn("memcached, nginx", root=root, systemctl=FakeSystemctl())
     first.apply()
     state = first.export_state()
     so._CLAIMED.clear()  # a new process
@@ -394,7 +423,7 @@ def test_rollback_restores_replaced_own_file(tmp_path):
 def test_running_services_listed_not_restarted(tmp_path, caplog):
     root = make_root(tmp_path)
     fake = FakeSystemctl({"memcached.service": {"ActiveState": "active"}})
-    opt = so.ServiceOptIn("memcached nginx", root=root, systemctl=fake)
+    opt = so.ServiceOptIn("memcached, nginx", root=root, systemctl=fake)
     with caplog.at_level(logging.WARNING, logger="irqtune"):
         assert opt.apply() == ["memcached.service"]
     assert "restart memcached.service" in caplog.text
@@ -406,9 +435,9 @@ def test_running_services_listed_not_restarted(tmp_path, caplog):
 def test_restart_when_asked(tmp_path):
     root = make_root(tmp_path)
     fake = FakeSystemctl({"memcached.service": {"ActiveState": "active"}})
-    opt = so.ServiceOptIn("memcached nginx", root=root, systemctl=fake, restart=True)
+    opt = so.ServiceOptIn("memcached, nginx", root=root, systemctl=fake, restart=True)
     opt.apply()
-    assert ["try-restart", "memcached.service"] in fake.calls
+    assert ["try-restart", "--", "memcached.service"] in fake.calls
     opt.unapply()
     assert fake.verbs() == ["daemon-reload", "try-restart", "daemon-reload", "try-restart"]
     # The reload comes before the restart, so the restart sees the new config.
@@ -427,12 +456,12 @@ def test_restart_only_where_the_process_disagrees(tmp_path):
     fake = FakeSystemctl({
         "with.service": {"ActiveState": "active", "MainPID": "100"},
         "without.service": {"ActiveState": "active", "MainPID": "200"}})
-    opt = so.ServiceOptIn("with without", root=root, systemctl=fake, restart=True,
+    opt = so.ServiceOptIn("with, without", root=root, systemctl=fake, restart=True,
                           kfs=KernelFs(proc=str(proc)))
     assert opt.apply() == ["without.service"]
-    assert ["try-restart", "without.service"] in fake.calls
+    assert ["try-restart", "--", "without.service"] in fake.calls
     assert opt.unapply() == ["with.service"]
-    assert ["try-restart", "with.service"] in fake.calls
+    assert ["try-restart", "--", "with.service"] in fake.calls
 
 
 # existing LD_PRELOAD
@@ -492,7 +521,7 @@ def test_without_systemd_nothing_done(tmp_path):
     root = make_root(tmp_path, systemd=False)
     before = snapshot(root)
     fake = FakeSystemctl()
-    opt = so.ServiceOptIn("memcached nginx", root=root, systemctl=fake)
+    opt = so.ServiceOptIn("memcached, nginx", root=root, systemctl=fake)
     with pytest.raises(UnsupportedError, match="systemd is not running.*nothing was written"):
         opt.apply()
     assert snapshot(root) == before
@@ -556,7 +585,7 @@ def test_preload_status(tmp_path):
     (proc / "200" / "maps").write_text("7f00-7f01 r-xp 00000000 08:01 12 /usr/lib/libc.so.6\n")
     fake = FakeSystemctl({"a.service": {"MainPID": "100"}, "b.service": {"MainPID": "200"},
                           "c.service": {"MainPID": "0"}, "d.service": {"MainPID": "300"}})
-    opt = so.ServiceOptIn("a b c d", root=root, systemctl=fake, kfs=KernelFs(proc=str(proc)))
+    opt = so.ServiceOptIn("a, b, c, d", root=root, systemctl=fake, kfs=KernelFs(proc=str(proc)))
     assert [opt.preload_status(u) for u in opt.services] == \
         ["loaded", "not-loaded", "inactive", "unknown"]
 
@@ -698,7 +727,7 @@ def test_plugin_restarted_daemon_takes_over(tuned_plugin, tmp_path):
     named."""
     root = make_root(tmp_path)
     before = snapshot(root)
-    plugin, inst = tuned_plugin(root, FakeSystemctl(), {"services": "memcached nginx"})
+    plugin, inst = tuned_plugin(root, FakeSystemctl(), {"services": "memcached, nginx"})
     plugin.instance_apply_tuning(inst)
     plugin._instance_unapply_static(inst, 1)  # soft: daemon stopped at shutdown
     so._CLAIMED.clear()  # new process
@@ -744,12 +773,55 @@ def test_plugin_bad_option_one_error(tuned_plugin, tmp_path, caplog):
     assert plugin.instance_verify_tuning(inst, False) is False
 
 
+def test_plugin_reports_every_bad_value_under_the_names_the_admin_edited(
+        tuned_plugin, tmp_path, caplog):
+    """issue 35: with two bad values only the first was reported, and as
+    'busy_poll_usecs' though the administrator edited optin_busy_poll_usecs
+    (latency-suspend's variables); the line must also say that no service
+    is opted in at all."""
+    root = make_root(tmp_path)
+    fake = FakeSystemctl()
+    plugin, inst = tuned_plugin(root, fake, {
+        "services": "${optin_services}", "busy_poll_usecs": "${optin_busy_poll_usecs}",
+        "prefer_busy_poll": "2", "restart": "${optin_restart}"})
+    for name, value in (("optin_services", "my unit"), ("optin_busy_poll_usecs", "99999999"),
+                        ("optin_restart", "false")):
+        plugin._variables.add_variable(name, value)
+    caplog.clear()      # what the first init said, without the variables
+    with caplog.at_level(logging.ERROR):
+        plugin._instance_init(inst)
+        plugin.instance_apply_tuning(inst)
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == [
+        "instance optin: busy_poll_usecs: invalid value '99999999' (accepted: 0..1000000), "
+        "from variable optin_busy_poll_usecs; no service is opted in",
+        "instance optin: prefer_busy_poll: invalid value '2' (accepted: 0 or 1); "
+        "no service is opted in",
+        "instance optin: services: invalid value 'my unit' (accepted: service unit names "
+        "separated by commas, each a name or name.service without spaces (e.g. memcached, "
+        "nginx.service)), from variable optin_services; no service is opted in"]
+    assert fake.calls == [] and not os.path.exists(dropin(root, "my.service"))
+    assert plugin.instance_verify_tuning(inst, False) is False
+
+
+def test_plugin_names_an_undefined_variable(tuned_plugin, tmp_path, caplog):
+    """A variable missing from the variables file (an older file kept over
+    an upgrade) is named as such, not only as the text '${...}'."""
+    plugin, inst = tuned_plugin(make_root(tmp_path), FakeSystemctl(),
+                                {"busy_poll_usecs": "${optin_busy_poll_usecs}"})
+    errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert errors == [
+        "instance optin: busy_poll_usecs: invalid value '${optin_busy_poll_usecs}' (accepted: "
+        "0..1000000), variable optin_busy_poll_usecs not defined (in the profile or its "
+        "variables file); no service is opted in"]
+
+
 def test_plugin_restart_option(tuned_plugin, tmp_path):
     root = make_root(tmp_path)
     fake = FakeSystemctl({"memcached.service": {"ActiveState": "active"}})
     plugin, inst = tuned_plugin(root, fake, {"services": "memcached", "restart": "true"})
     plugin.instance_apply_tuning(inst)
-    assert ["try-restart", "memcached.service"] in fake.calls
+    assert ["try-restart", "--", "memcached.service"] in fake.calls
 
 
 def test_plugin_variables_expanded(tuned_plugin, tmp_path):

@@ -84,7 +84,7 @@ def test_optin_records_its_drop_ins_before_writing_them(tmp_path, monkeypatch):
         seen.append(sorted(r["path"] for r in ledger.load().get("written", [])))
         return real_write(unit, path, content, earlier)
     monkeypatch.setattr(optin_module, "write_dropin", write)
-    tuner = so.OptInTuner(so.ServiceOptIn("memcached nginx", root=root,
+    tuner = so.OptInTuner(so.ServiceOptIn("memcached, nginx", root=root,
                                           systemctl=FakeSystemctl()), ledger=ledger)
     tuner.apply()
     both = sorted([dropin(root, "memcached.service"), dropin(root, "nginx.service")])

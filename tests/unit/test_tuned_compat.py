@@ -42,7 +42,7 @@ import sys
 import pytest
 
 from tuned_loader import load_plugin_module
-from irqtune.tuner import Check
+from irqtune.tuner import Check, DeviceTuner
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -170,12 +170,14 @@ class FakeInventory:
         self.subscribers.remove(plugin)
 
 
-class RecordingTuner:
+class RecordingTuner(DeviceTuner):
     """In place of NapiTuner/HousekeepingTuner: the adapter's calls only."""
 
     instances = []
+    needs_watching = True       # as theirs, with NAPIs and queue IRQs to tune
 
     def __init__(self, *args, **kwargs):
+        super().__init__()
         self.applied, self.restored, self.forgotten = [], 0, []
         self.unsupported, self.per_napi, self.affinity = {}, True, "0-1"
         RecordingTuner.instances.append(self)

@@ -319,6 +319,15 @@ def test_option_errors_name_option_value_and_accepted():
     assert isinstance(errors[0], OptionError) and "with an IPv6 address" in str(errors[0])
 
 
+@pytest.mark.parametrize("rule", ["tcp4:\u0665\u0662\u0660\u0661", "tcp4:" + "9" * 5000,
+                                  "tcp4:5_201", "tcp4:+5201"])
+def test_flow_rule_port_in_ascii_digits_only(rule):
+    """issue 35: int() read Arabic-Indic digits (and raised on 5000 digits)."""
+    _, errors = ZeroCopyConfig.from_options({"flow_rules": rule})
+    assert [str(e).split(" (accepted")[0] for e in errors] == [
+        "flow_rules: invalid value '%s'" % rule]
+
+
 def test_rss_goes_back_before_channels(host):
     # 5 regular queues from an explicit channel count: the tuned table uses
     # queues the original 2 channels lack, so channels alone cannot go back
@@ -327,6 +336,31 @@ def test_rss_goes_back_before_channels(host):
     assert host.nic.count == 6 and max(host.nic.indir) == 4
     tuner.restore_all()
     assert host.nic.count == 2 and host.nic.indir is None
+
+
+def zerocopy_applied(host, run):
+    config, _ = ZeroCopyConfig.from_options({"queues": "1"})
+    tuner = ZeroCopyRxTuner(config, ledger=Ledger("zerocopy_rx-test", run, kin="zerocopy_rx-"),
+                            nic=lambda: host.nic, rules=lambda n: None,
+                            ifindex=host.ifindex.get, ifname=host.ifname)
+    tuner.apply("eth0")
+    return tuner.originals["eth0"]
+
+
+def test_zerocopy_takes_another_instances_originals_not_a_napi_ledgers(tmp_path):
+    """The NAPI tuners of zero-copy rx's reserved queues keep ledgers
+    named like another instance's ("zerocopy_rx-<instance>-napi-eth0"):
+    their entries are not a zero-copy device's originals."""
+    host = Host(tmp_path)
+    napi_entry = {"eth0": {"ifindex": 7, "ids": [1], "napi": {}, "sysfs": {}}}
+    Ledger("zerocopy_rx-test-napi-eth0", str(tmp_path / "a")).save(napi_entry)
+    saved = zerocopy_applied(host, str(tmp_path / "a"))
+    assert "ids" not in saved and saved["channels"] == {"combined": 2}
+    host = Host(tmp_path)
+    Ledger("zerocopy_rx-test-napi-eth0", str(tmp_path / "b")).save(napi_entry)
+    Ledger("zerocopy_rx-other", str(tmp_path / "b")).save(
+        {"eth0": {"ifindex": 7, "channels": {"combined": 1}}})
+    assert zerocopy_applied(host, str(tmp_path / "b"))["channels"] == {"combined": 1}
 
 
 class FakeNapiTuner:

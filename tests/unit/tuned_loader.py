@@ -7,6 +7,7 @@ import os
 import sys
 
 PLUGIN_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "tuned-plugins")
+FUNCTION_DIR = os.path.join(os.path.dirname(__file__), "..", "..", "tuned-functions")
 
 
 def _load(short):
@@ -27,6 +28,23 @@ def load_plugin_module(name):
     _load("irqtune_common")
     _load("irqtune_netdev")
     return _load("plugin_" + name)
+
+
+def load_profile_functions():
+    """tuned.profiles.functions.function_irqtune_* from this tree, where
+    TuneD's function repository imports them from (the installed TuneD
+    package's own functions stay as they are)."""
+    import tuned.profiles.functions as tuned_functions
+    for name in sorted(os.listdir(FUNCTION_DIR)):
+        if not (name.startswith("function_") and name.endswith(".py")):
+            continue
+        short = name[:-3]
+        full = "tuned.profiles.functions." + short
+        spec = importlib.util.spec_from_file_location(full, os.path.join(FUNCTION_DIR, name))
+        module = importlib.util.module_from_spec(spec)
+        sys.modules[full] = module
+        spec.loader.exec_module(module)
+        setattr(tuned_functions, short, module)
 
 
 class Cfg(dict):

@@ -30,17 +30,20 @@ def errors_of(checker, profile, **values):
     (LS, "defer_hard_irqs", 3000000000, "an integer from 0 to 2147483647"),
     (LS, "defer_hard_irqs", "abc", "an integer from 0 to 2147483647"),
     (LS, "gro_flush_timeout", "fast", "a duration: a number of nanoseconds, or a number "
-     "with unit ns, us, ms or s, at most 18446744073709551615 ns"),
+     "with unit ns, us, ms or s, at most 1s"),
     (LS, "irq_suspend_timeout", "20 minutes", "a duration: a number of nanoseconds, or a "
-     "number with unit ns, us, ms or s, at most 18446744073709551615 ns"),
-    (LS, "suspend_queues", "3-1", "a list of numbers and ranges such as 0-3,6"),
+     "number with unit ns, us, ms or s, at most 1s"),
+    (LS, "irq_suspend_timeout", "18446744073709551615", "a duration: a number of "
+     "nanoseconds, or a number with unit ns, us, ms or s, at most 1s"),
+    (LS, "suspend_queues", "3-1", "a list of numbers and ranges such as 0-3,6, each at "
+     "most 65535"),
     (LS, "suspend_nics", "eth0;reboot", "a TuneD device list: names or shell wildcards "
      "separated by ',', '!' to exclude"),
     (LS, "busy_read", -1, "an integer from 0 to 2147483647"),
     (LS, "busy_poll", "50us", "an integer from 0 to 2147483647"),
     (LS, "optin_services", "memcached.socket", "service unit names (name or name.service)"),
     (LS, "optin_restart", "sometimes", "true or false"),
-    (LS, "optin_busy_poll_usecs", "2147483648", "0..2147483647"),
+    (LS, "optin_busy_poll_usecs", "2147483648", "0..1000000"),
     (GSIM, "gsim_delay_us", 501, "an integer from 0 to 500"),
     (GSIM, "gsim_target_intr_rate", 50000001, "an integer from 0 to 50000000"),
     (GSIM, "gsim_hardirq_percent", 101, "an integer from 0 to 100"),

@@ -130,16 +130,16 @@ def test_metrics_of_the_tuned_guest(h):
     assert any(l.startswith("irqtune_optin_preload_loaded{") and
                'service="memcached.service"' in l and l.endswith(" 1") for l in lines), out
     assert lines[-1] == "# EOF"
-    # the packaged unit (make install put it there) writes the textfile
-    h.sh("mkdir -p /etc/sysconfig && echo IRQTUNE_METRICS_FILE=/run/irqtune-test.prom "
-         "> /etc/sysconfig/irqtune-metrics && systemctl daemon-reload && "
-         "systemctl start irqtune-metrics.service")
-    try:
-        text = h.g.read_file("/run/irqtune-test.prom")
-    finally:
-        h.sh("rm -f /etc/sysconfig/irqtune-metrics /run/irqtune-test.prom")
+    # the packaged unit (make install put it there) writes the textfile as
+    # its unprivileged user into its own directory, which node_exporter's
+    # textfile directory links to
+    metrics_file = "/var/lib/irqtune-metrics/irqtune.prom"
+    h.sh("systemctl daemon-reload && systemctl start irqtune-metrics.service")
+    text = h.g.read_file(metrics_file)
     assert "# TYPE irqtune_napi_interrupts_total counter" in text, text
     assert "# EOF" not in text        # the Prometheus text format for *.prom
+    assert h.sh("stat -c '%%U %%a' %s" % metrics_file).split() == ["irqtune-metrics", "644"]
+    assert h.sh("readlink /var/lib/prometheus/node-exporter/irqtune.prom").strip() == metrics_file
 
 
 def test_preload_missing_is_named(h):
