@@ -36,9 +36,11 @@ class SshHost:
         return self.base + [" ".join(shlex.quote(str(a)) for a in argv)]
 
     def run(self, argv, timeout=60, input=None):
+        # without input, stdin is /dev/null: ssh would forward ours (a
+        # terminal's keystrokes) to a command that does not read it
+        stdin = {"input": input} if input is not None else {"stdin": subprocess.DEVNULL}
         try:
-            res = subprocess.run(self.argv(argv), input=input, capture_output=True, text=True,
-                                 timeout=timeout)
+            res = subprocess.run(self.argv(argv), capture_output=True, text=True, timeout=timeout, **stdin)
         except subprocess.TimeoutExpired:
             return -9, "", "timed out after %ss on %s" % (timeout, self.target)
         if res.returncode == 255:
