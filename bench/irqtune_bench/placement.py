@@ -8,7 +8,8 @@ per-task schedstat, which distribution kernels have).
   /proc/PID/task/TID/stat       utime, stime, processor (the CPU it last ran on)
   /proc/PID/task/TID/status     Cpus_allowed_list
   /proc/PID/task/TID/schedstat  ns on a CPU, ns runnable but waiting on a
-                                run queue, time slices
+                                run queue, time slices (absent without
+                                CONFIG_SCHED_INFO: the figures are None)
   /proc/stat                    per CPU: busy and steal time (USER_HZ ticks)
 
 The lab reads its QEMU process with these (the serving vCPU's thread
@@ -69,9 +70,14 @@ def snapshot(pid, proc="/proc"):
             t = {"comm": _read(os.path.join(d, "comm")).rstrip("\n"),
                  "cpus": parse_allowed(_read(os.path.join(d, "status")))}
             t.update(parse_stat(_read(os.path.join(d, "stat"))))
-            t.update(parse_schedstat(_read(os.path.join(d, "schedstat"))))
         except (FileNotFoundError, ProcessLookupError):
             continue
+        try:
+            t.update(parse_schedstat(_read(os.path.join(d, "schedstat"))))
+        except FileNotFoundError:
+            # a kernel without CONFIG_SCHED_INFO (the lab's guest kernel)
+            # keeps no per-task run and wait times
+            t.update(run_ns=None, wait_ns=None, slices=None)
         out[int(name)] = t
     return out
 
@@ -137,24 +143,34 @@ def window(before, after, seconds, serving_tids, serving_cpus=None, cpu_before=N
                                         last CPU, run and wait ms
     """
     def delta(tid, key):
-        return (after[tid][key] - before[tid][key]) / 1e6 if tid in before and tid in after else 0.0
+        if tid not in before or tid not in after or after[tid][key] is None or before[tid][key] is None:
+            return None
+        return (after[tid][key] - before[tid][key]) / 1e6
 
-    run = sum(delta(t, "run_ns") for t in serving_tids)
-    wait = sum(delta(t, "wait_ns") for t in serving_tids)
-    out = {"seconds": round(seconds, 3), "serving_run_ms": round(run, 1),
-           "serving_wait_ms": round(wait, 1),
-           "serving_wait_pct": round(100.0 * wait / (1000.0 * seconds), 2) if seconds > 0 else None,
+    def total(key):
+        values = [delta(t, key) for t in serving_tids]
+        return None if not values or None in values else sum(values)
+
+    run, wait = total("run_ns"), total("wait_ns")
+    out = {"seconds": round(seconds, 3),
+           "serving_run_ms": None if run is None else round(run, 1),
+           "serving_wait_ms": None if wait is None else round(wait, 1),
+           "serving_wait_pct": round(100.0 * wait / (1000.0 * seconds), 2) if wait is not None and seconds > 0
+           else None,
            "serving_cpu_other_ms": None, "serving_cpu_steal_ms": None}
     confined = serving_cpus and all(set(after[t]["cpus"]) <= set(serving_cpus)
                                     for t in serving_tids if t in after)
-    if confined and cpu_before and cpu_after:
+    if confined and cpu_before and cpu_after and run is not None:
         busy = sum(cpu_after[c]["busy"] - cpu_before[c]["busy"] for c in serving_cpus) * 1000.0 / hz
         steal = sum(cpu_after[c]["steal"] - cpu_before[c]["steal"] for c in serving_cpus) * 1000.0 / hz
         out["serving_cpu_other_ms"] = round(max(0.0, busy - run), 1)
         out["serving_cpu_steal_ms"] = round(steal, 1)
+    def ms(value):
+        return None if value is None else round(value, 1)
+
     out["threads"] = [{"tid": tid, "comm": after[tid]["comm"], "cpus": after[tid]["cpus"],
-                       "last_cpu": after[tid]["last_cpu"], "run_ms": round(delta(tid, "run_ns"), 1),
-                       "wait_ms": round(delta(tid, "wait_ns"), 1)}
+                       "last_cpu": after[tid]["last_cpu"], "run_ms": ms(delta(tid, "run_ns")),
+                       "wait_ms": ms(delta(tid, "wait_ns"))}
                       for tid in sorted(after) if tid in before]
     return out
 
@@ -163,7 +179,8 @@ def describe(threads):
     """Lines: where each thread may run, ran last, and its run/wait ms."""
     lines = ["%7s  %-18s %-8s %4s %10s %10s" % ("tid", "thread", "allowed", "last", "run ms", "wait ms")]
     for t in threads:
-        lines.append("%7d  %-18s %-8s %4d %10.1f %10.1f" % (
+        lines.append("%7d  %-18s %-8s %4d %10s %10s" % (
             t["tid"], t["comm"][:18], ",".join(str(c) for c in t["cpus"]), t["last_cpu"],
-            t["run_ms"], t["wait_ms"]))
+            "-" if t["run_ms"] is None else "%.1f" % t["run_ms"],
+            "-" if t["wait_ms"] is None else "%.1f" % t["wait_ms"]))
     return lines

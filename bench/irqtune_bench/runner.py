@@ -336,7 +336,9 @@ def one_run(bench, tb, args, run, log, n_runs, runs):
     except (BenchError, ValueError) as err:
         run["failed"] = "reading the server's counters after the load: %s" % err
         return
-    run.update(res)
+    # the generator's answer, but not over the run's own keys (mcload
+    # names its rate "offered" too)
+    run.update({k: v for k, v in res.items() if k not in run})
     run.update(derive(res, st0, st1, args.memcached_cpu))
     log("[%d/%d] %-9s %6d req/s%s: qps %.0f p50 %s p99 %s us, %s kinsn/req serving CPUs %s, CPU %s%%, "
         "late99 %s us, gen %s%%, wait %s%%%s"

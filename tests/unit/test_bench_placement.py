@@ -91,3 +91,19 @@ def test_cpu_times_and_lists():
     lines = placement.describe(placement.window(snap("before"), snap("after"), 2.0, [])["threads"])
     assert lines[0].split() == ["tid", "thread", "allowed", "last", "run", "ms", "wait", "ms"]
     assert any("CPU 2/TCG" in line and " 1 " in line for line in lines[1:])
+
+
+def test_a_kernel_without_sched_info_gives_no_wait_rather_than_zero(tmp_path):
+    """The lab's guest kernel has no CONFIG_SCHED_INFO: no schedstat files."""
+    import shutil
+    for which in ("before", "after"):
+        shutil.copytree(FIX / which, tmp_path / which)
+        for f in (tmp_path / which).glob("*/task/*/schedstat"):
+            f.unlink()
+    before = placement.snapshot(PID, proc=str(tmp_path / "before"))
+    after = placement.snapshot(PID, proc=str(tmp_path / "after"))
+    assert len(after) == 11 and after[SERVING_TID]["wait_ns"] is None
+    ct = placement.cpu_times((FIX / "after" / "stat").read_text())
+    w = placement.window(before, after, 2.0, [SERVING_TID], [1], ct, ct)
+    assert (w["serving_wait_pct"], w["serving_run_ms"], w["serving_cpu_other_ms"]) == (None, None, None)
+    assert "-" in placement.describe(w["threads"])[1]

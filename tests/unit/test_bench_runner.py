@@ -1,0 +1,257 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""irqtune-bench's schedule on a server (bench/irqtune_bench/runner.py):
+the figures derived from two read-backs, and a whole run on a fake
+testbed - what the bench writes for each mode, that a mode the server
+does not hold fails its runs, and that everything is put back.
+
+Fixture bench_fixtures/server-state.json (2026-11-26): `irqtune-bench
+server-state` in a generation-7 lab guest (Linux 7.2, 4 vCPUs, 4-queue
+virtio-net, memcached pinned to CPU 2 by a drop-in, no mode set; a kernel
+without CONFIG_SCHED_INFO, so no per-task schedstat) before and after
+mcload's 1000 req/s for 2 s from the host, mcload's answer, `irqtune-bench
+count` there (a TCG guest has no instruction counter) and `ip -j addr
+show`.  The fake server answers the bench's commands from it and plays
+the kernel: its NAPIs and memcached's epoll hold what the variables file
+last asked for."""
+
+import copy
+import json
+import re
+import types
+from pathlib import Path
+
+import pytest
+
+from irqtune_bench import modes, runner
+from irqtune_bench.server import nic_of_address, virtio_queue_irqs
+
+FIX = json.loads((Path(__file__).resolve().parent / "bench_fixtures" / "server-state.json").read_text())
+NIC = FIX["nic"]
+ORIGINAL_VARIABLES = "# the administrator's own\n#defer_hard_irqs=100\n"
+
+
+def test_derive_from_two_real_read_backs():
+    res = FIX["mcload"]
+    d = runner.derive(res, FIX["before"], FIX["after"], cpu=2)
+    assert d["serving_cpus"] == [2] and d["rx_queues_used"] == [2]
+    irqs = set(FIX["before"]["queue_irqs"].values())
+    counts = [sum(runner.parse_stats(s["stats"], irqs)["irqs"].values()) for s in (FIX["before"], FIX["after"])]
+    # 835 queue interrupts (831 of them input.2's) for 1972 measured requests
+    assert counts[1] - counts[0] == 835
+    assert d["irqs_per_request"] == round(835 / res["measured"], 4)
+    assert 0 < d["cpu_pct_serving"] <= 100 and 0 < d["cpu_pct_guest"] <= 100
+    # the guest's kernel keeps no per-task schedstat (no CONFIG_SCHED_INFO):
+    # no wait figure rather than a made-up one
+    assert FIX["before"]["stats"]["service_threads"] == {}
+    assert "service_wait_pct" not in d and "serving_wait_pct" not in d
+    assert "ipr_serving" not in d          # no counter in the fixture's run
+
+
+def test_instructions_per_request_by_scope():
+    res = dict(FIX["mcload"], insns=[0, 0, 2000000, 1000000], insns_scope="window")
+    d = runner.derive(res, FIX["before"], FIX["after"], cpu=2)
+    assert d["ipr_serving"] == round(2000000 / res["measured"])
+    assert d["ipr_guest"] == round(3000000 / res["measured"])
+    res = dict(res, insns_scope="run", insns_seconds=3.0)
+    d = runner.derive(res, FIX["before"], FIX["after"], cpu=2)
+    assert d["ipr_serving"] == round(2000000 / res["answered"]) and d["minsn_per_s_guest"] == 1.0
+
+
+def test_serving_queues_fall_back_to_interrupts():
+    assert runner.serving_queues({0: 5, 1: 995, 2: 0}, {0: 1, 1: 1}) == [1]
+    assert runner.serving_queues({}, {0: 3, 1: 100, 2: 12}) == [1, 2]
+    assert runner.serving_queues({}, {0: 0}) == []
+
+
+def test_nic_and_queue_vectors_of_the_fixture():
+    assert nic_of_address(FIX["ip_j_addr"], "10.77.0.2") == NIC
+    assert nic_of_address(FIX["ip_j_addr"], "192.0.2.1") is None
+    interrupts = FIX["before"]["stats"]["/proc/interrupts"]
+    device = re.search(r"(virtio\d+)-input\.0", interrupts).group(1)
+    assert virtio_queue_irqs(interrupts, device) == {int(q): i for q, i in FIX["before"]["queue_irqs"].items()}
+    assert FIX["count"].strip() == "unavailable"
+
+
+class FakeServer:
+    """Answers the bench's commands; holds files, the active profile and
+    what the "kernel" holds after tuned-adm profile."""
+
+    def __init__(self, ignore_mode=None, auto=False):
+        self.files = {runner.VARIABLES: ORIGINAL_VARIABLES}
+        self.active = "virtual-guest"
+        self.auto = auto
+        self.ignore_mode = ignore_mode
+        self.held = None            # the mode the kernel holds
+        self.log = []
+
+    def mode_of_variables(self):
+        text = self.files.get(runner.VARIABLES, "")
+        m = re.match(r"# irqtune-bench mode (\w+)", text)
+        return m.group(1) if m else None
+
+    def state(self):
+        st = copy.deepcopy(FIX["before"])
+        m = modes.MODES.get(self.held) or modes.MODES["base"]
+        for n in st["napis"]:
+            n.update({"defer-hard-irqs": m["defer_hard_irqs"], "gro-flush-timeout": m["gro_flush_timeout_ns"],
+                      "irq-suspend-timeout": m["irq_suspend_timeout_ns"]})
+        ep = m["epoll"] or {"busy_poll_usecs": 0, "busy_poll_budget": 0, "prefer_busy_poll": 0}
+        st["epoll"] = [dict(e, **ep) for e in st["epoll"]]
+        dropin = self.files.get(runner.DROPIN % "memcached", "")
+        st["slice_ms"] = 1 if "IRQTUNE_BENCH_EPOLL_SLICE_MS=1" in dropin else 0
+        st["affinity"] = [2] if "CPUAffinity=2" in dropin else [0, 1, 2, 3]
+        return st
+
+    def run(self, argv, timeout=60, input=None):
+        self.log.append(argv)
+        if argv[:2] == ["cat", "--"]:
+            return (0, self.files[argv[2]], "") if argv[2] in self.files else (1, "", "No such file")
+        if argv[:2] == ["sh", "-c"] and argv[2] == runner.WRITE:
+            self.files[argv[4]] = input
+            return 0, "", ""
+        if argv[:3] == ["rm", "-f", "--"]:
+            self.files.pop(argv[3], None)
+            return 0, "", ""
+        if argv[:2] == ["tuned-adm", "profile"]:
+            self.active = " ".join(argv[2:])
+            wanted = self.mode_of_variables()
+            # a kernel that did not take the mode: its defaults (base)
+            self.held = "base" if wanted == self.ignore_mode else wanted
+            return 0, "", ""
+        if argv == ["tuned-adm", "active"]:
+            return 0, "Current active profile: %s\n" % self.active, ""
+        if argv == ["tuned-adm", "profile_mode"]:
+            return 0, "Profile selection mode: %s\n" % ("auto" if self.auto else "manual"), ""
+        if argv == ["tuned-adm", "auto_profile"]:
+            self.active = "virtual-guest"
+            return 0, "", ""
+        if argv == ["tuned-adm", "off"]:
+            self.active = None
+            return 0, "", ""
+        if argv[:2] == ["ip", "-j"]:
+            return 0, FIX["ip_j_addr"], ""
+        if "server-state" in argv:
+            st = self.state()
+            if "--stats-only" in argv:
+                st = {"stats": FIX["after"]["stats"]}
+            return 0, json.dumps(st), ""
+        if argv[0] in ("systemctl", "install", "test") or argv[:2] == ["tuned-adm", "profile_info"]:
+            return 0, "active\n" if argv[:2] == ["systemctl", "is-active"] else "", ""
+        raise AssertionError("unexpected command %s" % argv)
+
+
+class FakeTestbed:
+    server_bench = ["irqtune-bench"]
+    shim = "/usr/lib64/irqtune-bench/epoll_slice.so"
+    server_addr = "10.77.0.2"
+    nic = None
+    topologies = ["-"]
+
+    def __init__(self, server):
+        self.server = server
+        self.loads = []
+
+    def prepare(self, log):
+        pass
+
+    def describe(self):
+        return {"summary": "a fake"}
+
+    def set_topology(self, t):
+        pass
+
+    def load(self, rate, seconds, warmup, conns, seed):
+        self.loads.append((self.server.held, rate))
+        return dict(FIX["mcload"])
+
+    def placement(self):
+        return None
+
+
+def args(**kw):
+    a = dict(modes=",".join(modes.MODES), loads="500,1000", fractions="", repeats=2, seconds=1.0,
+             warmup=0.1, conns=1, memcached_cpu=2, service="memcached", probe_start=1000,
+             probe_max=2000, probe_seconds=1.0, seed=1)
+    a.update(kw)
+    return types.SimpleNamespace(**a)
+
+
+def run_fake(server, **kw):
+    tb = FakeTestbed(server)
+    report = {}
+    failed = runner.run_bench(tb, args(**kw), lambda msg: None, report, lambda: None)
+    return tb, report, failed
+
+
+def test_every_mode_set_read_back_and_run_then_put_back():
+    server = FakeServer()
+    tb, report, failed = run_fake(server)
+    assert failed == []
+    runs = report["runs"]
+    assert len(runs) == 11 * 2 * 2 and report["nic"] == NIC
+    # each load ran with the kernel holding the run's mode
+    assert sorted(tb.loads) == sorted((r["mode"], r["offered"]) for r in runs)
+    # interleaved: every round sets every mode once
+    assert [r["round"] for r in runs] == [1] * 22 + [2] * 22
+    writes = [a for a in server.log if a[:3] == ["sh", "-c", runner.WRITE]]
+    assert writes and all(w[5] == "0644" for w in writes)
+    # put back: the administrator's variables file, no drop-in, their profile
+    assert server.files == {runner.VARIABLES: ORIGINAL_VARIABLES}
+    assert server.active == "virtual-guest"
+    assert server.log[-2] == ["tuned-adm", "profile", "virtual-guest"]
+
+
+def test_a_profile_tuned_chose_itself_is_left_to_tuned_again():
+    server = FakeServer(auto=True)
+    run_fake(server, modes="base", loads="500", repeats=1)
+    assert server.log[-2] == ["tuned-adm", "auto_profile"]
+
+
+@pytest.mark.parametrize("text,profiles", [
+    ("Current active profile: virtual-guest\n", ["virtual-guest"]),
+    ("Current active profile: latency-suspend lab-cpu\n", ["latency-suspend", "lab-cpu"]),
+    ("Current active profile: throughput-performance mine\nCurrent post-loaded profile: mine\n",
+     ["throughput-performance"]),
+    ("No current active profile.\n", None),
+])
+def test_active_profiles_without_the_post_loaded_one(text, profiles):
+    assert runner.tuned_active(text) == profiles
+
+
+def test_what_a_mode_writes():
+    server = FakeServer()
+    bench = runner.Bench(FakeTestbed(server), args(), lambda msg: None)
+    bench.nic = NIC
+    bench.set_mode("suspend20")
+    assert server.files[runner.VARIABLES] == (
+        "# irqtune-bench mode suspend20\nsuspend_nics=%s\ndefer_hard_irqs=100\ngro_flush_timeout=20us\n"
+        "irq_suspend_timeout=20ms\noptin_services=memcached\noptin_busy_poll_usecs=0\noptin_restart=true\n" % NIC)
+    assert "LD_PRELOAD" not in server.files[runner.DROPIN % "memcached"]
+    bench.set_mode("fullbusy")
+    dropin = server.files[runner.DROPIN % "memcached"]
+    assert "CPUAffinity=2\n" in dropin and 'Environment="LD_PRELOAD=%s"' % FakeTestbed.shim in dropin
+    assert "gro_flush_timeout=5000us\n" in server.files[runner.VARIABLES]
+    bench.set_mode("base")
+    assert ["systemctl", "restart", "--", "memcached"] == server.log[-2]
+
+
+def test_a_mode_the_server_does_not_hold_fails_its_runs_only():
+    server = FakeServer(ignore_mode="suspend20")
+    tb, report, failed = run_fake(server, repeats=1)
+    assert {r["mode"] for r in failed} == {"suspend20"} and len(failed) == 2
+    assert all("mode not in effect" in r["failed"] and "irq-suspend-timeout" in r["failed"] for r in failed)
+    assert "suspend20" not in {mode for mode, rate in tb.loads}     # no load without the mode
+    assert server.files == {runner.VARIABLES: ORIGINAL_VARIABLES}
+
+
+def test_put_back_when_the_bench_fails_midway():
+    server = FakeServer()
+    tb = FakeTestbed(server)
+
+    def broken_load(*a, **kw):
+        raise KeyboardInterrupt
+    tb.load = broken_load
+    with pytest.raises(KeyboardInterrupt):
+        runner.run_bench(tb, args(), lambda msg: None, {}, lambda: None)
+    assert server.files == {runner.VARIABLES: ORIGINAL_VARIABLES}
+    assert server.active == "virtual-guest"
