@@ -153,8 +153,10 @@ def main(argv=None, mcload=MCLOAD, shim=SHIM):
                      help="an ssh -o option for both hosts (repeatable)")
     run.add_argument("--remote-command", default="irqtune-bench",
                      help="how the server starts irqtune-bench (default: irqtune-bench)")
-    run.add_argument("--mcload", default=mcload, help="the load generator on the client")
-    run.add_argument("--shim", default=shim, help="epoll_slice.so on the server (fullbusy)")
+    run.add_argument("--mcload", help="the load generator on the client (default: where the "
+                     "client's irqtune-bench has it)")
+    run.add_argument("--shim", help="epoll_slice.so on the server (default: where the server's "
+                     "irqtune-bench has it)")
     run.add_argument("--name", default="irqtune-bench", help="base name of the result files")
     add_run_options(run, out_default=".")
     r = sub.add_parser("report", help="table, verdicts and plots of a saved run")
@@ -168,6 +170,7 @@ def main(argv=None, mcload=MCLOAD, shim=SHIM):
     s.add_argument("--service", default="memcached")
     s.add_argument("--stats-only", action="store_true")
     sub.add_parser("count", help="instructions per CPU until a line on stdin (on the server)")
+    sub.add_parser("paths", help="where this installation keeps mcload and epoll_slice.so, as JSON")
     args = ap.parse_args(argv)
 
     if args.command == "run":
@@ -214,6 +217,10 @@ def main(argv=None, mcload=MCLOAD, shim=SHIM):
             ap.exit(EXIT_BAD_ARGUMENT, "irqtune-bench compare: %s holds one topology (%s): name a "
                     "second run\n" % (args.json[0], ", ".join(split)))
         print(rep.compare(split["shared"], split["pinned"], modes, loads, labels=("shared", "pinned")), end="")
+        return 0
+    if args.command == "paths":
+        # asked over ssh: each host's own installation knows its paths
+        print(json.dumps({"mcload": mcload, "shim": shim}))
         return 0
     from . import server
     if args.command == "server-state":

@@ -80,6 +80,12 @@ class SshTestbed:
                                  "profiles and reads every process's state" % (role, host.target))
             self.facts[role] = {"kernel": self._out(host, ["uname", "-r"]),
                                 "host": self._out(host, ["uname", "-n"])}
+        # the generator and the shim are where each host's installation put
+        # them (lib or lib64, another prefix), not where ours did
+        if self.client_mcload is None:
+            self.client_mcload = self.remote_paths(self.client)["mcload"]
+        if self.shim is None:
+            self.shim = self.remote_paths(self.server)["shim"]
         rc, _, _ = self.client.run(["test", "-x", self.client_mcload])
         if rc != 0:
             raise BenchError("the load generator %s is not on the client (%s): install irqtune-bench "
@@ -92,6 +98,14 @@ class SshTestbed:
         log("server %s (kernel %s), client %s (kernel %s)" % (
             self.facts["server"]["host"], self.facts["server"]["kernel"],
             self.facts["client"]["host"], self.facts["client"]["kernel"]))
+
+    def remote_paths(self, host):
+        rc, out, err = host.run(self.server_bench + ["paths"], timeout=60)
+        try:
+            return json.loads(out)
+        except ValueError:
+            raise BenchError("%s on %s: %s (is irqtune-bench installed there?)"
+                             % (" ".join(self.server_bench + ["paths"]), host.target, (err or out).strip()[-300:]))
 
     def describe(self):
         s, c = self.facts.get("server", {}), self.facts.get("client", {})

@@ -72,3 +72,12 @@ def test_lab_script_takes_the_same_run_options():
     res = subprocess.run([sys.executable, str(REPO / "tests/lab/bench/memcached_modes.py"), "--vcpus", "2"],
                          capture_output=True, text=True, timeout=60)
     assert res.returncode == 2 and "--memcached-cpu 2: accepted a vCPU of the guest, 0 to 1" in res.stderr
+
+
+def test_each_installation_names_its_own_generator_and_shim(capsys):
+    """The administrator's machine asks the client and the server where
+    their irqtune-bench keeps mcload and the shim (lib or lib64)."""
+    from irqtune_bench import cli
+    assert cli.main(["paths"], mcload="/opt/x/mcload", shim="/usr/lib/irqtune-bench/epoll_slice.so") == 0
+    assert json.loads(capsys.readouterr().out) == {"mcload": "/opt/x/mcload",
+                                                   "shim": "/usr/lib/irqtune-bench/epoll_slice.so"}
