@@ -105,8 +105,9 @@ class Bench:
         rc, out, _ = self.tb.server.run(["tuned-adm", "profile_mode"], timeout=60)
         self.saved = {"active": active, "auto": "mode: auto" in out, "variables": self.read(VARIABLES),
                       "dropin": self.read(self.dropin)}
-        self.log("server: NIC %s, %s active, TuneD profile before the bench: %s"
-                 % (self.nic, self.service, active or "none"))
+        self.log("server: NIC %s, %s active, TuneD profile before the bench: %s%s"
+                 % (self.nic, self.service, " ".join(active or ["none"]),
+                    " (chosen by TuneD)" if self.saved["auto"] else ""))
 
     def write_dropin(self, m):
         lines = ["# irqtune-bench (removed when the bench ends)", "[Service]", "CPUAffinity=%d" % self.cpu]
@@ -341,11 +342,12 @@ def one_run(bench, tb, args, run, log, n_runs, runs):
     run.update({k: v for k, v in res.items() if k not in run})
     run.update(derive(res, st0, st1, args.memcached_cpu))
     log("[%d/%d] %-9s %6d req/s%s: qps %.0f p50 %s p99 %s us, %s kinsn/req serving CPUs %s, CPU %s%%, "
-        "late99 %s us, gen %s%%, wait %s%%%s"
+        "late99 %s us, gen %s%%, wait %s%s"
         % (len(runs) + 1, n_runs, name, load, "" if run["topology"] == "-" else " " + run["topology"],
            res["qps"], res["p50_us"], res["p99_us"],
            round(run["ipr_serving"] / 1e3, 1) if run.get("ipr_serving") else "-", run["serving_cpus"],
-           run["cpu_pct_serving"], res["send_late_p99_us"], res["gen_cpu_pct"], run.get("serving_wait_pct"),
+           run["cpu_pct_serving"], res["send_late_p99_us"], res["gen_cpu_pct"],
+           "-" if run.get("serving_wait_pct") is None else "%s%%" % run["serving_wait_pct"],
            "" if run.get("serving_cpu_other_ms") is None else
            ", other work on its core %s ms" % run["serving_cpu_other_ms"]))
 
