@@ -61,10 +61,6 @@ LIB_OPS = {
 }
 
 
-def run(*argv, check=True, **kwargs):
-    return subprocess.run(argv, check=check, capture_output=True, text=True, **kwargs)
-
-
 def cpulist(cpus):
     """The kernel's text of a CPU list: ranges of consecutive CPUs ("0-1,3")."""
     runs = []
@@ -113,7 +109,7 @@ class NapiSysfs(Fixture):
 
     def __init__(self, work):
         super().__init__(work)
-        from harness import NetNs
+        from support.netns import NetNs
         self.ns = NetNs(NS)
         for dev in ("sa0", "sb0"):
             self.ns.add_veth(dev, queues=2)

@@ -30,7 +30,8 @@ import urllib.request
 
 import pytest
 
-from harness import NetNs, wait_for
+from support.netns import NetNs
+from support.waiting import wait_for
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NS = "irqtune-metrics"

@@ -6,8 +6,8 @@ unstable with systemd as PID 1 and TuneD 2.27 as its service.
 Host7.install_project() installs the project from the repository share
 the way an administrator installs from source (`make install`) and
 restarts tuned.service; everything else goes through tuned-adm.  Kernel
-state is read with the raw netlink reader of the integration tests
-(tests/integration/rawnapi.py), never with the library under test.
+state is read with the raw netlink reader of the test suites
+(tests/support/rawnapi.py), never with the library under test.
 
 The guest's kernel command line carries the arguments network-latency's
 [bootloader] asks for, so TuneD's verify checks the bootloader unit for
@@ -48,7 +48,7 @@ def napi_values(napi):
     return {k: napi.get(k, 0) for k in SUSPEND_VALUES}
 
 GUEST_IP = "10.77.0.2"
-RAWNAPI = "/irqtune/tests/integration"
+RAWNAPI = "/irqtune/tests/support"
 
 
 class Host7:
@@ -138,7 +138,7 @@ class Host7:
 
     def napis(self, ifname=None):
         """{napi id: {attr: value}} of ifname's NAPIs, read by the raw
-        netlink reader of the integration tests (no irqtune code)."""
+        netlink reader of the test suites (no irqtune code)."""
         script = ("import json, sys; sys.path.insert(0, %r); import rawnapi; "
                   "print(json.dumps(rawnapi.RawGenl().napis(%r)))"
                   % (RAWNAPI, ifname or self.nic))

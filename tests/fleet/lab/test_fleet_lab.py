@@ -6,8 +6,8 @@ Each guest is Linux 7.2 on Debian unstable with systemd, sshd and TuneD
 2.27 as services (tests/lab/README.md); the role installs the project from
 source (`git archive HEAD` + `make install`) itself.  ssh reaches each
 guest through its own network namespace (netns_relay.py as ProxyCommand).
-Kernel state is read with the integration tests' raw netlink reader
-(tests/integration/rawnapi.py, through host7.Host7), never with irqtune.
+Kernel state is read with the test suites' raw netlink reader
+(tests/support/rawnapi.py, through host7.Host7), never with irqtune.
 
 The tests are steps of one rollout and run in file order: apply, no-op,
 check mode, a bad value, the canary stop, a NIC the canary lacks, kernel

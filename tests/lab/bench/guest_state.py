@@ -5,7 +5,7 @@ the server hold now, read without the library under test, plus the
 counters the run's figures are differences of.  Prints one JSON object.
 
   napis      every NAPI of the NIC as napi-get answers it (raw netlink,
-             tests/integration/rawnapi.py): id, irq, defer-hard-irqs,
+             tests/support/rawnapi.py): id, irq, defer-hard-irqs,
              gro-flush-timeout (ns), irq-suspend-timeout (ns)
   rx_queues  {rx queue: NAPI id} as queue-get answers it
   queue_irqs {rx queue: irq} from /proc/interrupts (virtio-net's NAPIs
@@ -32,7 +32,7 @@ import struct
 import subprocess
 import sys
 
-sys.path.insert(0, "/irqtune/tests/integration")
+sys.path.insert(0, "/irqtune/tests/support")
 
 EPIOCGPARAMS = (2 << 30) | (8 << 16) | (0x8A << 8) | 0x02
 SYS_PIDFD_GETFD = 438

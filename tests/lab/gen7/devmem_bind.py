@@ -19,9 +19,9 @@ import socket
 import struct
 import sys
 
-# the integration tests' raw netlink helpers (also library-independent)
+# the test suites' raw netlink helpers (also library-independent)
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
-                                "integration"))
+                                "support"))
 from rawnapi import _nla as nla, _parse as parse  # noqa: E402
 
 SOL_NETLINK, NETLINK_EXT_ACK = 270, 11

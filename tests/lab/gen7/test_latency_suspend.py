@@ -3,7 +3,7 @@
 
 The guest's NIC has 4 rx queues, each with its own NAPI (virtio_net links
 queues to NAPIs and keeps their config across down/up since 6.15).  Every
-value is read back with the raw netlink reader (tests/integration/rawnapi.py),
+value is read back with the raw netlink reader (tests/support/rawnapi.py),
 never with the library under test.
 """
 
