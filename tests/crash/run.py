@@ -42,8 +42,7 @@ import tempfile
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.join(HERE, "..", "integration"), os.path.join(HERE, "..", "unit"),
-                os.path.join(HERE, ".."), os.path.join(HERE, "..", "..")]
+sys.path[:0] = [os.path.join(HERE, ".."), os.path.join(HERE, "..", "..")]
 
 from support import hostguard  # noqa: E402
 
@@ -137,13 +136,13 @@ class NapiSysfs(Fixture):
 
 class Affinity(Fixture):
     """Queue IRQ affinity in a procfs fixture of a virtio NIC (the layout
-    of tests/unit/test_channels.py), channel counts in a fixture driver."""
+    of support/fakes/interrupts.py), channel counts in a fixture driver."""
 
     name = "channels+affinity"
     IRQS = (24, 25, 26, 27, 28)
 
     def randomise(self, rng):
-        from test_channels import INTERRUPTS
+        from support.fakes.interrupts import INTERRUPTS
         proc, sys_root = os.path.join(self.kernel, "proc"), os.path.join(self.kernel, "sys")
         os.makedirs(proc)
         with open(os.path.join(proc, "interrupts"), "w") as f:
@@ -181,7 +180,7 @@ class Affinity(Fixture):
 
 
 class Gsim(Fixture):
-    """The latest GSIM shape's files (tests/unit/test_gsim.py's FakeKernel
+    """The latest GSIM shape's files (support/fakes/gsim.py's FakeKernel
     builds them; the library writes them through KernelFs)."""
 
     name = "gsim"
@@ -189,7 +188,7 @@ class Gsim(Fixture):
 
     def randomise(self, rng):
         from irqtune import gsim
-        from test_gsim import FakeKernel
+        from support.fakes.gsim import FakeKernel
         knobs = {"delay_us": rng.randint(0, 500), "target_intr_rate": rng.randint(0, 50000000),
                  "hardirq_percent": rng.randint(0, 100), "update_ms": rng.randint(1, 100)}
         os.rmdir(self.kernel)

@@ -29,7 +29,7 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.join(HERE, "..", ".."), os.path.join(HERE, "..", "unit")]
+sys.path[:0] = [os.path.join(HERE, "..", ".."), os.path.join(HERE, "..")]
 
 from irqtune import crashpoint  # noqa: E402
 from irqtune.ledger import Ledger  # noqa: E402
@@ -172,11 +172,10 @@ def zerocopy_tuner(work, instance, options):
 
 
 def file_nic_class():
-    from test_ethtool_ntuple import FakeRuleTable
-    from test_zerocopy import FakeNic
+    from support.fakes.ethtool import FakeNic, FakeRuleTable
 
     class FileNic(FakeNic):
-        """test_zerocopy's FakeNic with its state (and its rule table's) in
+        """support's FakeNic with its state (and its rule table's) in
         a JSON file, so that it outlives the killed process."""
 
         FIELDS = ("max", "count", "split_config", "hds", "wanted", "indir")

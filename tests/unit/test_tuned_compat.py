@@ -250,7 +250,8 @@ def prepare(name, module, workdir, patch):
     if name == "gsim":
         import test_gsim
         from irqtune import gsim
-        kernel = test_gsim.FakeKernel(os.path.join(workdir, "k"), gsim.SHAPE_LATEST)
+        from support.fakes.gsim import FakeKernel
+        kernel = FakeKernel(os.path.join(workdir, "k"), gsim.SHAPE_LATEST)
         test_gsim.set_originals(kernel)
         patch(gsim.interface, "_write_text", kernel.write)
         before = kernel.knobs()
