@@ -25,12 +25,10 @@ from pathlib import Path
 
 import pytest
 
+from lab import labvm
+from lab.host7 import BOOT_ARGS, KERNEL, Host7
+
 REPO = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(REPO / "tests" / "lab"))
-
-import labvm  # noqa: E402
-from host7 import BOOT_ARGS, KERNEL, Host7  # noqa: E402
-
 PLAYBOOK = REPO / "ansible" / "irqtune-rollout.yml"
 RELAY = Path(__file__).resolve().parent / "netns_relay.py"
 VARIABLES = "/etc/tuned/latency-suspend-variables.conf"

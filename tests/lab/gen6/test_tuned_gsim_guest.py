@@ -28,9 +28,9 @@ import time
 
 import pytest
 
-import labvm
+from lab import labvm
+from lab.gsimlab import pacer_argv, rx_irqs, write_errno
 from support.waiting import wait_for
-from test_gsim import pacer_argv, rx_irqs, write_errno
 
 DIR = "/proc/irq/sw_moderation"
 KNOBS = ("delay_us", "target_intr_rate", "hardirq_percent", "update_ms")

@@ -248,7 +248,7 @@ def indirection(h, dev):
 def rss_host(lab):
     """A guest whose virtio-net NIC has QEMU's RSS (rss=on: VIRTIO_NET_F_RSS,
     a 128-entry indirection table the guest driver can set)."""
-    from host7 import BOOT_ARGS, KERNEL, Host7
+    from lab.host7 import BOOT_ARGS, KERNEL, Host7
     g = lab.get(kernel=KERNEL, cmdline=BOOT_ARGS, nic_options="rss=on")
     h = Host7(g)
     if not getattr(g, "irqtune_installed", False):
