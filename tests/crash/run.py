@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The crash-point harness: every tuner killed after each kernel write of
 each operation, then restarted and switched off; every original must be
-back exactly (issue 25).  `make crash-check` runs it as root.
+back exactly (issue 25).  `make crash-check` runs it as root (by hand,
+from the repository: PYTHONPATH=.:tests python3 tests/crash/run.py; the
+worker processes inherit the path).
 
 For each tuner and operation (apply, profile switch, restore, instance
 move) it runs the operation with irqtune.crashpoint armed at N = 1, 2, ...
@@ -41,11 +43,9 @@ import sys
 import tempfile
 import time
 
+from support import hostguard
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.join(HERE, ".."), os.path.join(HERE, "..", "..")]
-
-from support import hostguard  # noqa: E402
-
 PYTHON = "/usr/bin/python3"
 WORKER = os.path.join(HERE, "worker.py")
 NS = "irqtune-crash"

@@ -28,12 +28,9 @@ import json
 import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.join(HERE, "..", ".."), os.path.join(HERE, "..")]
-
-from irqtune import crashpoint  # noqa: E402
-from irqtune.ledger import Ledger  # noqa: E402
-from irqtune.kfs import KernelFs  # noqa: E402
+from irqtune import crashpoint
+from irqtune.ledger import Ledger
+from irqtune.kfs import KernelFs
 
 MOVED = {"napi-sysfs": "sa0", "affinity": "eth0", "zerocopy-fixture": "eth0"}
 

@@ -26,6 +26,7 @@ import time
 
 import pytest
 
+from lab.host7 import GUEST_PYTHON
 from support.waiting import wait_for
 
 BASE = "latency-suspend"
@@ -206,7 +207,7 @@ def test_virtio_net_channels_applied_and_the_rest_refused_once(host7):
 
 
 def bind(h, dev, queue):
-    rc, out = h.run("python3", BIND, dev, str(queue))
+    rc, out = h.run(*GUEST_PYTHON, BIND, dev, str(queue))
     assert rc == 0, out
     return json.loads(out.splitlines()[0])
 
