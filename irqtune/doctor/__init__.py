@@ -3,9 +3,10 @@
 
 Walks the chain suspension needs (irqtune.doctor.chain) for a service's
 processes and the NICs their sockets receive from, and ends with a
-measured window under the current traffic.  Read-only: the target's fds
-are duplicated and closed again (irqtune.doctor.epoll), nothing is set,
-the target keeps running.
+measured window under the current traffic.  Read-only: the target's epoll
+fds are duplicated and closed again (irqtune.doctor.epoll), its sockets
+only where that cannot change their classification (irqtune.doctor.retag),
+nothing is set, the target keeps running.
 
 Modules: targets (which processes, their network namespace), epoll (their
 epoll instances read from the kernel), chain (the links), window (the
@@ -43,6 +44,9 @@ def diagnose(pids=(), devices=(), seconds=3.0, unit=None, kfs=KFS, measure=None,
         except IrqtuneError as err:
             report.add("process", "pid %d" % pid, "unknown", str(err))
     napi_ids = sorted({n for insts in instances.values() for i in insts for n in i.napi_ids})
+    # sockets left unread (irqtune.doctor.retag): any NAPI of the named
+    # devices may be theirs, so each is judged
+    unread = any(i.napi_unread for insts in instances.values() for i in insts)
 
     napis = {}          # id: napi-get dict
     with NapiFamily() as nl:
@@ -77,7 +81,7 @@ def diagnose(pids=(), devices=(), seconds=3.0, unit=None, kfs=KFS, measure=None,
         report.add("napi", "profile %s" % profile, "info", why)
     for dev in scope:
         for napi in sorted(device_napis.get(dev, []), key=lambda n: n["id"]):
-            judged = not pids or napi["id"] in napi_ids
+            judged = not pids or unread or napi["id"] in napi_ids
             chain.check_napi(report, napi, dev, units, profile, judged)
         if dev in device_napis and not device_napis[dev]:
             report.add("napi", dev, "broken", "has no NAPI (link down, or a driver without "

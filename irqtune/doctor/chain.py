@@ -190,6 +190,9 @@ def check_epoll(report, inst, comm, napi_devices):
     names = ", ".join("%d (%s)" % (i, napi_devices.get(i) or "?") for i in ids)
     if not inst.sockets:
         report.add("epoll", subject, INFO, "%s; no sockets" % params, **data)
+    elif inst.napi_unread:
+        report.add("epoll", subject, INFO, "%s; %d socket(s), their NAPI ids not read: %s"
+                   % (params, len(inst.sockets), inst.napi_unread), **data)
     elif not ids:
         report.add("epoll", subject, INFO, "%s; %d socket(s), none has received through a NAPI "
                    "yet" % (params, len(inst.sockets)), **data)
@@ -204,9 +207,16 @@ def check_epoll(report, inst, comm, napi_devices):
 
 
 def check_sockets_seen(report, instances_by_pid):
-    """An UNKNOWN link when no socket of any target has met a NAPI yet."""
+    """An UNKNOWN link when no socket of any target has met a NAPI yet, or
+    their NAPI ids could not be read without disturbing them."""
     every = [i for insts in instances_by_pid.values() for i in insts]
-    if every and not any(i.napi_ids for i in every):
+    unread = next((i.napi_unread for i in every if i.sockets and i.napi_unread), None)
+    if unread and not any(i.napi_ids for i in every):
+        report.add("epoll", "sockets", UNKNOWN, "the NAPI ids of the target's sockets were "
+                   "not read: " + unread, "name the devices to have all their NAPIs judged "
+                   "(irqtune doctor --pid PID DEVICE...); whether an epoll instance mixes "
+                   "NAPIs cannot be told without the ids")
+    elif every and not any(i.napi_ids for i in every):
         report.add("epoll", "sockets", UNKNOWN, "no socket of the target has received through a "
                    "NAPI yet: nothing to follow to a device",
                    "run the doctor under traffic, or name the devices")

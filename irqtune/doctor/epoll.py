@@ -9,11 +9,16 @@ in /proc/PID/fd):
   the duplicate reads the busy-poll parameters the kernel holds for the
   instance (the same ``struct eventpoll`` the target's fd refers to);
 - /proc/PID/fdinfo/EPFD lists the instance's targets (``tfd:`` lines: the
-  target's fd number and the file's inode); each socket among them is
-  duplicated as well and ``SO_INCOMING_NAPI_ID`` names the NAPI it last
-  received from.  The inode is compared with the duplicate's, so an fd
-  number the target has since closed and reused is not mistaken for the
-  registered file.
+  target's fd number and the file's inode); stat() of /proc/PID/fd/TFD
+  tells sockets from other files, and its inode is compared with fdinfo's,
+  so an fd number the target has since closed and reused is not mistaken
+  for the registered file;
+- ``SO_INCOMING_NAPI_ID`` of each socket names the NAPI it last received
+  from.  Reading it needs a duplicate of the socket, and duplicating a
+  socket re-tags it with this process's net_cls / net_prio values
+  (irqtune.doctor.retag): sockets are duplicated only where that writes
+  back the values they hold, else their NAPI ids stay unread and the
+  instance says why (``napi_unread``).
 
 Nothing is written: only get operations, and every duplicate is closed
 before the next one is taken (``try/finally``).  pidfd_getfd needs
@@ -34,6 +39,7 @@ from dataclasses import dataclass, field
 
 from ..errors import IrqtuneError, UnsupportedError
 from ..kfs import KFS
+from .retag import socket_dup_disturbs
 
 # System call numbers of pidfd_getfd (Linux 5.6).  Since 5.1 new system
 # calls share one number on every architecture but alpha, which adds 110;
@@ -81,6 +87,7 @@ class EpollInstance:
     params: EpollParams = None
     error: str = None               # why params could not be read
     targets: list = field(default_factory=list)
+    napi_unread: str = None         # why the sockets' NAPI ids were not read
 
     @property
     def sockets(self):
@@ -231,7 +238,7 @@ def inspect_process(pid, kfs=KFS):
         for epfd in epoll_fds(pid, kfs):
             inst = EpollInstance(pid, epfd)
             try:
-                dup = fds.dup(epfd)
+                dup = fds.dup(epfd)       # an eventpoll file: nothing to re-tag
             except OSError as err:
                 if err.errno == errno.EBADF:      # closed meanwhile
                     continue
@@ -249,27 +256,48 @@ def inspect_process(pid, kfs=KFS):
             except OSError:
                 continue
             for tfd, inode in parse_fdinfo_targets(text):
-                inst.targets.append(_inspect_target(fds, tfd, inode))
+                target = _inspect_target(pid, tfd, inode, kfs)
+                if target.kind == "socket":
+                    why = socket_dup_disturbs(kfs)     # again for each: cgroups come and go
+                    if why is None:
+                        _read_napi_id(fds, target)
+                    else:
+                        inst.napi_unread = why
+                inst.targets.append(target)
             instances.append(inst)
     return instances
 
 
-def _inspect_target(fds, tfd, inode):
+def _inspect_target(pid, tfd, inode, kfs):
+    """The registered file's kind, from stat() through /proc/PID/fd: no
+    duplicate, so no socket is touched."""
     target = EpollTarget(tfd, inode)
     try:
-        dup = fds.dup(tfd)
+        st = os.stat(kfs.proc_path(pid, "fd", tfd))
     except OSError:
         target.kind = "gone"
         return target
+    if st.st_ino != inode:
+        target.kind = "gone"          # the fd number now names another file
+    elif stat.S_ISSOCK(st.st_mode):
+        target.kind = "socket"
+    else:
+        target.kind = "other"
+    return target
+
+
+def _read_napi_id(fds, target):
+    """SO_INCOMING_NAPI_ID of a socket target, through a duplicate (only
+    where socket_dup_disturbs() found none)."""
     try:
-        st = os.fstat(dup)
-        if st.st_ino != inode:
-            target.kind = "gone"     # the fd number now names another file
-        elif stat.S_ISSOCK(st.st_mode):
-            target.kind = "socket"
-            target.napi_id = _napi_id_of(dup)
+        dup = fds.dup(target.fd)
+    except OSError:
+        target.kind = "gone"
+        return
+    try:
+        if os.fstat(dup).st_ino != target.inode:
+            target.kind = "gone"      # closed and reused since the stat()
         else:
-            target.kind = "other"
+            target.napi_id = _napi_id_of(dup)
     finally:
         os.close(dup)
-    return target
