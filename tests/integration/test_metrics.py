@@ -73,7 +73,7 @@ def ns():
     try:
         netns.add_veth(DEV, queues=3)
         with netns.entered():
-            from rawnapi import RawGenl
+            from support.rawnapi import RawGenl
             nl = RawGenl()
             try:
                 for i, n in enumerate(sorted(nl.napis(DEV), key=lambda n: n["id"])):
