@@ -134,7 +134,7 @@ OPTIN_LIB = "/usr/lib64/irqtune/libirqtune-busypoll.so"
 
 def optin_profiles():
     return {"A": {"i1": ({"services": "a.service, b.service"}, [])},
-            "B": {"i1": ({"services": "b.service c.service", "busy_poll_usecs": "50"}, [])}}
+            "B": {"i1": ({"services": "b.service,c.service", "busy_poll_usecs": "50"}, [])}}
 
 
 def optin_tuner(work, instance, options):

@@ -67,12 +67,17 @@ class Run:
     def __init__(self, proc):
         self.rc = proc.returncode
         self.output = proc.stdout
+        # ansible-core prints "[WARNING]: ..." lines, a module's warnings
+        # among them, on stderr (Display._warning: stderr=True); task
+        # results and fatal errors go to stdout.
+        self.warnings = proc.stderr
         self.recap = {m.group(1): {"ok": int(m.group(2)), "changed": int(m.group(3)),
                                    "unreachable": int(m.group(4)), "failed": int(m.group(5))}
                       for m in RECAP.finditer(proc.stdout)}
 
     def __repr__(self):     # what a failed assertion shows
-        return "rc %d\n%s" % (self.rc, self.output[-6000:])
+        return "rc %d\n%s\n--- stderr ---\n%s" % (self.rc, self.output[-6000:],
+                                                   self.warnings[-3000:])
 
 
 class Fleet:
@@ -294,7 +299,7 @@ def test_kernel_arguments_for_the_next_boot_pass_the_host_with_a_warning(fleet):
     assert run.rc == 0, run
     assert run.recap["fleet-b"]["failed"] == 0 and run.recap["fleet-b"]["changed"] > 0, run
     assert run.recap["fleet-a"]["changed"] == 0, run
-    said = " ".join(run.output.split())     # warnings may be wrapped
+    said = " ".join(run.warnings.split())   # warnings may be wrapped
     assert "[WARNING]" in said, run
     assert ("'latency-suspend %s' is active; everything else verified. Kernel "
             "command-line arguments that take effect at the next boot (TuneD installed them "
