@@ -39,9 +39,10 @@ def describe(recorded, figures):
                                                       f.busy_periods)
     if f.busy_periods:
         text += ("; per event p50 %s, p99 %s, max %s; per batch p99 %s, max %s, up to %d "
-                 "events" % (short(f.event_ns["p50"]), short(f.event_ns["p99"]),
-                             short(f.event_ns["max"]), short(f.batch_ns["p99"]),
-                             short(f.batch_ns["max"]), f.batch_events["max"]))
+                 "event%s" % (short(f.event_ns["p50"]), short(f.event_ns["p99"]),
+                              short(f.event_ns["max"]), short(f.batch_ns["p99"]),
+                              short(f.batch_ns["max"]), f.batch_events["max"],
+                              "" if f.batch_events["max"] == 1 else "s"))
         if f.maxevents:
             text += " (maxevents %d)" % f.maxevents
     if recorded.lost:
