@@ -25,8 +25,9 @@ MAX_SECONDS = 60.0
 # Copied bytes at which the window ends early: ~56-88 bytes a wait, so
 # about 400 000 waits - plenty for percentiles, and memory stays bounded.
 MAX_BYTES = 64 << 20
-# Per CPU: 512 KiB; the copying thread is woken at half of it.
-RING_PAGES = 128
+# Per CPU: up to 512 KiB (less on hosts with many CPUs: perf.ring_pages);
+# the copying thread is woken at half of it.
+RING_PAGES = None
 
 
 @dataclass

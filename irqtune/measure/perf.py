@@ -20,6 +20,7 @@ import fcntl
 import mmap
 import os
 import platform
+import resource
 import struct
 
 from ..errors import IrqtuneError, UnsupportedError
@@ -181,14 +182,36 @@ def records(data):
     return samples, lost
 
 
+def ring_pages(cpus, most=128, budget=32 << 20):
+    """Data pages per CPU ring (a power of two, as the kernel wants): up to
+    most, but all rings together within budget bytes - they are pinned
+    memory - and at least 8."""
+    pages = most
+    while pages > 8 and pages * mmap.PAGESIZE * cpus > budget:
+        pages //= 2
+    return pages
+
+
+def _room_for_fds(count):
+    """Raise the soft limit of open files when count more would not fit
+    (6 per CPU, and many CPUs)."""
+    soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
+    wanted = len(os.listdir("/proc/self/fd")) + count + 16
+    if soft != resource.RLIM_INFINITY and wanted > soft:
+        resource.setrlimit(resource.RLIMIT_NOFILE, (min(wanted, hard), hard))
+
+
 class Recording:
     """Tracepoints on every online CPU, filtered; the caller drains."""
 
-    def __init__(self, event_ids, filter_text, cpus, pages=128):
+    def __init__(self, event_ids, filter_text, cpus, pages=None):
         if len(filter_text) > MAX_FILTER:
             raise IrqtuneError("tracepoint filter of %d characters is longer than the kernel "
-                               "takes (%d)" % (len(filter_text), MAX_FILTER))
+                               "takes (%d): the target has too many threads" % (
+                                   len(filter_text), MAX_FILTER))
         nr = perf_event_open_number()
+        pages = pages or ring_pages(len(cpus))
+        _room_for_fds(2 * len(event_ids) * len(cpus))   # Python's mmap keeps a dup
         self.rings = []
         try:
             for cpu in cpus:

@@ -79,6 +79,13 @@ def test_perf_event_open_number_per_architecture():
         perf.perf_event_open_number("sparc")
 
 
+def test_rings_shrink_on_hosts_with_many_cpus():
+    assert perf.ring_pages(2) == 128
+    # 32 MiB of rings at most (4 KiB pages)
+    assert perf.ring_pages(64) == 128 and perf.ring_pages(128) == 64
+    assert perf.ring_pages(4096) == 8
+
+
 def test_open_errors_are_named():
     err = OSError(13, "Permission denied")
     assert perf.explain_open_error(err, "syscalls:x") == (
