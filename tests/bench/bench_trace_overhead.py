@@ -33,9 +33,8 @@ import tempfile
 import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-sys.path.insert(0, ROOT)
 
-from irqtune.measure import busy, epolltrace  # noqa: E402
+from irqtune.measure import busy, epolltrace  # noqa: E402  (PYTHONPATH=. as make bench sets it)
 
 SRV, CLI = "irqtune-ovh-s", "irqtune-ovh-c"
 SERVER_ADDR, CLIENT_ADDR, PORT = "10.250.83.1", "10.250.83.2", 11211

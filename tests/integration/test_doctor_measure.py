@@ -24,8 +24,10 @@ import time
 
 import pytest
 
-from harness import NetNs, run, wait_for
-from rawnapi import RawGenl
+from support.commands import run
+from support.netns import NetNs
+from support.rawnapi import RawGenl
+from support.waiting import wait_for
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HERE = os.path.join(REPO, "tests", "integration")
