@@ -118,7 +118,7 @@ lab7: lab7-kernel lab7-rootfs lab-plugin
 	$(LAB_ENV) $(PYTHON) -m pytest -p no:cacheprovider $(LAB_PYTEST) $(LAB7_TESTS)
 
 lab-bench: lab7-kernel lab7-rootfs lab-plugin lab-bench-tools
-	$(LAB_ENV) $(PYTHON) $(LAB_DIR)/bench/memcached_modes.py $(LAB_BENCH_ARGS)
+	$(LAB_ENV) PYTHONPATH=$(CURDIR)/tests $(PYTHON) $(LAB_DIR)/bench/memcached_modes.py $(LAB_BENCH_ARGS)
 
 # The generation-6 series tests on the 7.2 kernels (the guest fixture boots
 # 7.2-lab; the unpatched comparison boots 7.2-base).

@@ -10,15 +10,13 @@ bench stores it in build/lab-bench.json.
 """
 
 import json
-import sys
 from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parents[0] / "lab"), str(HERE.parents[0] / "lab" / "bench")]
+from lab.bench import memcached_modes as bench
 
-import memcached_modes as bench  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 READBACK = json.loads((HERE / "lab_fixtures" / "bench-readback.json").read_text())["readback"]
 CPU = 2     # the bench's default vCPU for memcached

@@ -32,7 +32,6 @@ import struct
 import subprocess
 import sys
 
-sys.path.insert(0, "/irqtune/tests/support")
 
 EPIOCGPARAMS = (2 << 30) | (8 << 16) | (0x8A << 8) | 0x02
 SYS_PIDFD_GETFD = 438
@@ -46,7 +45,7 @@ QSTATS_IFINDEX, QSTATS_QUEUE_TYPE, QSTATS_QUEUE_ID, QSTATS_SCOPE, QSTATS_RX_PACK
 def rx_packets_per_queue(nic):
     """{rx queue: packets} from the netdev family's qstats-get, queue scope
     (virtio-net keeps per-queue packet counts there, not in ethtool -S)."""
-    import rawnapi
+    from support import rawnapi     # run with the share's tests/ on PYTHONPATH (GUEST_PYTHON)
     genl = rawnapi.RawGenl()
     try:
         payload = (rawnapi._nla(QSTATS_IFINDEX, struct.pack("=I", socket.if_nametoindex(nic)))

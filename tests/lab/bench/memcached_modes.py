@@ -59,11 +59,10 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+from lab import labvm
+from lab.host7 import COUNTED_BOOT_ARGS, COUNTED_CPU, GUEST_IP, GUEST_PYTHON, KERNEL, Host7
 
-import labvm  # noqa: E402
-from host7 import COUNTED_BOOT_ARGS, COUNTED_CPU, GUEST_IP, KERNEL, Host7  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 PROFILE = "latency-suspend"
 TOOLS = labvm.LAB_CACHE / "bench"
@@ -166,7 +165,7 @@ class Bench:
         return time.monotonic() - t0
 
     def state(self, stats_only=False):
-        argv = ["python3", GUEST_STATE, self.h.nic] + (["--stats-only"] if stats_only else [])
+        argv = [*GUEST_PYTHON, GUEST_STATE, self.h.nic] + (["--stats-only"] if stats_only else [])
         rc, out = self.g.run(argv, timeout=60)
         assert rc == 0, "guest_state: %s" % self.g.last_stderr
         return json.loads(out)
