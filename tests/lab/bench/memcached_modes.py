@@ -62,8 +62,6 @@ from pathlib import Path
 from lab import labvm
 from lab.host7 import COUNTED_BOOT_ARGS, COUNTED_CPU, GUEST_IP, GUEST_PYTHON, KERNEL, Host7
 
-HERE = Path(__file__).resolve().parent
-
 PROFILE = "latency-suspend"
 TOOLS = labvm.LAB_CACHE / "bench"
 GUEST_SHIM = "/usr/local/lib/irqtune-bench/epoll_slice.so"
