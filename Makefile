@@ -218,8 +218,11 @@ start-tuned:
 		sleep 1; done; \
 	echo "make deploy: the TuneD daemon did not answer on D-Bus within 20 s" >&2; exit 1
 
+# The scripts run outside pytest find the repository's library (and the
+# suites' package `support` in tests/) through PYTHONPATH, as pytest.ini
+# gives them to the suites.
 bench:
-	$(PYTHON) tests/bench/bench_napi.py 256
+	PYTHONPATH=$(CURDIR) $(PYTHON) tests/bench/bench_napi.py 256
 
 # Every suite in pytest.ini runs under TuneD's Python with the distribution's
 # pyroute2; the library's unit and netlink suites run again under PyPI's
@@ -250,7 +253,7 @@ check: deps install $(VENV)/bin/python $(TUNED_SID)/.unpacked
 # then restarted and switched off.  About six minutes on two cores: not in
 # check.  CRASH_ARGS: --seed N, --only NAME..., --time-limit S.
 crash-check: deps install
-	$(PYTHON) tests/crash/run.py $(CRASH_ARGS)
+	PYTHONPATH=$(CURDIR):$(CURDIR)/tests $(PYTHON) tests/crash/run.py $(CRASH_ARGS)
 
 $(TUNED_SID)/.unpacked:
 	rm -rf $(TUNED_SID) && mkdir -p $(TUNED_SID)/deb

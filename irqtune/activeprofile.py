@@ -184,4 +184,8 @@ def device_matches(expression, ifname, kfs=KFS):
     _consts, _profiles, DeviceMatcher, _config = _tuned()
     if not DeviceMatcher().match(expression or "*", ifname):
         return False
-    return not (default_selects_physical(expression) and is_virtual_netdev(ifname, kfs))
+    if not default_selects_physical(expression):
+        return True
+    # Physical only with its sysfs entry seen: the doctor runs in the
+    # target's network namespace, whose devices this sysfs may not show.
+    return os.path.lexists(kfs.net_path(ifname)) and not is_virtual_netdev(ifname, kfs)

@@ -3,19 +3,23 @@
 
 Walks the chain suspension needs (irqtune.doctor.chain) for a service's
 processes and the NICs their sockets receive from, and ends with a
-measured window under the current traffic.  Read-only: the target's epoll
-fds are duplicated and closed again (irqtune.doctor.epoll), its sockets
-only where that cannot change their classification (irqtune.doctor.retag),
-nothing is set, the target keeps running.
+measured window under the current traffic, during which the service's
+epoll waits are recorded: the values that fit its batches
+(irqtune.doctor.recommend).  Read-only: the target's epoll fds are
+duplicated and closed again (irqtune.doctor.epoll), its sockets only where
+that cannot change their classification (irqtune.doctor.retag), nothing
+is set, the target keeps running.
 
 Modules: targets (which processes, their network namespace), epoll (their
 epoll instances read from the kernel), chain (the links), window (the
-measured window), links (report, verdict, text).
+measured window), recommend (the values that fit the service), links
+(report, verdict, text).
 """
 
 import errno
 import os
 import socket
+import time
 
 from ..errors import IrqtuneError, NetlinkRequestError
 from ..kfs import KFS
@@ -23,13 +27,15 @@ from .links import EXIT_CANNOT_TELL, Report, format_text  # noqa: F401
 
 
 def diagnose(pids=(), devices=(), seconds=3.0, unit=None, kfs=KFS, measure=None,
-             etc="/etc/tuned"):
+             etc="/etc/tuned", trace=None):
     """Report of the chain for pids (may be empty) and devices (default:
-    the devices the pids' sockets receive from, or every device with NAPIs)."""
+    the devices the pids' sockets receive from, or every device with NAPIs).
+    measure and trace stand in for the window and the epoll recording
+    (tests)."""
     from .. import activeprofile
     from ..caps import detect_napi_capabilities
     from ..netlink.netdev import NapiFamily, QueueFamily
-    from . import chain, epoll, targets, window
+    from . import chain, epoll, recommend, targets, window
 
     report = Report()
     if pids:
@@ -103,11 +109,28 @@ def diagnose(pids=(), devices=(), seconds=3.0, unit=None, kfs=KFS, measure=None,
     if pids:
         chain.check_sockets_seen(report, instances)
 
-    if scope:
-        result = (measure or window.measure)([d for d in scope if d in device_napis], seconds,
-                                             kfs)
-        chain.check_window(report, result)
+    _window(report, pids, [d for d in scope if d in device_napis] if scope else None, seconds,
+            unit, kfs, measure or window.measure, trace or recommend.start)
     return report
+
+
+def _window(report, pids, devices, seconds, unit, kfs, measure, trace):
+    """The counters' window over devices (None: no window) and, for pids,
+    the recording of their epoll waits over the same seconds."""
+    from . import chain, recommend, targets
+    subject = unit or ", ".join("pid %d (%s)" % (p, targets.comm(p, kfs)) for p in pids)
+    started = trace(pids, kfs) if pids else None
+    try:
+        if devices is not None:
+            chain.check_window(report, measure(devices, seconds, kfs))
+        elif started is not None:
+            time.sleep(seconds)
+    except BaseException:
+        if started is not None and not isinstance(started, str):
+            started.close()
+        raise
+    if started is not None:
+        recommend.check_service(report, started, subject)
 
 
 def _ifname(ifindex):

@@ -8,7 +8,7 @@ OK, BROKEN, UNKNOWN, INFO = "ok", "broken", "unknown", "info"
 
 # The chain in the order suspension needs it; the verdict names the first
 # broken link in this order.
-GROUPS = ("kernel", "napi", "process", "epoll", "window")
+GROUPS = ("kernel", "napi", "process", "epoll", "window", "recommend")
 
 EXIT_ENGAGED, EXIT_NOT_ENGAGED, EXIT_CANNOT_TELL = 0, 1, 2
 
@@ -26,6 +26,8 @@ class Link:
 @dataclass
 class Report:
     links: list = field(default_factory=list)
+    measured: dict = None       # the target's busy periods (irqtune.doctor.recommend)
+    recommend: dict = None      # the values that fit them
 
     def add(self, group, subject, state, text, fix="", **data):
         link = Link(group, subject, state, text, fix, data)
@@ -51,7 +53,8 @@ class Report:
     def as_dict(self):
         status, sentence = self.verdict()
         return {"verdict": sentence, "exit_status": status,
-                "links": [asdict(l) for l in self.ordered()]}
+                "links": [asdict(l) for l in self.ordered()],
+                "measured": self.measured, "recommend": self.recommend}
 
 
 def format_text(report):
@@ -60,6 +63,8 @@ def format_text(report):
         line = "%-7s %-8s %s: %s" % (link.state, link.group, link.subject, link.text)
         if link.fix and link.state in (BROKEN, UNKNOWN):
             line += "\n                 fix: " + link.fix
+        for extra in link.data.get("lines", ()):     # e.g. lines for a variables file
+            line += "\n                   " + extra
         lines.append(line)
     lines.append("verdict: " + report.verdict()[1])
     return "\n".join(lines)

@@ -9,7 +9,8 @@ one end: 512 NAPIs), then times, for the same devices:
     device (reading the old values first, as a restore needs), which is
     what administrators use today - two values, device-wide, no suspension.
 Each is timed in 5 alternating rounds and the medians are printed.
-Run as root: python3 tests/bench/bench_napi.py [pairs]
+Run as root: `make bench`, or from the repository (whose library it
+times) PYTHONPATH=. python3 tests/bench/bench_napi.py [pairs]
 """
 
 import os
@@ -20,7 +21,6 @@ import tempfile
 import time
 
 NS = "irqtune-bench"
-ROOT = os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..")
 
 
 def setup(pairs):
@@ -45,7 +45,6 @@ def timed(fn):
 
 
 def inner(pairs, rounds=5):
-    sys.path.insert(0, ROOT)
     from irqtune.caps import detect_napi_capabilities
     from irqtune.napi import NapiConfig, NapiTuner
     from irqtune.netlink import genl

@@ -19,8 +19,11 @@ import subprocess
 import tempfile
 import time
 
-from harness import NetNs, TunedDaemon, run, wait_for
-from rawnapi import RawGenl
+from support.commands import run
+from support.netns import NetNs
+from support.rawnapi import RawGenl
+from support.tuned_daemon import TunedDaemon
+from support.waiting import wait_for
 
 NS = "irqtune-crash-d"
 DEVICES = ("ca0", "cb0")

@@ -2,7 +2,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The crash-point harness: every tuner killed after each kernel write of
 each operation, then restarted and switched off; every original must be
-back exactly (issue 25).  `make crash-check` runs it as root.
+back exactly (issue 25).  `make crash-check` runs it as root (by hand,
+from the repository: PYTHONPATH=.:tests python3 tests/crash/run.py; the
+worker processes inherit the path).
 
 For each tuner and operation (apply, profile switch, restore, instance
 move) it runs the operation with irqtune.crashpoint armed at N = 1, 2, ...
@@ -41,12 +43,9 @@ import sys
 import tempfile
 import time
 
+from support import hostguard
+
 HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.join(HERE, "..", "integration"), os.path.join(HERE, "..", "unit"),
-                os.path.join(HERE, ".."), os.path.join(HERE, "..", "..")]
-
-from support import hostguard  # noqa: E402
-
 PYTHON = "/usr/bin/python3"
 WORKER = os.path.join(HERE, "worker.py")
 NS = "irqtune-crash"
@@ -59,10 +58,6 @@ LIB_OPS = {
     "restore": (["apply:A"], ["off:A"], ["apply:A", "off:A"]),
     "move": (["apply:M"], ["move"], ["apply:M", "off:M"]),
 }
-
-
-def run(*argv, check=True, **kwargs):
-    return subprocess.run(argv, check=check, capture_output=True, text=True, **kwargs)
 
 
 def cpulist(cpus):
@@ -113,7 +108,7 @@ class NapiSysfs(Fixture):
 
     def __init__(self, work):
         super().__init__(work)
-        from harness import NetNs
+        from support.netns import NetNs
         self.ns = NetNs(NS)
         for dev in ("sa0", "sb0"):
             self.ns.add_veth(dev, queues=2)
@@ -141,13 +136,13 @@ class NapiSysfs(Fixture):
 
 class Affinity(Fixture):
     """Queue IRQ affinity in a procfs fixture of a virtio NIC (the layout
-    of tests/unit/test_channels.py), channel counts in a fixture driver."""
+    of support/fakes/interrupts.py), channel counts in a fixture driver."""
 
     name = "channels+affinity"
     IRQS = (24, 25, 26, 27, 28)
 
     def randomise(self, rng):
-        from test_channels import INTERRUPTS
+        from support.fakes.interrupts import INTERRUPTS
         proc, sys_root = os.path.join(self.kernel, "proc"), os.path.join(self.kernel, "sys")
         os.makedirs(proc)
         with open(os.path.join(proc, "interrupts"), "w") as f:
@@ -185,7 +180,7 @@ class Affinity(Fixture):
 
 
 class Gsim(Fixture):
-    """The latest GSIM shape's files (tests/unit/test_gsim.py's FakeKernel
+    """The latest GSIM shape's files (support/fakes/gsim.py's FakeKernel
     builds them; the library writes them through KernelFs)."""
 
     name = "gsim"
@@ -193,7 +188,7 @@ class Gsim(Fixture):
 
     def randomise(self, rng):
         from irqtune import gsim
-        from test_gsim import FakeKernel
+        from support.fakes.gsim import FakeKernel
         knobs = {"delay_us": rng.randint(0, 500), "target_intr_rate": rng.randint(0, 50000000),
                  "hardirq_percent": rng.randint(0, 100), "update_ms": rng.randint(1, 100)}
         os.rmdir(self.kernel)

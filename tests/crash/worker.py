@@ -28,12 +28,9 @@ import json
 import os
 import sys
 
-HERE = os.path.dirname(os.path.abspath(__file__))
-sys.path[:0] = [os.path.join(HERE, "..", ".."), os.path.join(HERE, "..", "unit")]
-
-from irqtune import crashpoint  # noqa: E402
-from irqtune.ledger import Ledger  # noqa: E402
-from irqtune.kfs import KernelFs  # noqa: E402
+from irqtune import crashpoint
+from irqtune.ledger import Ledger
+from irqtune.kfs import KernelFs
 
 MOVED = {"napi-sysfs": "sa0", "affinity": "eth0", "zerocopy-fixture": "eth0"}
 
@@ -137,7 +134,7 @@ OPTIN_LIB = "/usr/lib64/irqtune/libirqtune-busypoll.so"
 
 def optin_profiles():
     return {"A": {"i1": ({"services": "a.service, b.service"}, [])},
-            "B": {"i1": ({"services": "b.service c.service", "busy_poll_usecs": "50"}, [])}}
+            "B": {"i1": ({"services": "b.service,c.service", "busy_poll_usecs": "50"}, [])}}
 
 
 def optin_tuner(work, instance, options):
@@ -172,11 +169,10 @@ def zerocopy_tuner(work, instance, options):
 
 
 def file_nic_class():
-    from test_ethtool_ntuple import FakeRuleTable
-    from test_zerocopy import FakeNic
+    from support.fakes.ethtool import FakeNic, FakeRuleTable
 
     class FileNic(FakeNic):
-        """test_zerocopy's FakeNic with its state (and its rule table's) in
+        """support's FakeNic with its state (and its rule table's) in
         a JSON file, so that it outlives the killed process."""
 
         FIELDS = ("max", "count", "split_config", "hds", "wanted", "indir")

@@ -1,13 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 import os
-import sys
 import tempfile
 
 import pytest
 
-sys.path.insert(0, os.path.dirname(__file__))
-
-from harness import NetNs, TunedDaemon  # noqa: E402
+from support.netns import NetNs
+from support.tuned_daemon import TunedDaemon
 
 NS = "irqtune-it"
 

@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-from harness import wait_for
+from support.waiting import wait_for
 
 PROFILE = "nic-housekeeping-test"
 PROFILE_TEXT = """

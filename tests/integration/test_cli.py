@@ -42,7 +42,7 @@ def test_status_rows_show_what_the_kernel_holds_for_each_napi(netns):
     netns.add_veth("vcls", queues=3)
     try:
         with netns.entered():
-            from rawnapi import RawGenl
+            from support.rawnapi import RawGenl
             nl = RawGenl()
             try:
                 for i, napi in enumerate(sorted(nl.napis("vcls"), key=lambda n: n["id"])):

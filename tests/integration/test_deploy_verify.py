@@ -17,7 +17,7 @@ import subprocess
 
 import pytest
 
-from harness import wait_for
+from support.waiting import wait_for
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROFILE = "irqtune-test-reboot"

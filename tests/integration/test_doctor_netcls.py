@@ -39,7 +39,8 @@ import time
 
 import pytest
 
-from harness import run, wait_for
+from support.commands import run
+from support.waiting import wait_for
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NS_A, NS_B = "irqtune-cg-a", "irqtune-cg-b"

@@ -28,8 +28,10 @@ import time
 
 import pytest
 
-from harness import CLONE_NEWNET, _libc, run, wait_for
-from rawnapi import RawGenl
+from support.commands import run
+from support.netns import entered
+from support.rawnapi import RawGenl
+from support.waiting import wait_for
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 CLIENT = os.path.join(REPO, "tests", "preload", "memcached_client.py")
@@ -65,10 +67,7 @@ pytestmark = pytest.mark.skipif(_missing() is not None, reason=_missing() or "")
 
 
 def set_napis(values):
-    fd = os.open("/run/netns/" + SRV, os.O_RDONLY)
-    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-    try:
-        assert _libc.setns(fd, CLONE_NEWNET) == 0
+    with entered(SRV):
         nl = RawGenl()
         try:
             napis = nl.napis("vsrv")
@@ -77,10 +76,6 @@ def set_napis(values):
             return {n["id"]: n for n in nl.napis("vsrv")}
         finally:
             nl.close()
-    finally:
-        _libc.setns(own, CLONE_NEWNET)
-        os.close(fd)
-        os.close(own)
 
 
 @pytest.fixture(scope="module")

@@ -92,7 +92,7 @@ def interrupted(tmp_path, env, signum):
     assert proc.poll() is None, proc.communicate()[0]
     assert not same_tree(env["IRQTUNE_TEST_TUNED_ETC"], tmp_path / "before" / "etc")
     proc.send_signal(signum)
-    out = proc.communicate(timeout=60)[0]
+    out = proc.communicate(timeout=180)[0]
     return proc.returncode, out
 
 

@@ -28,7 +28,9 @@ import urllib.request
 
 import pytest
 
-from harness import TunedDaemon, run, wait_for
+from support.commands import run
+from support.tuned_daemon import TunedDaemon
+from support.waiting import wait_for
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROFILE = "irqtune-umask-test"

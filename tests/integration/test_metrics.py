@@ -30,7 +30,8 @@ import urllib.request
 
 import pytest
 
-from harness import NetNs, wait_for
+from support.netns import NetNs
+from support.waiting import wait_for
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 NS = "irqtune-metrics"
@@ -72,7 +73,7 @@ def ns():
     try:
         netns.add_veth(DEV, queues=3)
         with netns.entered():
-            from rawnapi import RawGenl
+            from support.rawnapi import RawGenl
             nl = RawGenl()
             try:
                 for i, n in enumerate(sorted(nl.napis(DEV), key=lambda n: n["id"])):

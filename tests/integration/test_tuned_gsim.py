@@ -17,7 +17,8 @@ import re
 
 import pytest
 
-from harness import run, wait_for
+from support.commands import run
+from support.waiting import wait_for
 
 BASE = "latency-suspend-test"
 OVERLAY = "gsim"

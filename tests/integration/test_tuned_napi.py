@@ -7,8 +7,9 @@ import time
 
 import pytest
 
-from harness import run, wait_for
-from rawnapi import RawGenl
+from support.commands import run
+from support.rawnapi import RawGenl
+from support.waiting import wait_for
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROFILE = "latency-suspend-test"

@@ -20,7 +20,8 @@ import os
 
 import pytest
 
-from harness import TUNED_ETC, wait_for
+from support.tuned_daemon import TUNED_ETC
+from support.waiting import wait_for
 
 RT = "realtime-virtual-host-irqtune"
 RT_TEST = "rt-irqtune-test"

@@ -19,7 +19,7 @@ import time
 
 import pytest
 
-from harness import wait_for
+from support.waiting import wait_for
 from test_channels_tuned import channels
 
 VARIABLES = "/etc/tuned/zerocopy-rx-host-variables.conf"

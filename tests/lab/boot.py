@@ -11,10 +11,8 @@ import argparse
 import logging
 import sys
 import time
-from pathlib import Path
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-import labvm  # noqa: E402
+import labvm        # beside this script, which Python puts first on the path
 
 
 def main():

@@ -20,14 +20,9 @@ Tests skip with the reason when the lab artefacts, QEMU or root are
 missing (e.g. when collected outside `make lab`).
 """
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parent))
-
-import labvm  # noqa: E402
+from lab import labvm
 
 _BOOTS = []
 

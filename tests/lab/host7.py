@@ -6,8 +6,8 @@ unstable with systemd as PID 1 and TuneD 2.27 as its service.
 Host7.install_project() installs the project from the repository share
 the way an administrator installs from source (`make install`) and
 restarts tuned.service; everything else goes through tuned-adm.  Kernel
-state is read with the raw netlink reader of the integration tests
-(tests/integration/rawnapi.py), never with the library under test.
+state is read with the raw netlink reader of the test suites
+(tests/support/rawnapi.py), never with the library under test.
 
 The guest's kernel command line carries the arguments network-latency's
 [bootloader] asks for, so TuneD's verify checks the bootloader unit for
@@ -48,7 +48,9 @@ def napi_values(napi):
     return {k: napi.get(k, 0) for k in SUSPEND_VALUES}
 
 GUEST_IP = "10.77.0.2"
-RAWNAPI = "/irqtune/tests/integration"
+# python3 in the guest with the repository share's tests/ on its path, for
+# what runs there from the share (support.rawnapi, devmem_bind.py).
+GUEST_PYTHON = ("env", "PYTHONPATH=/irqtune/tests", "python3")
 
 
 class Host7:
@@ -138,25 +140,24 @@ class Host7:
 
     def napis(self, ifname=None):
         """{napi id: {attr: value}} of ifname's NAPIs, read by the raw
-        netlink reader of the integration tests (no irqtune code)."""
-        script = ("import json, sys; sys.path.insert(0, %r); import rawnapi; "
-                  "print(json.dumps(rawnapi.RawGenl().napis(%r)))"
-                  % (RAWNAPI, ifname or self.nic))
-        rc, out = self.g.run(["python3", "-c", script])
+        netlink reader of the test suites (no irqtune code)."""
+        script = ("import json; from support import rawnapi; "
+                  "print(json.dumps(rawnapi.RawGenl().napis(%r)))" % (ifname or self.nic))
+        rc, out = self.g.run([*GUEST_PYTHON, "-c", script])
         assert rc == 0, self.g.last_stderr
         return {n["id"]: n for n in json.loads(out)}
 
     def napi_set(self, napi_id, **values):
-        script = ("import sys; sys.path.insert(0, %r); import rawnapi; "
-                  "rawnapi.RawGenl().set(%d, **%r)" % (RAWNAPI, napi_id, values))
-        rc, out = self.g.run(["python3", "-c", script])
+        script = ("from support import rawnapi; "
+                  "rawnapi.RawGenl().set(%d, **%r)" % (napi_id, values))
+        rc, out = self.g.run([*GUEST_PYTHON, "-c", script])
         assert rc == 0, self.g.last_stderr
 
     def rx_queue_napis(self, ifname=None):
         """{rx queue index: napi id} from `ip`-independent queue-get."""
-        script = ("import json, sys; sys.path.insert(0, %r); import rawnapi; "
-                  "print(json.dumps(rawnapi.RawGenl().rx_queues(%r)))" % (RAWNAPI, ifname or self.nic))
-        rc, out = self.g.run(["python3", "-c", script])
+        script = ("import json; from support import rawnapi; "
+                  "print(json.dumps(rawnapi.RawGenl().rx_queues(%r)))" % (ifname or self.nic))
+        rc, out = self.g.run([*GUEST_PYTHON, "-c", script])
         assert rc == 0, self.g.last_stderr
         return {int(k): v for k, v in json.loads(out).items()}
 

@@ -128,7 +128,8 @@ lab7: lab7-kernel lab7-rootfs lab-plugin
 # Guests one at a time per host: under the lab lock (as make fleet-test).
 LAB_LOCK := flock /tmp/irqtune-lab.lock
 lab-bench: lab7-kernel lab7-rootfs lab-plugin lab-bench-tools
-	$(LAB_LOCK) env $(LAB_ENV) $(PYTHON) $(LAB_DIR)/bench/memcached_modes.py $(LAB_BENCH_ARGS)
+	$(LAB_LOCK) env $(LAB_ENV) PYTHONPATH=$(CURDIR)/tests:$(CURDIR)/bench \
+		$(PYTHON) $(LAB_DIR)/bench/memcached_modes.py $(LAB_BENCH_ARGS)
 
 # Two guests (server and client) on one virtual link; the lab host's side of
 # the link is the administrator's machine running irqtune-bench over ssh.

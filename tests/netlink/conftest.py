@@ -1,12 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 import os
-import sys
 
 import pytest
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "integration"))
-
-from harness import NetNs  # noqa: E402
+from support.netns import NetNs
 
 
 def pytest_collection_modifyitems(config, items):

@@ -17,7 +17,7 @@ from irqtune import crashpoint
 from irqtune.caps import detect_napi_capabilities
 from irqtune.ledger import Ledger
 from irqtune.napi import NapiConfig, NapiTuner
-from rawnapi import RawGenl
+from support.rawnapi import RawGenl
 
 ORIGINAL = {"defer-hard-irqs": 3, "gro-flush-timeout": 5000}
 

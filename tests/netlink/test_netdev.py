@@ -11,7 +11,7 @@ from irqtune.caps import detect_napi_capabilities
 from irqtune.netlink.genl import NetlinkRequestError
 from irqtune.netlink.netdev import NapiFamily, QueueFamily
 from irqtune.napi import NapiConfig, NapiTuner
-from rawnapi import RawGenl
+from support.rawnapi import RawGenl
 
 
 def test_dump_lists_one_napi_per_rx_queue(netns):

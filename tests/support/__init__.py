@@ -1,2 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""What the test suites share (on pytest's path as `support`)."""
+"""What the test suites share (on pytest's path as `support`).
+
+  commands     run(): a command with its output captured as text
+  waiting      wait_for(): polling for a condition with a deadline
+  netns        network namespaces with veth NAPIs (NetNs, entered())
+  rawnapi      the NAPI reader the tests judge the library by
+  tuned_daemon TuneD's daemon started in a namespace (TunedDaemon)
+  hostguard    the host's TuneD state kept out of the way and put back
+
+Suites import from here, never from each other's directories.
+"""

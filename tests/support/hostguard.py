@@ -297,5 +297,8 @@ def _sigterm(signum, frame):
 
 
 def terminate_as_interrupt():
-    """pytest tears fixtures down after KeyboardInterrupt, not after SIGTERM."""
+    """pytest tears fixtures down after KeyboardInterrupt, not after SIGTERM;
+    SIGINT raises it also in a run started in the background, where the
+    shell left SIGINT ignored."""
     signal.signal(signal.SIGTERM, _sigterm)
+    signal.signal(signal.SIGINT, signal.default_int_handler)

@@ -66,11 +66,13 @@ def test_compare_refuses_a_run_of_one_topology(tmp_path):
 
 
 def test_lab_script_takes_the_same_run_options():
-    res = subprocess.run([sys.executable, str(REPO / "tests/lab/bench/memcached_modes.py"), "--repeats", "0"],
-                         capture_output=True, text=True, timeout=60)
+    env = {"PYTHONPATH": "%s:%s" % (REPO / "tests", REPO / "bench"), "PATH": "/usr/bin:/bin"}
+    script = str(REPO / "tests/lab/bench/memcached_modes.py")
+    res = subprocess.run([sys.executable, script, "--repeats", "0"], capture_output=True, text=True,
+                         timeout=60, env=env)
     assert res.returncode == 2 and res.stderr == "lab-bench: --repeats 0: accepted 1 to 100\n", res.stderr
-    res = subprocess.run([sys.executable, str(REPO / "tests/lab/bench/memcached_modes.py"), "--vcpus", "2"],
-                         capture_output=True, text=True, timeout=60)
+    res = subprocess.run([sys.executable, script, "--vcpus", "2"], capture_output=True, text=True,
+                         timeout=60, env=env)
     assert res.returncode == 2 and "--memcached-cpu 2: accepted a vCPU of the guest, 0 to 1" in res.stderr
 
 

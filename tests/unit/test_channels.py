@@ -18,16 +18,8 @@ from irqtune.errors import OptionError, UnsupportedError
 from irqtune.netlink.genl import NetlinkRequestError
 from irqtune.ledger import Ledger
 from irqtune.kfs import KernelFs
+from support.fakes.interrupts import INTERRUPTS, QUEUE_IRQS
 
-INTERRUPTS = """\
-           CPU0       CPU1       CPU2       CPU3
- 24:          0          0          0          0  PCI-MSIX-0000:00:03.0   0-edge      virtio1-config
- 25:          0          0          0          0  PCI-MSIX-0000:00:03.0   1-edge      virtio1-input.0
- 26:          0          0          0          0  PCI-MSIX-0000:00:03.0   2-edge      virtio1-output.0
- 27:          0          0          0          0  PCI-MSIX-0000:00:03.0   3-edge      virtio1-input.1
- 28:          0          0          0          0  PCI-MSIX-0000:00:03.0   4-edge      virtio1-output.1
-"""
-QUEUE_IRQS = (25, 26, 27, 28)
 ORIGINAL_AFFINITY = {24: "0-3", 25: "0", 26: "1", 27: "2", 28: "3"}
 
 

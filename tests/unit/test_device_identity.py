@@ -23,10 +23,11 @@ test can tell whose original was restored.
 import os
 
 import pytest
-from fake_netdev import FakeNetdev
+from support.fakes.netdev import FakeNetdev
 from test_channels import FakeDriver, affinity, roots, tuner as hk_tuner, write  # noqa: F401
 from test_napi_config import FULL, OLD_KERNEL
-from test_zerocopy import FakeNic, Host
+from support.fakes.ethtool import FakeNic
+from test_zerocopy import Host
 
 from irqtune.kfs import KernelFs
 from irqtune.ledger import Ledger

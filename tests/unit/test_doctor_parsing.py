@@ -283,6 +283,9 @@ def test_device_expressions(tmp_path):
     assert not activeprofile.device_matches("*", "veth0", kfs)       # not physical
     assert activeprofile.device_matches("veth0", "veth0", kfs)
     assert not activeprofile.device_matches("eth*,!eth0", "eth0", kfs)
+    # a device this sysfs does not show (another namespace's) is no physical NIC
+    assert not activeprofile.device_matches("*", "vcga", kfs)
+    assert activeprofile.device_matches("vcga", "vcga", kfs)
 
 
 # -- the metrics text ---------------------------------------------------------

@@ -1,71 +1,23 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """ntuple rules over SIOCETHTOOL: struct ethtool_rxnfc packing and the
-rule-table protocol, against a fake driver that reads and writes the
-caller's memory the way the kernel's ethtool_get_rxnfc/ethtool_set_rxnfc
-do (no test device of the project - veth, netdevsim, virtio-net - has an
-ntuple table; on them the real ioctl answers EOPNOTSUPP, which the
-integration and lab tests exercise).
+rule-table protocol, against a fake driver (support/fakes/ethtool.py,
+FakeRuleTable) that reads and writes the caller's memory the way the
+kernel's ethtool_get_rxnfc/ethtool_set_rxnfc do (no test device of the
+project - veth, netdevsim, virtio-net - has an ntuple table; on them the
+real ioctl answers EOPNOTSUPP, which the integration and lab tests
+exercise).
 
 Offsets asserted below were printed with offsetof() by a C program
 compiled against this host's include/linux/ethtool.h.
 """
 
-import ctypes
 import errno
 import struct
 
 import pytest
 
 from irqtune.netlink import ethtool_ntuple as nt
-
-
-class FakeRuleTable:
-    """A driver with a rule table of `size` slots."""
-
-    def __init__(self, size=16, special=False):
-        self.size = size
-        self.special = special          # driver picks locations (RX_CLS_LOC_SPECIAL)
-        self.rules = {}                 # location -> raw 168-byte flow spec
-
-    def ioctl(self, fd, request, ifreq):
-        assert request == nt.SIOCETHTOOL
-        assert bytes(ifreq[:16]).rstrip(b"\0") == b"eth9"
-        addr, = struct.unpack_from("P", ifreq, 16)
-        cmd, = struct.unpack("=I", ctypes.string_at(addr, 4))
-        view = (ctypes.c_char * nt.RXNFC_SIZE).from_address(addr)
-        fs = nt.FS_OFFSET
-        if cmd == nt.GRXCLSRLCNT:
-            data = self.size | (nt.RX_CLS_LOC_SPECIAL if self.special else 0)
-            struct.pack_into("=Q", view, 8, data)
-            struct.pack_into("=I", view, nt.RULE_CNT_OFFSET, len(self.rules))
-        elif cmd == nt.GRXCLSRLALL:
-            count, = struct.unpack_from("=I", view, nt.RULE_CNT_OFFSET)
-            assert count >= len(self.rules)
-            locs = sorted(self.rules)
-            out = (ctypes.c_char * (nt.RULE_LOCS_OFFSET + 4 * count)).from_address(addr)
-            struct.pack_into("=I", out, nt.RULE_CNT_OFFSET, len(locs))
-            struct.pack_into("=%dI" % len(locs), out, nt.RULE_LOCS_OFFSET, *locs)
-        elif cmd == nt.GRXCLSRULE:
-            loc, = struct.unpack_from("=I", view, fs + nt.FS_LOCATION)
-            if loc not in self.rules:
-                raise OSError(errno.ENOENT, "No such file or directory")
-            view[fs:fs + 168] = self.rules[loc]
-        elif cmd == nt.SRXCLSRLINS:
-            loc, = struct.unpack_from("=I", view, fs + nt.FS_LOCATION)
-            if loc == nt.RX_CLS_LOC_ANY:
-                if not self.special:
-                    raise OSError(errno.EINVAL, "Invalid argument")
-                loc = max(set(range(self.size)) - set(self.rules))
-                struct.pack_into("=I", view, fs + nt.FS_LOCATION, loc)
-            if loc >= self.size:
-                raise OSError(errno.EINVAL, "Invalid argument")
-            self.rules[loc] = bytes(view[fs:fs + 168])
-        elif cmd == nt.SRXCLSRLDEL:
-            loc, = struct.unpack_from("=I", view, fs + nt.FS_LOCATION)
-            if self.rules.pop(loc, None) is None:
-                raise OSError(errno.ENOENT, "No such file or directory")
-        else:
-            raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+from support.fakes.ethtool import FakeRuleTable
 
 
 def test_layout_matches_the_kernel_header():

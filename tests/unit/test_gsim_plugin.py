@@ -14,7 +14,8 @@ from tuned_loader import Cfg, create_instance, load_plugin_module
 
 from irqtune import gsim
 
-from test_gsim import ETH0_QUEUES, FakeKernel, ORIGINAL_KNOBS, set_originals
+from support.fakes.gsim import FakeKernel
+from test_gsim import ETH0_QUEUES, ORIGINAL_KNOBS, set_originals
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SEED = {"delay_us": "100", "target_intr_rate": "1000000", "hardirq_percent": "70",

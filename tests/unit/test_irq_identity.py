@@ -22,7 +22,8 @@ on a host with ten ports, or after a udev rename.
 import os
 
 import pytest
-from test_gsim import NICS, SEED, fake_kernel, tuner  # noqa: F401
+from support.fakes.gsim import NICS
+from test_gsim import SEED, fake_kernel, tuner  # noqa: F401
 
 from irqtune import channels as ch
 from irqtune import gsim, irqs

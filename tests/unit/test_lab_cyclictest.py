@@ -11,13 +11,11 @@ strings, and "cpu" is an int.
 import copy
 import json
 import math
-import sys
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parents[0] / "lab"), str(HERE.parents[0] / "lab" / "gen7rt")]
+from lab.gen7rt import rtlab
 
-import rtlab  # noqa: E402
+HERE = Path(__file__).resolve().parent
 
 FIXTURE = json.loads((HERE / "lab_fixtures" / "cyclictest-2.40-host.json").read_text())
 

@@ -7,13 +7,7 @@ Fixtures: what test_rt_provisioning printed in the 7.2-lab-rt guest on
 channels), irq_placement() and rps_xps() under each profile.
 """
 
-import sys
-from pathlib import Path
-
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parents[0] / "lab"), str(HERE.parents[0] / "lab" / "gen7rt")]
-
-import rtlab  # noqa: E402
+from lab.gen7rt import rtlab
 
 # realtime-virtual-host-irqtune: queue IRQs (irq, smp, effective, thread)
 FLAVOUR = {"input.0": (32, "0-1", "0", "0"), "output.0": (33, "0-1", "0", "0"),

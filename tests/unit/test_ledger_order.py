@@ -166,7 +166,8 @@ def test_channel_counts_and_affinities_are_on_disk_before_the_channel_change(roo
 
 def test_gsim_originals_are_on_disk_at_each_write(tmp_path, monkeypatch):
     from irqtune import gsim
-    from test_gsim import SEED, FakeKernel, tuner
+    from support.fakes.gsim import FakeKernel
+    from test_gsim import SEED, tuner
     kernel = FakeKernel(tmp_path / "k", gsim.SHAPE_LATEST)
 
     def write(path, text):
@@ -211,7 +212,8 @@ def test_optin_records_are_on_disk_before_the_first_dropin(tmp_path, monkeypatch
 # -- zero-copy rx ------------------------------------------------------------------
 
 def zerocopy_apply(tmp_path, monkeypatch):
-    from test_zerocopy import FakeNic, Host
+    from support.fakes.ethtool import FakeNic
+    from test_zerocopy import Host
 
     class Nic(FakeNic):
         def set_channels(self, ifindex, combined):

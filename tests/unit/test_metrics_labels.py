@@ -19,7 +19,7 @@ import re
 import socket
 
 import pytest
-from fake_netdev import FakeNetdev
+from support.fakes.netdev import FakeNetdev
 
 from irqtune import activeprofile, metrics
 from irqtune.kfs import KernelFs

@@ -4,13 +4,13 @@ named rx queues are linked to (queue-get's napi-id) are set, verified and
 restored; the device's other NAPIs are nobody's business of this unit.
 
 The integration tests cannot show this: veth links no rx queue to a NAPI.
-The fake netdev family (fake_netdev.py) answers as the build host's
+The fake netdev family (support/fakes/netdev.py) answers as the build host's
 virtio-net does on 6.18 - one NAPI per rx queue, queue i linked to the
 i-th NAPI - here with four queue pairs.
 """
 
 import pytest
-from fake_netdev import FakeNetdev
+from support.fakes.netdev import FakeNetdev
 from test_napi_config import FULL
 
 from irqtune.ledger import Ledger

@@ -250,7 +250,8 @@ def prepare(name, module, workdir, patch):
     if name == "gsim":
         import test_gsim
         from irqtune import gsim
-        kernel = test_gsim.FakeKernel(os.path.join(workdir, "k"), gsim.SHAPE_LATEST)
+        from support.fakes.gsim import FakeKernel
+        kernel = FakeKernel(os.path.join(workdir, "k"), gsim.SHAPE_LATEST)
         test_gsim.set_originals(kernel)
         patch(gsim.interface, "_write_text", kernel.write)
         before = kernel.knobs()
@@ -333,9 +334,6 @@ def library_log():
 @pytest.fixture(autouse=True)
 def tuned_installed():
     pytest.importorskip("tuned.plugins.base")
-    sys.path.insert(0, HERE)
-    yield
-    sys.path.remove(HERE)
 
 
 CASES = [(p, v, e) for p in PLUGINS for v in VERSIONS for e in EVENTS
@@ -395,15 +393,16 @@ def tree_version(tree):
     return "%d.%d" % (major, minor)
 
 
+# Run with the tree first on PYTHONPATH, then the repository, this suite
+# and tests/ (the package `support`).
 RUNNER = """
 import json, os, sys, tempfile
-tree, repo, here = sys.argv[1:4]
-sys.path[:0] = [tree, repo, here]
+tree = sys.argv[1]
 import tuned.plugins.base
 assert tuned.plugins.base.__file__.startswith(tree), tuned.plugins.base.__file__
 import test_tuned_compat as t
 out = {}
-for name, version, event in json.loads(sys.argv[4]):
+for name, version, event in json.loads(sys.argv[2]):
     with tempfile.TemporaryDirectory() as work:
         out["%s|%s" % (name, event)] = t.drive(name, version, event, work,
             lambda obj, attr, value, raising=True: setattr(obj, attr, value), emulated=False)
@@ -417,7 +416,9 @@ def test_upstream_tree(tree):
     version = tree_version(tree)
     cases = [(p, version, e) for p in PLUGINS for e in EVENTS
              if vtuple(version) >= (2, 21) or e != "not_on_exit"]
-    out = subprocess.run([sys.executable, "-c", RUNNER, tree, REPO, HERE, json.dumps(cases)],
+    path = os.pathsep.join([tree, REPO, HERE, os.path.dirname(HERE)])
+    out = subprocess.run([sys.executable, "-c", RUNNER, tree, json.dumps(cases)],
+                         env=dict(os.environ, PYTHONPATH=path), cwd="/",
                          capture_output=True, text=True)
     assert out.returncode == 0, out.stderr[-4000:]
     results = json.loads(out.stdout.splitlines()[-1])

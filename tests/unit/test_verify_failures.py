@@ -18,7 +18,7 @@ import errno
 import os
 
 import pytest
-from fake_netdev import FakeNetdev
+from support.fakes.netdev import FakeNetdev
 from test_channels import FakeDriver, roots, tuner as hk_tuner, write  # noqa: F401
 from test_gsim import SEED, fake_kernel, tuner as gsim_tuner  # noqa: F401
 from test_napi_config import FULL, OLD_KERNEL

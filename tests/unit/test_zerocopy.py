@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """ZeroCopyRxTuner against a fake NIC that keeps the kernel's rules.
 
-FakeNic follows what Linux 7.2 does (net/ethtool/rings.c, features.c,
+FakeNic (support/fakes/ethtool.py) follows what Linux 7.2 does (net/ethtool/rings.c, features.c,
 rss.c, channels.c, drivers/net/netdevsim/ethtool.c): header split
 configured "auto" is reported as the driver's state (netdevsim: on), a
 rings set notifies only when the configuration changed, features outside
@@ -19,110 +19,11 @@ from irqtune.tuner import Check
 
 from irqtune.errors import OptionError
 from irqtune.netlink.ethtool_ntuple import FlowRule
-from irqtune.netlink.genl import NetlinkRequestError
 from irqtune.ledger import Ledger
 from irqtune.zerocopy import ZeroCopyConfig, ZeroCopyRxTuner
 
-from test_ethtool_ntuple import FakeRuleTable
 from irqtune.netlink.ethtool_ntuple import NtupleRules
-
-
-class FakeNic:
-    def __init__(self, combined=(8, 2), rings=True, hds=True, ntuple_hw=True, rss=True,
-                 refuse=None, split=True):
-        self.max, self.count = combined
-        self.rings_supported = rings
-        self.split_supported = split      # virtio-net: rings readable, no header split
-        self.hds_supported = hds
-        self.split_config = 0         # auto
-        self.hds = 256
-        self.hw = {"rx-gro", "rx-ntuple-filter"} if ntuple_hw else {"rx-gro"}
-        self.wanted = {"rx-gro"}
-        self.rss_size = 16 if rss else 0
-        self.indir = None             # None: the driver's default spread
-        self.refuse = refuse or {}    # method name -> (errno, extack)
-        self.calls = []
-
-    def __enter__(self):
-        return self
-
-    def __exit__(self, *exc):
-        return False
-
-    def _check(self, name):
-        self.calls.append(name)
-        if name in self.refuse:
-            raise NetlinkRequestError(name, *self.refuse[name])
-
-    def channels(self, ifindex):
-        return {"combined-max": self.max, "combined-count": self.count}
-
-    def set_channels(self, ifindex, combined):
-        self._check("set_channels")
-        if combined > self.max:
-            raise NetlinkRequestError("channels", errno.EINVAL, "requested channel count exceeds maximum")
-        if self.indir is not None and max(self.indir) >= combined:
-            raise NetlinkRequestError("channels", errno.EINVAL,
-                                      "requested channel counts are too low for existing "
-                                      "indirection table settings")
-        self.count = combined
-
-    def rings(self, ifindex):
-        if not self.rings_supported:
-            raise NetlinkRequestError("rings", errno.EOPNOTSUPP, None)
-        out = {"rx": 512}
-        if self.split_supported:
-            out["tcp-data-split"] = self.split_config or 2   # netdevsim: auto shows on
-        if self.hds_supported:
-            out.update({"hds-thresh": self.hds, "hds-thresh-max": 4096})
-        return out
-
-    def set_rings(self, ifindex, **values):
-        self._check("set_rings")
-        if not self.rings_supported:
-            raise NetlinkRequestError("rings", errno.EOPNOTSUPP, "setting TCP data split is not supported")
-        changed = False
-        if "tcp-data-split" in values and not self.split_supported:
-            raise NetlinkRequestError("rings", errno.EOPNOTSUPP, "setting TCP data split is not supported")
-        if "tcp-data-split" in values:
-            changed |= values["tcp-data-split"] != self.split_config
-            self.split_config = values["tcp-data-split"]
-        if "hds-thresh" in values:
-            if values["hds-thresh"] > 4096:
-                raise NetlinkRequestError("rings", errno.EINVAL, "requested ring size exceeds maximum")
-            changed |= values["hds-thresh"] != self.hds
-            self.hds = values["hds-thresh"]
-        return changed
-
-    def features(self, ifindex):
-        return {"hw": set(self.hw), "wanted": set(self.wanted),
-                "active": self.wanted & (self.hw | {"highdma"})}
-
-    def set_features(self, ifindex, changes):
-        self._check("set_features")
-        for name, on in changes.items():
-            if name in self.hw:
-                (self.wanted.add if on else self.wanted.discard)(name)
-
-    def rss(self, ifindex):
-        self._check("rss")
-        if not self.rss_size:
-            raise NetlinkRequestError("rss", errno.EOPNOTSUPP, None)
-        if self.indir is None:
-            return {"indir": [i % self.count for i in range(self.rss_size)], "hfunc": 1}
-        return {"indir": list(self.indir), "hfunc": 1}
-
-    def set_rss_indir(self, ifindex, table):
-        self._check("set_rss_indir")
-        if not self.rss_size:
-            raise NetlinkRequestError("rss", errno.EOPNOTSUPP, None)
-        if any(q >= self.count for q in table):
-            raise NetlinkRequestError("rss", errno.EINVAL, "entry 0: queue out of range")
-        self.indir = list(table) if table else None
-
-    def snapshot(self):
-        return (self.count, self.split_config, self.hds, sorted(self.wanted),
-                None if self.indir is None else tuple(self.indir))
+from support.fakes.ethtool import FakeNic, FakeRuleTable
 
 
 class Host:

@@ -6,8 +6,8 @@ Each guest is Linux 7.2 on Debian unstable with systemd, sshd and TuneD
 2.27 as services (tests/lab/README.md); the role installs the project from
 source (`git archive HEAD` + `make install`) itself.  ssh reaches each
 guest through its own network namespace (netns_relay.py as ProxyCommand).
-Kernel state is read with the integration tests' raw netlink reader
-(tests/integration/rawnapi.py, through host7.Host7), never with irqtune.
+Kernel state is read with the test suites' raw netlink reader
+(tests/support/rawnapi.py, through host7.Host7), never with irqtune.
 
 The tests are steps of one rollout and run in file order: apply, no-op,
 check mode, a bad value, the canary stop, a NIC the canary lacks, kernel
@@ -25,12 +25,10 @@ from pathlib import Path
 
 import pytest
 
+from lab import labvm
+from lab.host7 import BOOT_ARGS, KERNEL, Host7
+
 REPO = Path(__file__).resolve().parents[3]
-sys.path.insert(0, str(REPO / "tests" / "lab"))
-
-import labvm  # noqa: E402
-from host7 import BOOT_ARGS, KERNEL, Host7  # noqa: E402
-
 PLAYBOOK = REPO / "ansible" / "irqtune-rollout.yml"
 RELAY = Path(__file__).resolve().parent / "netns_relay.py"
 VARIABLES = "/etc/tuned/latency-suspend-variables.conf"
@@ -69,12 +67,17 @@ class Run:
     def __init__(self, proc):
         self.rc = proc.returncode
         self.output = proc.stdout
+        # ansible-core prints "[WARNING]: ..." lines, a module's warnings
+        # among them, on stderr (Display._warning: stderr=True); task
+        # results and fatal errors go to stdout.
+        self.warnings = proc.stderr
         self.recap = {m.group(1): {"ok": int(m.group(2)), "changed": int(m.group(3)),
                                    "unreachable": int(m.group(4)), "failed": int(m.group(5))}
                       for m in RECAP.finditer(proc.stdout)}
 
     def __repr__(self):     # what a failed assertion shows
-        return "rc %d\n%s" % (self.rc, self.output[-6000:])
+        return "rc %d\n%s\n--- stderr ---\n%s" % (self.rc, self.output[-6000:],
+                                                   self.warnings[-3000:])
 
 
 class Fleet:
@@ -296,7 +299,7 @@ def test_kernel_arguments_for_the_next_boot_pass_the_host_with_a_warning(fleet):
     assert run.rc == 0, run
     assert run.recap["fleet-b"]["failed"] == 0 and run.recap["fleet-b"]["changed"] > 0, run
     assert run.recap["fleet-a"]["changed"] == 0, run
-    said = " ".join(run.output.split())     # warnings may be wrapped
+    said = " ".join(run.warnings.split())   # warnings may be wrapped
     assert "[WARNING]" in said, run
     assert ("'latency-suspend %s' is active; everything else verified. Kernel "
             "command-line arguments that take effect at the next boot (TuneD installed them "

@@ -21,6 +21,9 @@ QEMU names its vCPU threads ("CPU 2/TCG", -name ...,debug-threads=on);
 the bench places them with sched_setaffinity before every run and
 records, per run, how long the serving vCPU's thread was runnable but
 waited for a host core, and what else ran on its core.
+
+Run by make lab-bench, or as root with the repository's tests/ and bench/
+on PYTHONPATH: PYTHONPATH=tests:bench python3 tests/lab/bench/memcached_modes.py
 """
 
 import base64
@@ -31,13 +34,10 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
-sys.path[:0] = [str(HERE.parent), str(HERE.parents[2] / "bench")]
-
-import labvm  # noqa: E402
-from host7 import COUNTED_BOOT_ARGS, COUNTED_CPU, GUEST_IP, KERNEL, Host7  # noqa: E402
-from irqtune_bench import cli, placement  # noqa: E402
-from irqtune_bench.runner import BenchError  # noqa: E402
+from irqtune_bench import cli, placement
+from irqtune_bench.runner import BenchError
+from lab import labvm
+from lab.host7 import COUNTED_BOOT_ARGS, COUNTED_CPU, GUEST_IP, KERNEL, Host7
 
 TOOLS = labvm.LAB_CACHE / "bench"
 GUEST_SHIM = "/usr/local/lib/irqtune-bench/epoll_slice.so"

@@ -29,13 +29,10 @@ from pathlib import Path
 
 import pytest
 
-HERE = Path(__file__).resolve().parent
-sys.path.insert(0, str(HERE.parent))
+from lab import labvm
+from lab.host7 import BOOT_ARGS, KERNEL, Host7
 
-import labvm  # noqa: E402
-from host7 import BOOT_ARGS, KERNEL, Host7  # noqa: E402
-
-REPO = HERE.parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SERVER_IP, CLIENT_IP = "10.77.0.2", "10.77.0.3"
 SERVER_MAC, CLIENT_MAC = "52:54:00:49:52:51", "52:54:00:49:52:52"
 MODES = ("base", "defer10", "defer20", "defer50", "defer200", "napibusy", "fullbusy",

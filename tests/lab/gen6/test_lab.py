@@ -2,7 +2,7 @@
 """Self-tests of the kernel lab itself: agent protocol, timeouts, the
 repository share, the guest userspace other lab tests rely on."""
 
-import labvm
+from lab import labvm
 
 
 def test_run_returns_rc_and_stdout(guest):

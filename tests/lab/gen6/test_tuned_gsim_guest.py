@@ -28,8 +28,9 @@ import time
 
 import pytest
 
-import labvm
-from test_gsim import pacer_argv, rx_irqs, write_errno
+from lab import labvm
+from lab.gsimlab import pacer_argv, rx_irqs, write_errno
+from support.waiting import wait_for
 
 DIR = "/proc/irq/sw_moderation"
 KNOBS = ("delay_us", "target_intr_rate", "hardirq_percent", "update_ms")
@@ -96,8 +97,9 @@ class TunedGuest:
     def profile(self, *names):
         mark = len(self.log())
         self.run("tuned-adm", "profile", *names, timeout=300)
-        self.wait(lambda: re.search(r"static tuning from profile '[^']*' applied",
-                                    self.log()[mark:]), "profile %s applied" % " ".join(names))
+        wait_for(lambda: re.search(r"static tuning from profile '[^']*' applied",
+                                   self.log()[mark:]),
+                 timeout=60, interval=0.5, what="profile %s applied" % " ".join(names))
         return mark
 
     def off(self):
@@ -107,17 +109,6 @@ class TunedGuest:
         mark = len(self.log())
         rc, out = self.run("tuned-adm", "verify", timeout=300, check=False)
         return rc, self.log()[mark:]
-
-    @staticmethod
-    def wait(predicate, what, timeout=60):
-        deadline = time.monotonic() + timeout
-        while True:
-            result = predicate()
-            if result:
-                return result
-            if time.monotonic() > deadline:
-                raise AssertionError("timed out after %ds waiting for %s" % (timeout, what))
-            time.sleep(0.5)
 
 
 @pytest.fixture
@@ -220,7 +211,8 @@ def test_overlay_sets_targets_and_nic_switches_and_off_restores(tuned_guest):
         assert "verify: passed: device irq%d (" % irq in log
     assert rc == 0, log
     t.off()
-    t.wait(lambda: state(g) == before, "originals after tuned-adm off", timeout=30)
+    wait_for(lambda: state(g) == before, timeout=30, interval=0.5,
+             what="originals after tuned-adm off")
     rc, out = g.run(["ls", "/run/irqtune"])
     assert "gsim" not in out
 
@@ -234,10 +226,12 @@ def test_kill9_restart_then_off_restores_originals(tuned_guest):
     t.kill9()
     mark = len(t.log())
     t.start()
-    t.wait(lambda: "static tuning from profile" in t.log()[mark:], "profile re-applied")
+    wait_for(lambda: "static tuning from profile" in t.log()[mark:], timeout=60, interval=0.5,
+             what="profile re-applied")
     expect_applied(g, before)
     t.off()
-    t.wait(lambda: state(g) == before, "originals after restart + off", timeout=30)
+    wait_for(lambda: state(g) == before, timeout=30, interval=0.5,
+             what="originals after restart + off")
 
 
 def measure(t, pps=20000, seconds=5):
@@ -274,7 +268,8 @@ def test_flood_rate_stays_near_the_target(tuned_guest):
     moderated = measure(t)
     stats = g.read_file("/tmp/gsim-stats")
     t.off()
-    t.wait(lambda: state(g)[0]["delay_us"] == 0, "moderation off")
+    wait_for(lambda: state(g)[0]["delay_us"] == 0, timeout=60, interval=0.5,
+             what="moderation off")
     after = measure(t)
     print("\nGSIM through TuneD (throughput-performance gsim), paced one-flow UDP flood:")
     print("  unmoderated            %7.0f irq/s" % base)
@@ -303,7 +298,8 @@ def test_name_pattern_and_all_selectors(tuned_guest):
     assert knobs == dict(before[0], **SEED)
     assert switches == {**before[1], **{i: 1 for i in blk}}, switches
     t.off()
-    t.wait(lambda: state(g) == before, "originals after off (name:)", timeout=30)
+    wait_for(lambda: state(g) == before, timeout=30, interval=0.5,
+             what="originals after off (name:)")
     g.write_file(VARIABLES, "gsim_irqs=all\n")
     t.profile(*PROFILE)
     lines = g.read_file("/proc/interrupts").splitlines()[1:]
@@ -313,7 +309,8 @@ def test_name_pattern_and_all_selectors(tuned_guest):
     switches = state(g)[1]
     assert switches == {**before[1], **{i: 1 for i in msix}}, switches
     t.off()
-    t.wait(lambda: state(g) == before, "originals after off (all)", timeout=30)
+    wait_for(lambda: state(g) == before, timeout=30, interval=0.5,
+             what="originals after off (all)")
 
 
 def test_reprobed_nic_vectors_are_moderated_again(tuned_guest, lab):
@@ -332,9 +329,10 @@ def test_reprobed_nic_vectors_are_moderated_again(tuned_guest, lab):
         assert write_errno(g, "/sys/bus/virtio/drivers/virtio_net/bind", dev) == "OK"
         g.nic = g.nic_by_mac()
         assert g.nic, "NIC gone after rebind"
-        queues = t.wait(lambda: nic_queue_irqs(g), "NIC vectors after rebind", timeout=30)
-        t.wait(lambda: all(state(g)[1][i] for i in queues),
-               "rebound NIC's vectors allowed again by the rescan", timeout=30)
+        queues = wait_for(lambda: nic_queue_irqs(g), timeout=30, interval=0.5,
+                          what="NIC vectors after rebind")
+        wait_for(lambda: all(state(g)[1][i] for i in queues), timeout=30, interval=0.5,
+                 what="rebound NIC's vectors allowed again by the rescan")
         rescans = re.findall(r"allowed moderation on (\d+) new or reset IRQs", t.log()[mark:])
         print("\nafter rebind the rescan allowed %s IRQs (%d NIC vectors)" % (rescans, len(queues)))
         assert rescans and sum(map(int, rescans)) >= len(queues), rescans

@@ -16,8 +16,9 @@ defaults, and the unpatched base kernel fails the same checks.
 
 import re
 
-import labvm
 import pytest
+
+from lab import labvm
 
 HOUSEKEEPING = {0, 1}
 ISOLATED = {2, 3}

@@ -5,7 +5,7 @@ installed and tuned.service restarted."""
 
 import pytest
 
-from host7 import BOOT_ARGS, KERNEL, Host7
+from lab.host7 import BOOT_ARGS, KERNEL, Host7
 
 
 @pytest.fixture

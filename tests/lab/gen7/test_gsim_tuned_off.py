@@ -16,17 +16,13 @@ IRQTUNE_LAB7_KERNEL (e.g. "7.2-gsim+gsim-lab").
 """
 
 import json
-import os
 import subprocess
-import sys
 import time
 
 import pytest
 
-# The GSIM helpers live with the generation-6 tests (which run on 7.2 too).
-sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "gen6"))
-from test_gsim import (DIR, assert_detectors_live, holds_delta, irq_holds,  # noqa: E402
-                       kernel_problems, lockup_reports, pacer_argv, rx_irqs, udp_noports)
+from lab.gsimlab import (DIR, assert_detectors_live, holds_delta, irq_holds, kernel_problems,
+                         lockup_reports, pacer_argv, rx_irqs, udp_noports)
 
 # A fixed 500us delay: every flood interrupt of an allowed vector is held,
 # whatever rate this host's flood reaches.

@@ -18,8 +18,8 @@ import time
 
 import pytest
 
-import labvm
-from host7 import COUNTED_BOOT_ARGS, COUNTED_CPU, KERNEL
+from lab import labvm
+from lab.host7 import COUNTED_BOOT_ARGS, COUNTED_CPU, KERNEL
 
 N = 20000
 VCPU = 3

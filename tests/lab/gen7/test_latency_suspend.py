@@ -3,13 +3,13 @@
 
 The guest's NIC has 4 rx queues, each with its own NAPI (virtio_net links
 queues to NAPIs and keeps their config across down/up since 6.15).  Every
-value is read back with the raw netlink reader (tests/integration/rawnapi.py),
+value is read back with the raw netlink reader (tests/support/rawnapi.py),
 never with the library under test.
 """
 
 import pytest
 
-from host7 import NON_DEFAULT_ORIGINALS, SUSPEND_VALUES, napi_values
+from lab.host7 import NON_DEFAULT_ORIGINALS, SUSPEND_VALUES, napi_values
 
 VARS = "latency-suspend"     # its variables file
 TUNED, ORIGINAL = SUSPEND_VALUES, NON_DEFAULT_ORIGINALS

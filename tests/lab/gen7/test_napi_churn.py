@@ -9,22 +9,14 @@ tuned again - and `off` must give them the originals of the NAPIs they
 replaced, not a value the profile set.
 """
 
-import time
-
 import pytest
 
-from host7 import NON_DEFAULT_ORIGINALS, SUSPEND_VALUES, napi_values
+from lab.host7 import NON_DEFAULT_ORIGINALS, SUSPEND_VALUES, napi_values
+from support.waiting import wait_for
 
 VARS = "latency-suspend"     # its variables file
 TUNED, ORIGINAL = SUSPEND_VALUES, NON_DEFAULT_ORIGINALS
 values = napi_values
-
-
-def wait_for(predicate, what, timeout=60):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, what
-        time.sleep(1)
 
 
 @pytest.fixture
@@ -32,7 +24,7 @@ def netdevsim(host7):
     host7.off()
     host7.sh("modprobe netdevsim 2>/dev/null; echo '77 1 4' > /sys/bus/netdevsim/new_device")
     wait_for(lambda: host7.run("ls", "/sys/bus/netdevsim/devices/netdevsim77/net")[0] == 0,
-             "netdevsim77 has no netdev")
+             timeout=60, interval=1, what="a netdev of netdevsim77")
     host7.sh("udevadm settle")     # udev renames it (eth0 -> eni77np1)
     dev = host7.sh("ls /sys/bus/netdevsim/devices/netdevsim77/net").split()[0]
     host7.sh("ip link set %s up" % dev)
@@ -82,7 +74,8 @@ def test_veth_recreated_napis_are_retuned_and_get_the_originals_back(host7, veth
     h.link_cycle(dev)
     wait_for(lambda: set(h.napis(dev)) and not set(h.napis(dev)) & set(old)
              and all(values(n) == TUNED for n in h.napis(dev).values()),
-             "recreated NAPIs not re-tuned: %s" % h.napis(dev))
+             timeout=60, interval=1,
+             what="the recreated NAPIs re-tuned (after the link cycle: %s)" % h.napis(dev))
     ok, log = h.verify()
     assert ok, log
     h.off()

@@ -9,11 +9,10 @@ device and restores nothing.  veth recreates its NAPIs on the down/up a
 rename needs, so this is the churn case too.
 """
 
-import time
-
 import pytest
 
-from host7 import NON_DEFAULT_ORIGINALS, SUSPEND_VALUES, napi_values
+from lab.host7 import NON_DEFAULT_ORIGINALS, SUSPEND_VALUES, napi_values
+from support.waiting import wait_for
 
 VARS = "latency-suspend"
 
@@ -30,25 +29,19 @@ def h(host7):
     host7.sh("ip link del rn0 2>/dev/null; ip link del rn1 2>/dev/null; true")
 
 
-def wait_for(predicate, timeout=30, what=""):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        assert time.monotonic() < deadline, "timed out waiting for " + what
-        time.sleep(1)
-
-
 def test_renamed_nic_is_verified_and_restored_under_its_new_name(h):
     for nid in h.napis("rn0"):
         h.napi_set(nid, **NON_DEFAULT_ORIGINALS)
     h.profile(h.lab_profile(), variables={VARS: {"suspend_nics": "rn0"}})
     wait_for(lambda: all(napi_values(n) == SUSPEND_VALUES for n in h.napis("rn0").values()),
-             what="rn0 tuned")
+             timeout=30, interval=1, what="rn0 tuned")
     mark = h.log_size()
     h.sh("ip link set rn0 down && ip link set rn0 name rn1 && ip link set rn1 up")
-    wait_for(lambda: "rn0 is now called rn1" in h.log_since(mark), what="the move event handled")
+    wait_for(lambda: "rn0 is now called rn1" in h.log_since(mark), timeout=30, interval=1,
+             what="the move event handled")
     wait_for(lambda: len(h.napis("rn1")) == 2 and
              all(napi_values(n) == SUSPEND_VALUES for n in h.napis("rn1").values()),
-             what="rn1's recreated NAPIs tuned")
+             timeout=30, interval=1, what="rn1's recreated NAPIs tuned")
     ok, log = h.verify()
     assert ok, log
     h.off()

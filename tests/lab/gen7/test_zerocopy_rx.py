@@ -26,6 +26,9 @@ import time
 
 import pytest
 
+from lab.host7 import GUEST_PYTHON
+from support.waiting import wait_for
+
 BASE = "latency-suspend"
 OVERLAY = "zerocopy-rx-host"
 VARIABLES = "/etc/tuned/zerocopy-rx-host-variables.conf"
@@ -33,14 +36,6 @@ NSIM_ID = 78
 BIND = "/irqtune/tests/lab/gen7/devmem_bind.py"
 NETDEVSIM_REFUSED = ("rx-ntuple-filter", "rss", "flow rules")
 VIRTIO_REFUSED = ("tcp-data-split", "hds-thresh", "rx-ntuple-filter", "rss", "flow rules")
-
-
-def wait_for(predicate, what, timeout=30):
-    deadline = time.monotonic() + timeout
-    while not predicate():
-        if time.monotonic() > deadline:
-            raise AssertionError(what)
-        time.sleep(0.5)
 
 
 def combined(h, dev):
@@ -107,7 +102,8 @@ def nsim(host7):
     h.off()
     h.sh("echo '%d 1 4' > /sys/bus/netdevsim/new_device" % NSIM_ID)
     path = "/sys/bus/netdevsim/devices/netdevsim%d/net" % NSIM_ID
-    wait_for(lambda: h.run("ls", path)[0] == 0, "netdevsim%d has no netdev" % NSIM_ID)
+    wait_for(lambda: h.run("ls", path)[0] == 0, timeout=30, interval=0.5,
+             what="a netdev of netdevsim%d" % NSIM_ID)
     h.sh("udevadm settle")            # udev renames eth0 to its predictable name
     dev = h.sh("ls %s" % path).split()[0]
     # originals that differ from what the profile sets: 2 of 4 channels,
@@ -184,7 +180,8 @@ def test_restored_after_daemon_kill9(host7, nsim):
          "systemctl start tuned && systemctl is-active tuned")
     # the restarted daemon applies the active profile over tuned values;
     # the originals come from /run/irqtune
-    wait_for(lambda: h.tuned_adm("active")[0] == 0, "tuned answers again", 120)
+    wait_for(lambda: h.tuned_adm("active")[0] == 0, timeout=120, interval=0.5,
+             what="tuned to answer again")
     h.off()
     assert state(h, dev) == original
     assert not split_configured_on(h, dev)
@@ -210,7 +207,7 @@ def test_virtio_net_channels_applied_and_the_rest_refused_once(host7):
 
 
 def bind(h, dev, queue):
-    rc, out = h.run("python3", BIND, dev, str(queue))
+    rc, out = h.run(*GUEST_PYTHON, BIND, dev, str(queue))
     assert rc == 0, out
     return json.loads(out.splitlines()[0])
 
@@ -252,7 +249,7 @@ def indirection(h, dev):
 def rss_host(lab):
     """A guest whose virtio-net NIC has QEMU's RSS (rss=on: VIRTIO_NET_F_RSS,
     a 128-entry indirection table the guest driver can set)."""
-    from host7 import BOOT_ARGS, KERNEL, Host7
+    from lab.host7 import BOOT_ARGS, KERNEL, Host7
     g = lab.get(kernel=KERNEL, cmdline=BOOT_ARGS, nic_options="rss=on")
     h = Host7(g)
     if not getattr(g, "irqtune_installed", False):

@@ -37,9 +37,9 @@ import shutil
 
 import pytest
 
-import labvm
-from rtlab import (FLAVOUR, HOUSEKEEPING, ISOLATED, KERNEL, STOCK, RtHost, delta,
-                   placement_faults, verify_on_preempt_rt)
+from lab import labvm
+from lab.gen7rt.rtlab import (FLAVOUR, HOUSEKEEPING, ISOLATED, KERNEL, STOCK, RtHost, delta,
+                              placement_faults, verify_on_preempt_rt)
 
 WINDOW = 20            # seconds of load, cyclictest runs 4 s longer
 MEMCACHED_RATE = 3000  # requests/s from the host

@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Records the kernel's raw ethtool netlink replies for the unit tests.
 
-    python3 record.py DEVICE OUTDIR "SOURCE" [--sets]
+    PYTHONPATH=. python3 tests/unit/ethtool_replies/record.py DEVICE OUTDIR "SOURCE" [--sets]
+
+(from the repository, whose library it uses).
 
 Writes one JSON file per request: the request, the receive buffers exactly
 as the kernel sent them (hex), the kernel release and SOURCE (which machine
@@ -15,10 +17,8 @@ import os
 import socket
 import sys
 
-sys.path.insert(0, os.path.join(os.path.dirname(__file__), "..", "..", ".."))
-
-from irqtune.netlink.ethtool_rx import RxConfigFamily  # noqa: E402
-from irqtune.netlink.genl import NetlinkRequestError  # noqa: E402
+from irqtune.netlink.ethtool_rx import RxConfigFamily
+from irqtune.netlink.genl import NetlinkRequestError
 
 
 def main(device, outdir, source, sets=False):

@@ -2,8 +2,11 @@
 """A NAPI reader/writer independent of the library under test.
 
 Plain AF_NETLINK sockets and struct, no pyroute2 and no irqtune code, so
-that integration tests check what the kernel holds, not what the library
-believes.  Attribute numbers from the kernel's netdev.yaml.
+that the tests (integration, netlink, crash harness, labs) check what the
+kernel holds, not what the library believes.  It imports nothing but the
+standard library - not even the rest of `support` - so that it stays
+independent and lab guests can run it from the repository share.
+Attribute numbers from the kernel's netdev.yaml.
 """
 
 import os

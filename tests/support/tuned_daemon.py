@@ -1,102 +1,21 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Test rig: network namespaces with veth NAPIs, and the real TuneD daemon.
+"""Debian's TuneD daemon, started in a network namespace for a test.
 
-Everything the rig starts runs inside one network namespace (TuneD, udevd
-for hotplug events), so the host's own NICs are never seen, let alone
-tuned.  TuneD's own state files in /etc/tuned are saved and put back.
+Everything it starts runs inside that namespace (TuneD, udevd for hotplug
+events), so the host's own NICs are never seen, let alone tuned.  TuneD's
+own state files in /etc/tuned are saved and put back.
 """
 
 import contextlib
-import ctypes
-import json
-import re
 import os
+import re
 import shutil
 import signal
 import socket
 import subprocess
 
-from rawnapi import RawGenl
-from support.waiting import wait_for  # noqa: F401 (the suites import it from here)
-
-CLONE_NEWNET = 0x40000000
-_libc = ctypes.CDLL(None, use_errno=True)
-
-
-def run(*argv, check=True, **kwargs):
-    return subprocess.run(argv, check=check, capture_output=True, text=True, **kwargs)
-
-
-class NetNs:
-    def __init__(self, name):
-        self.name = name
-        run("ip", "netns", "del", name, check=False)
-        run("ip", "netns", "add", name)
-        self.exec("ip", "link", "set", "lo", "up")
-
-    def exec(self, *argv, check=True):
-        return run("ip", "netns", "exec", self.name, *argv, check=check)
-
-    def popen(self, *argv, **kwargs):
-        return subprocess.Popen(("ip", "netns", "exec", self.name) + argv, **kwargs)
-
-    @contextlib.contextmanager
-    def entered(self):
-        """Run the calling thread inside the namespace (sockets keep it after)."""
-        own = os.open("/proc/thread-self/ns/net", os.O_RDONLY)
-        target = os.open("/run/netns/" + self.name, os.O_RDONLY)
-        try:
-            if _libc.setns(target, CLONE_NEWNET) != 0:
-                raise OSError(ctypes.get_errno(), "setns")
-            yield
-        finally:
-            _libc.setns(own, CLONE_NEWNET)
-            os.close(own)
-            os.close(target)
-
-    def add_veth(self, name, queues=2, up=True):
-        """veth pair name/<name>p with GRO on both ends (GRO makes veth NAPIs)."""
-        self.exec("ip", "link", "add", name, "numrxqueues", str(queues),
-                  "numtxqueues", str(queues), "type", "veth", "peer", name + "p",
-                  "numrxqueues", str(queues), "numtxqueues", str(queues))
-        if up:
-            self.up(name)
-
-    def up(self, name):
-        for dev in (name, name + "p"):
-            self.exec("ip", "link", "set", dev, "up")
-            self.exec("ethtool", "-K", dev, "gro", "on")
-
-    def delete(self):
-        run("ip", "netns", "del", self.name, check=False)
-
-    # NAPI values as the kernel holds them, read without the library
-
-    def napis(self, dev):
-        with self.entered():
-            nl = RawGenl()
-            try:
-                return nl.napis(dev)
-            finally:
-                nl.close()
-
-    def set_napis(self, devs, values):
-        with self.entered():
-            nl = RawGenl()
-            try:
-                for dev in devs:
-                    for napi in nl.napis(dev):
-                        nl.set(napi["id"], **values)
-            finally:
-                nl.close()
-
-    def napis_have(self, devs, values):
-        """True when every NAPI of every device carries values (and there are NAPIs)."""
-        for dev in devs:
-            found = self.napis(dev)
-            if not found or any(n.get(k) != v for n in found for k, v in values.items()):
-                return False
-        return True
+from support.commands import run
+from support.waiting import wait_for
 
 
 DBUS_SOCKET = "/run/dbus/system_bus_socket"
@@ -251,6 +170,3 @@ class TunedDaemon:
         result = self.adm("verify", check=False)
         return result, self.log_since(mark)
 
-
-def ip_json(ns, *argv):
-    return json.loads(ns.exec("ip", "-j", *argv).stdout)

@@ -1,0 +1,9 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""How long a service takes per request and per batch, measured from its
+epoll waits, and the IRQ suspension values that fit it.
+
+Modules: perf (perf_event_open and its ring buffers, no perf tool
+needed), tracefs (tracepoint ids and layouts), epolltrace (a bounded
+window over a process's threads), busy (busy periods and their figures),
+recommend (the series' rule).
+"""

@@ -1,0 +1,103 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The IRQ suspension series' rule for choosing its values, applied to
+measured busy periods (seed 000, "Usage scenario"; docs/tuning.md,
+"Values measured from the service"):
+
+gro_flush_timeout    as small as possible, but large enough that a single
+                     request is likely not interfered with: the p99 time
+                     per event, with a margin;
+irq_suspend_timeout  large enough to cover an entire batch: the p99 batch
+                     time with a margin, and at least the largest batch
+                     (in events) at gro_flush_timeout per event - so the
+                     ratio of the two is at least the largest batch;
+defer_hard_irqs      the series' 100 (every suspend case it measured).
+"""
+
+import math
+from dataclasses import dataclass, field
+
+# Fewer busy periods than this and p99 is the largest few: too little
+# traffic to judge.
+MIN_BUSY_PERIODS = 100
+GRO_MARGIN = 1.5
+SUSPEND_MARGIN = 2.0
+# gro_flush_timeout bounds: the series' smallest measured value (below it
+# the deferral timer fires nearly per packet) and 1 ms (longer holds
+# packets back more than suspension saves).
+GRO_MIN_NS = 10000
+GRO_MAX_NS = 1000000
+# irq_suspend_timeout: above gro_flush_timeout by at least this factor
+# (the kernel needs it above, or the deferral timer fires first), and at
+# most 100 ms, the longest a stalled service should leave its queue
+# without interrupts.
+SUSPEND_MIN_FACTOR = 2
+SUSPEND_MAX_NS = 100000000
+DEFER_HARD_IRQS = 100
+
+VARIABLES_FILE = "/etc/tuned/latency-suspend-variables.conf"
+
+
+def _round_up(ns, step):
+    return int(math.ceil(ns / step) * step)
+
+
+def duration(ns):
+    """ns as the variables file writes it (irqtune.values.parse_duration_ns)."""
+    for unit, size in (("ms", 10**6), ("us", 10**3)):
+        if ns % size == 0:
+            return "%d%s" % (ns // size, unit)
+    return "%dns" % ns
+
+
+def short(ns):
+    """ns for people: 231us, 1.86ms."""
+    if ns is None:
+        return "-"
+    if ns < 10**6:
+        return "%.0fus" % (ns / 1e3) if ns >= 10**4 else "%.1fus" % (ns / 1e3)
+    return "%.3gms" % (ns / 1e6)
+
+
+@dataclass
+class Recommendation:
+    gro_flush_timeout_ns: int
+    irq_suspend_timeout_ns: int
+    defer_hard_irqs: int
+    notes: list = field(default_factory=list)
+
+    def as_dict(self):
+        return {"gro_flush_timeout_ns": self.gro_flush_timeout_ns,
+                "irq_suspend_timeout_ns": self.irq_suspend_timeout_ns,
+                "defer_hard_irqs": self.defer_hard_irqs}
+
+    def lines(self):
+        """The lines for the latency-suspend variables file."""
+        return ["gro_flush_timeout=%s" % duration(self.gro_flush_timeout_ns),
+                "irq_suspend_timeout=%s" % duration(self.irq_suspend_timeout_ns),
+                "defer_hard_irqs=%d" % self.defer_hard_irqs]
+
+
+def recommend(figures):
+    """Recommendation for busy.Figures; None when the window had fewer than
+    MIN_BUSY_PERIODS busy periods (too little traffic to judge)."""
+    if figures.busy_periods < MIN_BUSY_PERIODS:
+        return None
+    notes = []
+    gro = _round_up(GRO_MARGIN * figures.event_ns["p99"], 1000)
+    if gro < GRO_MIN_NS:
+        gro = GRO_MIN_NS
+    elif gro > GRO_MAX_NS:
+        notes.append("gro_flush_timeout held at its bound %s: a request takes up to %s (p99), "
+                     "longer than deferral should hold packets back; the timer will "
+                     "interrupt the slowest requests" % (short(GRO_MAX_NS),
+                                                         short(figures.event_ns["p99"])))
+        gro = GRO_MAX_NS
+    suspend = max(SUSPEND_MARGIN * figures.batch_ns["p99"],
+                  gro * figures.batch_events["max"], SUSPEND_MIN_FACTOR * gro)
+    suspend = _round_up(suspend, 10000)
+    if suspend > SUSPEND_MAX_NS:
+        notes.append("irq_suspend_timeout held at its bound %s: a batch takes up to %s (p99); "
+                     "the service stalls longer than suspension should keep its queue quiet"
+                     % (short(SUSPEND_MAX_NS), short(figures.batch_ns["p99"])))
+        suspend = SUSPEND_MAX_NS
+    return Recommendation(gro, suspend, DEFER_HARD_IRQS, notes)
