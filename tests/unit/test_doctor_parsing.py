@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from irqtune import activeprofile
+from irqtune import activeprofile, syscalls
 from irqtune.caps import NapiCapabilities
 from irqtune.doctor import chain, epoll
 from irqtune.doctor.links import Report, format_text
@@ -55,14 +55,6 @@ def test_preload_found_in_real_maps(tmp_path):
     (tmp_path / "42" / "maps").write_text("\n".join(lines) + "\n")
     assert epoll.preload_loaded(42, kfs) is False
     assert epoll.preload_loaded(43, kfs) is None
-
-
-def test_pidfd_getfd_number_is_named_per_architecture():
-    assert epoll.pidfd_getfd_number("x86_64") == 438
-    assert epoll.pidfd_getfd_number("aarch64") == 438
-    assert epoll.pidfd_getfd_number("alpha") == 548
-    with pytest.raises(Exception, match="unknown for architecture sparc64"):
-        epoll.pidfd_getfd_number("sparc64")
 
 
 def test_inspect_own_process_reads_params_and_targets():
@@ -343,7 +335,7 @@ def test_kernel_without_pidfd_getfd_is_named(monkeypatch):
     """A system call number the kernel does not know answers ENOSYS, as
     pidfd_getfd does on kernels before 5.6."""
     import platform
-    monkeypatch.setitem(epoll.SYS_PIDFD_GETFD, platform.machine(), 1023)
+    monkeypatch.setitem(syscalls.NUMBERS["pidfd_getfd"], platform.machine(), 1023)
     monkeypatch.setattr(epoll.os, "pidfd_open", lambda pid: os.open("/dev/null", os.O_RDONLY),
                         raising=False)
     with pytest.raises(epoll.UnsupportedError, match=r"no pidfd_getfd \(Linux >= 5.6\)"):
