@@ -4,10 +4,10 @@ module does not wrap perf_event_open and pidfd_getfd, and pidfd_open only
 from Python 3.9 on.
 
 Their numbers depend on the architecture.  Calls added since Linux 5.1
-share one number on every architecture but alpha, which adds 110
-(pidfd_open, pidfd_getfd); older ones differ everywhere (perf_event_open).
-The table names what is known rather than assuming x86_64, and is the one
-place an architecture is added.
+share one number on every architecture but alpha, which adds 110, and
+64-bit MIPS, which adds 5000 (pidfd_open, pidfd_getfd); older ones differ
+everywhere (perf_event_open).  The table names what is known rather than
+assuming x86_64, and is the one place an architecture is added.
 """
 
 import ctypes
@@ -17,13 +17,16 @@ import platform
 from .errors import UnsupportedError
 
 # Linux >= 5.1: the number of every architecture in asm-generic's table
-# (and those that follow it), and alpha's.
+# (and those that follow it), alpha's, and 64-bit MIPS's: its n64 ABI (what
+# Debian's mips64el runs) numbers from __NR_Linux = 5000
+# (arch/mips/include/uapi/asm/unistd.h).
 _SHARED = ("x86_64", "aarch64", "arm64", "armv7l", "i686", "i386", "ppc64le", "ppc64",
-           "s390x", "riscv64", "loongarch64", "mips64")
+           "s390x", "riscv64", "loongarch64")
 
 
 def _shared(number):
-    return dict({machine: number for machine in _SHARED}, alpha=number + 110)
+    return dict({machine: number for machine in _SHARED}, alpha=number + 110,
+                mips64=number + 5000)
 
 
 NUMBERS = {

@@ -15,7 +15,7 @@ from irqtune.errors import UnsupportedError
 
 @pytest.mark.parametrize("name, machine, number", [
     ("pidfd_getfd", "x86_64", 438), ("pidfd_getfd", "aarch64", 438),
-    ("pidfd_getfd", "alpha", 548),
+    ("pidfd_getfd", "alpha", 548), ("pidfd_getfd", "mips64", 5438),
     ("pidfd_open", "x86_64", 434), ("pidfd_open", "alpha", 544),
     ("perf_event_open", "x86_64", 298), ("perf_event_open", "aarch64", 241),
     ("perf_event_open", "s390x", 331), ("perf_event_open", "armv7l", 364),
