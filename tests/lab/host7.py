@@ -48,9 +48,10 @@ def napi_values(napi):
     return {k: napi.get(k, 0) for k in SUSPEND_VALUES}
 
 GUEST_IP = "10.77.0.2"
-# python3 in the guest with the repository share's tests/ on its path, for
-# what runs there from the share (support.rawnapi, devmem_bind.py).
-GUEST_PYTHON = ("env", "PYTHONPATH=/irqtune/tests", "python3")
+# python3 in the guest with the repository share's tests/ and bench/ on its
+# path, for what runs there from the share (support.rawnapi, which reads
+# with irqtune_bench.netlink; devmem_bind.py).
+GUEST_PYTHON = ("env", "PYTHONPATH=/irqtune/tests:/irqtune/bench", "python3")
 
 
 class Host7:
