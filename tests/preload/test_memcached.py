@@ -25,11 +25,8 @@ requests (0 even with busy_poll_usecs=50); with it, 1900-11600.
 /proc/net/netstat is per namespace: it is read through the server's pid.
 """
 
-import ctypes
-import fcntl
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import time
@@ -37,6 +34,7 @@ import time
 import pytest
 
 from conftest import clean_env
+from irqtune_bench import server as server_state
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLIENT = os.path.join(HERE, "memcached_client.py")
@@ -52,8 +50,6 @@ DEFER_HARD_IRQS = 100
 # (measured 1900-11600 of 20000 with the preload, 0 without, on 2 shared
 # vCPUs; without deferral on the veth the preload gives 0-2).
 MIN_BUSY_POLLED = TOTAL // 100
-EPIOCGPARAMS = (2 << 30) | (8 << 16) | (0x8A << 8) | 0x02
-SYS_PIDFD_GETFD = 438  # x86_64 and most others (asm-generic)
 
 
 def _missing():
@@ -89,32 +85,6 @@ def netstat_counter(pid, name):
             table = dict(zip(head.split()[1:], values.split()[1:]))
             return int(table[name])
     raise AssertionError("TcpExt not in /proc/%d/net/netstat" % pid)
-
-
-def epoll_params_of(pid):
-    """EPIOCGPARAMS of every epoll fd of process pid (via pidfd_getfd)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    found = []
-    pidfd = os.pidfd_open(pid)
-    try:
-        fddir = "/proc/%d/fd" % pid
-        for name in sorted(os.listdir(fddir), key=int):
-            try:
-                if os.readlink(os.path.join(fddir, name)) != "anon_inode:[eventpoll]":
-                    continue
-            except FileNotFoundError:
-                continue
-            fd = libc.syscall(SYS_PIDFD_GETFD, pidfd, int(name), 0)
-            if fd < 0:
-                raise OSError(ctypes.get_errno(), "pidfd_getfd")
-            try:
-                raw = fcntl.ioctl(fd, EPIOCGPARAMS, bytes(8))
-            finally:
-                os.close(fd)
-            found.append(struct.unpack("=IHBx", raw))
-    finally:
-        os.close(pidfd)
-    return found
 
 
 @pytest.fixture(scope="module")
@@ -178,7 +148,10 @@ def serve_and_load(bed, preload):
         after = netstat_counter(proc.pid, "BusyPollRxPackets")
         assert load.returncode == 0, load.stderr
         answers = int(load.stdout.split()[0].split("=")[1])
-        params = epoll_params_of(proc.pid)
+        # EPIOCGPARAMS of every epoll fd, through pidfd_getfd: the bench's
+        # server-state reading (no library code), as (usecs, budget, prefer)
+        params = [(p["busy_poll_usecs"], p["busy_poll_budget"], p["prefer_busy_poll"])
+                  for p in server_state.epoll_params(proc.pid)]
     finally:
         proc.terminate()
         try:
