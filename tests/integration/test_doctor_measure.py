@@ -2,8 +2,10 @@
 """`irqtune doctor`'s measurement and recommendation against a known truth.
 
 Testbed (root only): two network namespaces joined by a veth pair with one
-queue a side (every connection behind the server's one NAPI), GRO on at the server end (veth NAPIs), TSO off at the
-client end, NAPI values set with the raw netlink writer (rawnapi).
+queue a side (every connection behind the server's one NAPI), GRO on at
+the server end (veth NAPIs), TSO off at the client end
+(support.netns.veth_between), NAPI values set with the raw netlink writer
+(rawnapi).
 tests/integration/burst_server.py serves with a busy loop of COST_NS per
 request; tests/integration/burst_client.py sends bursts of K requests over
 K connections.  Both run SCHED_FIFO at one priority on one CPU, so that
@@ -24,9 +26,7 @@ import time
 
 import pytest
 
-from support.commands import run
-from support.netns import NetNs
-from support.rawnapi import RawGenl
+from support.netns import NetNs, veth_between
 from support.waiting import wait_for
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -47,21 +47,8 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
 def bed():
     srv, cli = NetNs(SRV), NetNs(CLI)
     try:
-        run("ip", "link", "add", "vbsrv", "netns", SRV, "type", "veth", "peer", "name", "vbcli",
-            "netns", CLI)
-        srv.exec("ip", "addr", "add", SERVER_ADDR + "/24", "dev", "vbsrv")
-        cli.exec("ip", "addr", "add", CLIENT_ADDR + "/24", "dev", "vbcli")
-        srv.exec("ip", "link", "set", "vbsrv", "up")
-        cli.exec("ip", "link", "set", "vbcli", "up")
-        srv.exec("ethtool", "-K", "vbsrv", "gro", "on")
-        cli.exec("ethtool", "-K", "vbcli", "tso", "off")
-        with srv.entered():
-            nl = RawGenl()
-            try:
-                for napi in nl.napis("vbsrv"):
-                    nl.set(napi["id"], **SUSPEND)
-            finally:
-                nl.close()
+        veth_between(srv, cli, ("vbsrv", "vbcli"), (SERVER_ADDR, CLIENT_ADDR))
+        srv.set_napis(["vbsrv"], SUSPEND)
         yield srv, cli
     finally:
         srv.delete()

@@ -35,6 +35,7 @@ import pytest
 
 from conftest import clean_env
 from irqtune_bench import server as server_state
+from support.netns import NetNs, veth_between
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLIENT = os.path.join(HERE, "memcached_client.py")
@@ -90,30 +91,18 @@ def netstat_counter(pid, name):
 @pytest.fixture(scope="module")
 def testbed(built, kernel_params):
     tag = "%d" % os.getpid()
-    srv, cli = "irqtpl-s" + tag, "irqtpl-c" + tag
-    created = []
+    srv, cli = NetNs("irqtpl-s" + tag), NetNs("irqtpl-c" + tag)
     try:
-        for ns in (srv, cli):
-            sh("ip", "netns", "add", ns)
-            created.append(ns)
-        sh("ip", "link", "add", "vsrv", "netns", srv, "type", "veth",
-           "peer", "name", "vcli", "netns", cli)
-        sh("ip", "-n", srv, "addr", "add", SERVER_ADDR + "/24", "dev", "vsrv")
-        sh("ip", "-n", cli, "addr", "add", CLIENT_ADDR + "/24", "dev", "vcli")
-        for ns, dev in ((srv, "vsrv"), (cli, "vcli")):
-            sh("ip", "-n", ns, "link", "set", "lo", "up")
-            sh("ip", "-n", ns, "link", "set", dev, "up")
-        sh("ethtool", "-K", "vsrv", "gro", "on", ns=srv)
-        sh("ethtool", "-K", "vcli", "tso", "off", ns=cli)
+        veth_between(srv, cli, ("vsrv", "vcli"), (SERVER_ADDR, CLIENT_ADDR))
         # ip netns exec mounts the namespace's own /sys: tee writes vsrv's files.
-        sh("tee", "/sys/class/net/vsrv/gro_flush_timeout", ns=srv,
+        sh("tee", "/sys/class/net/vsrv/gro_flush_timeout", ns=srv.name,
            input="%d\n" % GRO_FLUSH_TIMEOUT_NS)
-        sh("tee", "/sys/class/net/vsrv/napi_defer_hard_irqs", ns=srv,
+        sh("tee", "/sys/class/net/vsrv/napi_defer_hard_irqs", ns=srv.name,
            input="%d\n" % DEFER_HARD_IRQS)
-        yield {"srv": srv, "cli": cli, **built}
+        yield {"srv": srv.name, "cli": cli.name, **built}
     finally:
-        for ns in created:
-            subprocess.run(["ip", "netns", "del", ns], check=False)
+        srv.delete()
+        cli.delete()
 
 
 def serve_and_load(bed, preload):
