@@ -6,7 +6,7 @@ queue a side (every connection behind the server's one NAPI), GRO on at
 the server end (veth NAPIs), TSO off at the client end
 (support.netns.veth_between), NAPI values set with the raw netlink writer
 (rawnapi).
-tests/integration/burst_server.py serves with a busy loop of COST_NS per
+tests/integration/epoll_server.py serves with a busy loop of COST_NS per
 request; tests/integration/burst_client.py sends bursts of K requests over
 K connections.  Both run SCHED_FIFO at one priority on one CPU, so that
 neither preempts the other and nothing else on the shared host stretches
@@ -56,12 +56,12 @@ def bed():
 
 
 class Load:
-    """The burst server and its client, for `seconds`."""
+    """The server with a cost per request and the burst client, for `seconds`."""
 
     def __init__(self, bed, cost_ns, k, seconds):
         srv, cli = bed
         self.server = srv.popen("taskset", "-c", CPU, "/usr/bin/python3",
-                                os.path.join(HERE, "burst_server.py"), SERVER_ADDR, str(PORT),
+                                os.path.join(HERE, "epoll_server.py"), SERVER_ADDR, str(PORT),
                                 str(cost_ns), str(MAXEVENTS), "--fifo",
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert self.server.stdout.readline().strip() == "ready", self.server.stderr.read()
