@@ -1,0 +1,234 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""gro_flush_timeout=auto / irq_suspend_timeout=auto: the decisions of
+irqtune.measure.auto (when to measure, the band, the bounds) and the
+services it measures, with a fake clock and fake windows.
+
+The /proc/PID/stat line is one of the development host's (Linux 6.18,
+Debian 12: `cat /proc/$(pidof memcached)/stat`, utime 1234 and stime 567
+ticks)."""
+
+import logging
+
+import pytest
+
+from irqtune.errors import IrqtuneError
+from irqtune.kfs import KernelFs
+from irqtune.measure import auto, busy
+from irqtune.measure.epolltrace import Recorded
+
+STAT = ("4242 (memcached) S 1 4242 4242 0 -1 4194624 2301 0 0 0 1234 567 0 0 20 0 10 0 "
+        "1183394 433950720 2114 18446744073709551615 94523467264000 94523467402233 "
+        "140726779683136 0 0 0 0 4096 16898 0 0 0 17 1 0 0 0 0 0\n")
+
+
+# -- the services -------------------------------------------------------------
+
+def test_auto_services_names_units_and_pid_files():
+    assert auto.parse_services("memcached, nginx.service,memcached ,, /run/x.pid") == \
+        ["memcached.service", "nginx.service", "/run/x.pid"]
+    assert auto.parse_services(None) == [] and auto.parse_services(" , ") == []
+    for bad in ("memcached.socket", "run/x.pid", "/run/../x.pid", "my unit", "/run/my x.pid"):
+        with pytest.raises(IrqtuneError) as err:
+            auto.parse_services("memcached, " + bad)
+        assert str(err.value).startswith("auto_services: invalid value '")
+        assert str(err.value).endswith("(accepted: systemd service units (name or "
+                                       "name.service) or absolute paths of pid files, "
+                                       "separated by commas)")
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_services_from_units_and_pid_files(tmp_path):
+    (tmp_path / "proc" / "42").mkdir(parents=True)
+    (tmp_path / "proc" / "42" / "stat").write_text(STAT)
+    (tmp_path / "srv.pid").write_text("42\n")
+    group = tmp_path / "sys" / "fs" / "cgroup" / "system.slice" / "memcached.service"
+    group.mkdir(parents=True)
+    (group / "cgroup.procs").write_text("8\n7\n")
+    kfs = KernelFs(proc=str(tmp_path / "proc"), sys=str(tmp_path / "sys"))
+    asked = []
+
+    def systemctl(argv):
+        asked.append(argv)
+        return 0, "/system.slice/memcached.service\n"
+    clock = Clock()
+    services = auto.Services(["memcached.service", str(tmp_path / "srv.pid")], kfs, systemctl,
+                             clock)
+    assert services.pids() == [7, 8, 42]
+    assert services.pids() == [7, 8, 42]            # the control group is known: no systemctl
+    assert asked == [["show", "--property=ControlGroup", "--value", "--", "memcached.service"]]
+    assert services.cpu_seconds([42]) == pytest.approx((1234 + 567) / 100)
+    (group / "cgroup.procs").write_text("")     # stopped: systemd asked again, not each time
+    (tmp_path / "srv.pid").write_text("43\n")
+    with pytest.raises(IrqtuneError, match="no process runs: memcached.service: the unit runs "
+                                           "no process; .*srv.pid: no running process"):
+        services.pids()
+    assert len(asked) == 1
+    clock.now += auto.RETRY
+    for _ in range(2):
+        with pytest.raises(IrqtuneError):
+            services.pids()
+    assert len(asked) == 2
+
+
+@pytest.mark.parametrize("text", ["", "x\n", "\u0664\u0662\n", "-42\n", "42" * 6])
+def test_a_pid_file_holds_ascii_digits(tmp_path, text):
+    (tmp_path / "proc" / "42").mkdir(parents=True)
+    (tmp_path / "srv.pid").write_text(text)
+    services = auto.Services([str(tmp_path / "srv.pid")], KernelFs(proc=str(tmp_path / "proc")))
+    with pytest.raises(IrqtuneError, match="srv.pid: no running process in the pid file"):
+        services.pids()
+
+
+# -- decisions ----------------------------------------------------------------
+
+class FakeServices:
+    def __init__(self, pids=(7,)):
+        self.running = list(pids)
+        self.cpu = 0.0
+
+    def pids(self):
+        if not self.running:
+            raise IrqtuneError("auto_services: no process runs: memcached.service: the unit "
+                               "runs no process")
+        return self.running
+
+    def cpu_seconds(self, pids):
+        return self.cpu
+
+
+class Windows:
+    """record(): n busy periods of k events of per_event ns each."""
+
+    def __init__(self):
+        self.per_event, self.k, self.n, self.calls = 110000, 8, 500, 0
+
+    def __call__(self, pids, seconds):
+        self.calls += 1
+        if self.n is None:
+            raise IrqtuneError("no syscall tracepoints for epoll_wait in tracefs")
+        return Recorded(3.0, 1, [busy.Period(7, self.k * self.per_event, self.k)] * self.n, 64)
+
+
+def make(auto_attrs=auto.AUTO_ATTRS, fixed=None, interval=600):
+    clock, services, windows = Clock(), FakeServices(), Windows()
+    values = auto.AutoValues(auto_attrs, fixed or {}, services, interval, clock, windows)
+    return values, clock, services, windows
+
+
+def busy_for(values, clock, services, seconds=5, share=0.5):
+    clock.now += seconds
+    services.cpu += seconds * share
+    return values.tick()
+
+
+def test_idle_services_are_not_measured():
+    values, clock, services, windows = make()
+    assert values.tick() is None                        # the first re-check only takes a mark
+    for _ in range(10):
+        assert busy_for(values, clock, services, share=0.01) is None
+    assert windows.calls == 0 and values.values == auto.START
+
+
+def test_load_brings_a_window_and_values_outside_the_band_change():
+    values, clock, services, windows = make()
+    values.tick()
+    change = busy_for(values, clock, services)
+    assert windows.calls == 1
+    assert change.values == {"gro-flush-timeout": (20000, 165000),
+                             "irq-suspend-timeout": (20000000, 1760000)}
+    assert change.targets() == {"gro-flush-timeout": 165000, "irq-suspend-timeout": 1760000}
+    assert change.line() == (
+        "auto: gro_flush_timeout 20us -> 165us, irq_suspend_timeout 20ms -> 1.76ms "
+        "(500 busy periods in 3.0 s: per event p99 110us, per batch p99 880us, up to 8 events)")
+    assert values.values == {"gro-flush-timeout": 165000, "irq-suspend-timeout": 1760000}
+
+
+def test_no_window_before_the_interval_and_no_flapping_within_the_band():
+    values, clock, services, windows = make(interval=600)
+    values.tick()
+    busy_for(values, clock, services)
+    for _ in range(100):                                 # 500 s of load: not due yet
+        assert busy_for(values, clock, services) is None
+    assert windows.calls == 1
+    windows.per_event = 130000                           # +18 %: inside the band
+    clock.now += 100
+    busy_for(values, clock, services)
+    assert busy_for(values, clock, services) is None and windows.calls == 2
+    assert values.values["gro-flush-timeout"] == 165000
+    windows.per_event, windows.k = 30000, 32             # another service: leaves the band
+    clock.now += 600
+    busy_for(values, clock, services)
+    change = busy_for(values, clock, services)
+    assert windows.calls == 3 and change.values["gro-flush-timeout"] == (165000, 45000)
+
+
+def test_too_little_traffic_retries_later_and_changes_nothing():
+    values, clock, services, windows = make()
+    windows.n = 20
+    values.tick()
+    assert busy_for(values, clock, services) is None and values.values == auto.START
+    for _ in range(11):                                  # 55 s: before RETRY
+        busy_for(values, clock, services)
+    assert windows.calls == 1
+    windows.n = 500
+    busy_for(values, clock, services)
+    assert busy_for(values, clock, services) is not None and windows.calls == 2
+
+
+def test_a_service_that_is_down_is_said_once(caplog):
+    values, clock, services, windows = make()
+    services.running = []
+    caplog.set_level(logging.DEBUG, logger="irqtune")
+    for _ in range(5):
+        assert busy_for(values, clock, services) is None
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert said == ["auto_services: no process runs: memcached.service: the unit runs no "
+                    "process; the auto values stay gro_flush_timeout=20us, "
+                    "irq_suspend_timeout=20ms (auto)"]
+
+
+def test_no_tracepoints_backs_off_and_is_said_once(caplog):
+    values, clock, services, windows = make(interval=600)
+    windows.n = None
+    caplog.set_level(logging.DEBUG, logger="irqtune")
+    values.tick()
+    assert busy_for(values, clock, services) is None
+    for _ in range(50):
+        busy_for(values, clock, services)
+    assert windows.calls == 1
+    clock.now += 600
+    busy_for(values, clock, services)
+    busy_for(values, clock, services)
+    assert windows.calls == 2
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert said == ["auto_services: cannot measure: no syscall tracepoints for epoll_wait in "
+                    "tracefs; the auto values stay gro_flush_timeout=20us, "
+                    "irq_suspend_timeout=20ms (auto)"]
+
+
+def test_a_fixed_partner_bounds_the_auto_value():
+    values, clock, services, windows = make(auto_attrs=("irq-suspend-timeout",),
+                                            fixed={"gro-flush-timeout": 2000000})
+    values.tick()
+    change = busy_for(values, clock, services)
+    assert change.values == {"irq-suspend-timeout": (20000000, 4000000)}
+    values, clock, services, windows = make(auto_attrs=("gro-flush-timeout",),
+                                            fixed={"irq-suspend-timeout": 200000})
+    values.tick()
+    assert busy_for(values, clock, services).values == {"gro-flush-timeout": (20000, 100000)}
+
+
+def test_no_auto_value_goes_beyond_what_a_profile_may_set():
+    """A fixed gro_flush_timeout of 800 ms would want twice that: held at 1 s."""
+    values, clock, services, windows = make(auto_attrs=("irq-suspend-timeout",),
+                                            fixed={"gro-flush-timeout": 800000000})
+    values.tick()
+    assert busy_for(values, clock, services).values == \
+        {"irq-suspend-timeout": (20000000, 1000000000)}
