@@ -1,7 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """gro_flush_timeout=auto / irq_suspend_timeout=auto: the decisions of
 irqtune.measure.auto (when to measure, the band, the bounds) and the
-services it measures, with a fake clock and fake windows.
+services it measures, with a fake clock and fake windows; the option
+"auto" and NapiTuner.retarget, on the fake netdev family
+(support/fakes/netdev.py).
 
 The /proc/PID/stat line is one of the development host's (Linux 6.18,
 Debian 12: `cat /proc/$(pidof memcached)/stat`, utime 1234 and stime 567
@@ -10,11 +12,15 @@ ticks)."""
 import logging
 
 import pytest
+from support.fakes.netdev import FakeNetdev
+from test_napi_config import FULL, OLD_KERNEL
 
 from irqtune.errors import IrqtuneError
 from irqtune.kfs import KernelFs
+from irqtune.ledger import Ledger
 from irqtune.measure import auto, busy
 from irqtune.measure.epolltrace import Recorded
+from irqtune.napi import NapiConfig, NapiTuner
 
 STAT = ("4242 (memcached) S 1 4242 4242 0 -1 4194624 2301 0 0 0 1234 567 0 0 20 0 10 0 "
         "1183394 433950720 2114 18446744073709551615 94523467264000 94523467402233 "
@@ -232,3 +238,105 @@ def test_no_auto_value_goes_beyond_what_a_profile_may_set():
     values.tick()
     assert busy_for(values, clock, services).values == \
         {"irq-suspend-timeout": (20000000, 1000000000)}
+
+
+# -- the option and the tuner -------------------------------------------------
+
+def test_auto_option_starts_at_the_series_values():
+    config, errors = NapiConfig.from_options({"gro_flush_timeout": "auto",
+                                              "irq_suspend_timeout": " AUTO ",
+                                              "defer_hard_irqs": "100"}, auto=True)
+    assert errors == [] and config.auto == {"gro-flush-timeout", "irq-suspend-timeout"}
+    assert config.attrs() == {"defer-hard-irqs": 100, "gro-flush-timeout": 20000,
+                              "irq-suspend-timeout": 20000000}
+    assert config.fixed() == {"defer-hard-irqs": 100}
+
+
+def test_bad_values_name_auto_among_the_accepted_ones():
+    _, errors = NapiConfig.from_options({"gro_flush_timeout": "automatic",
+                                         "irq_suspend_timeout": "2s",
+                                         "defer_hard_irqs": "auto"}, auto=True)
+    duration = ("a duration: a number of nanoseconds, or a number with unit ns, us, ms or s, "
+                "at most 1s")
+    assert [str(e) for e in errors] == [
+        "defer_hard_irqs: invalid value 'auto' (accepted: an integer from 0 to 2147483647)",
+        "gro_flush_timeout: invalid value 'automatic' (accepted: %s; or auto (measured from "
+        "the services in auto_services))" % duration,
+        "irq_suspend_timeout: invalid value '2s' (accepted: %s; or auto (measured from the "
+        "services in auto_services))" % duration]
+
+
+def test_auto_where_nothing_measures_is_refused():
+    """zerocopy_rx's napi_* options, the doctor's other callers: no auto."""
+    config, errors = NapiConfig.from_options({"gro_flush_timeout": "auto"})
+    assert config.attrs() == {} and config.auto == frozenset()
+    assert [str(e) for e in errors] == [
+        "gro_flush_timeout: invalid value 'auto' (accepted: a duration: a number of "
+        "nanoseconds, or a number with unit ns, us, ms or s, at most 1s)"]
+
+
+def test_profile_drift_leaves_auto_values_out():
+    from irqtune.activeprofile import NapiUnit
+    config, _ = NapiConfig.from_options({"gro_flush_timeout": "auto", "defer_hard_irqs": "100"},
+                                        auto=True)
+    unit = NapiUnit("latency-suspend", "napi", "*", None, config)
+    assert unit.expected() == {"defer-hard-irqs": 100}
+
+
+@pytest.fixture
+def netdev(monkeypatch):
+    fake = FakeNetdev().install(monkeypatch)
+    fake.add_device(7, 2, defer_hard_irqs=3, gro_flush_timeout=5000, irq_suspend_timeout=7)
+    return fake
+
+
+def napi_tuner(tmp_path, caps=FULL):
+    config, _ = NapiConfig.from_options({"defer_hard_irqs": "100", "gro_flush_timeout": "auto",
+                                         "irq_suspend_timeout": "auto"}, auto=True)
+    return NapiTuner(config, caps, ledger=Ledger("napi-auto", str(tmp_path)),
+                     ifindex={"eth0": 7}.get, ifname={7: "eth0"}.get)
+
+
+def test_retarget_sets_verify_checks_the_new_values_and_restore_is_exact(tmp_path, netdev):
+    t = napi_tuner(tmp_path)
+    t.apply("eth0")
+    assert netdev.values(7, "gro-flush-timeout") == [20000, 20000]
+    assert t.retarget({"gro-flush-timeout": 165000, "irq-suspend-timeout": 1760000},
+                      "eth0") == 2
+    assert netdev.values(7, "gro-flush-timeout") == [165000, 165000]
+    assert netdev.values(7, "irq-suspend-timeout") == [1760000, 1760000]
+    assert all(c.ok for c in t.verify("eth0"))
+    netdev.napi(257)["gro-flush-timeout"] = 20000           # the value before the change
+    assert [(c.what, c.current, c.expected) for c in t.verify("eth0") if not c.ok] == [
+        ("NAPI 257 gro_flush_timeout", 20000, 165000)]
+    # a daemon restarted meanwhile takes the originals from the ledger, not the tuned values
+    again = napi_tuner(tmp_path)
+    again.apply("eth0")
+    again.restore_all()
+    assert netdev.values(7, "defer-hard-irqs") == [3, 3]
+    assert netdev.values(7, "gro-flush-timeout") == [5000, 5000]
+    assert netdev.values(7, "irq-suspend-timeout") == [7, 7]
+
+
+def test_retarget_on_the_sysfs_fallback_leaves_unsupported_values_out(tmp_path):
+    dev = tmp_path / "class/net/lo"
+    dev.mkdir(parents=True)
+    (dev / "napi_defer_hard_irqs").write_text("2\n")
+    (dev / "gro_flush_timeout").write_text("0\n")
+    config, _ = NapiConfig.from_options({"defer_hard_irqs": "100", "gro_flush_timeout": "auto",
+                                         "irq_suspend_timeout": "auto"}, auto=True)
+    t = NapiTuner(config, OLD_KERNEL, kfs=KernelFs(sys=str(tmp_path)))
+    t.apply("lo")
+    t.retarget({"gro-flush-timeout": 45000, "irq-suspend-timeout": 1000000}, "lo")
+    assert (dev / "gro_flush_timeout").read_text() == "45000\n"
+    assert "irq-suspend-timeout" in t.unsupported and "irq-suspend-timeout" not in t.per_napi
+    assert [(c.what, c.expected, c.ok) for c in t.verify("lo")] == [
+        ("defer_hard_irqs", 100, True), ("gro_flush_timeout", 45000, True)]
+    t.restore_all()
+    assert (dev / "gro_flush_timeout").read_text() == "0\n"
+
+
+def test_a_tuner_without_measured_values_refuses_retarget():
+    from irqtune.tuner import Tuner
+    with pytest.raises(NotImplementedError, match="Tuner sets no value that follows"):
+        Tuner().retarget({"gro-flush-timeout": 1})
