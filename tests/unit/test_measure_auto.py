@@ -3,17 +3,22 @@
 irqtune.measure.auto (when to measure, the band, the bounds) and the
 services it measures, with a fake clock and fake windows; the option
 "auto" and NapiTuner.retarget, on the fake netdev family
-(support/fakes/netdev.py).
+(support/fakes/netdev.py); the napi plugin's options and its re-check,
+and latency-suspend with auto through TuneD's own profile loader.
 
 The /proc/PID/stat line is one of the development host's (Linux 6.18,
 Debian 12: `cat /proc/$(pidof memcached)/stat`, utime 1234 and stime 567
 ticks)."""
 
 import logging
+import threading
 
 import pytest
 from support.fakes.netdev import FakeNetdev
 from test_napi_config import FULL, OLD_KERNEL
+from test_plugin_option_errors import napi_init, tuned_errors  # noqa: F401 - the fixture
+from test_profile_upgrade import PROFILES, check_loaded, load, tuned_profiles  # noqa: F401
+from tuned_loader import load_plugin_module
 
 from irqtune.errors import IrqtuneError
 from irqtune.kfs import KernelFs
@@ -21,6 +26,7 @@ from irqtune.ledger import Ledger
 from irqtune.measure import auto, busy
 from irqtune.measure.epolltrace import Recorded
 from irqtune.napi import NapiConfig, NapiTuner
+from irqtune.tuner import DeviceTuner
 
 STAT = ("4242 (memcached) S 1 4242 4242 0 -1 4194624 2301 0 0 0 1234 567 0 0 20 0 10 0 "
         "1183394 433950720 2114 18446744073709551615 94523467264000 94523467402233 "
@@ -340,3 +346,152 @@ def test_a_tuner_without_measured_values_refuses_retarget():
     from irqtune.tuner import Tuner
     with pytest.raises(NotImplementedError, match="Tuner sets no value that follows"):
         Tuner().retarget({"gro-flush-timeout": 1})
+
+
+# -- the napi plugin ----------------------------------------------------------
+
+AUTO_OPTIONS = {"defer_hard_irqs": "100", "gro_flush_timeout": "${gro_flush_timeout}",
+                "irq_suspend_timeout": "${irq_suspend_timeout}",
+                "auto_services": "${optin_services},${auto_services}",
+                "auto_interval": "${auto_interval}"}
+
+
+def variables(**given):
+    """latency-suspend's [variables] defaults, then the file's lines."""
+    found = {"gro_flush_timeout": "auto", "irq_suspend_timeout": "20ms",
+             "optin_services": "", "auto_services": "", "auto_interval": "600"}
+    found.update(given)
+    return list(found.items())
+
+
+def test_plugin_measures_the_opted_in_and_the_auto_services(napi_init, caplog):
+    caplog.set_level(logging.DEBUG)
+    instance = napi_init(AUTO_OPTIONS, variables(optin_services="memcached",
+                                                 auto_services="/run/x.pid", auto_interval="60"))
+    assert tuned_errors(caplog) == []
+    values = instance._auto
+    assert values.services.entries == ["memcached.service", "/run/x.pid"]
+    assert values.auto == ["gro-flush-timeout"] and values.interval == 60
+    assert values.fixed == {"defer-hard-irqs": 100, "irq-suspend-timeout": 20000000}
+    assert instance._tuner.per_napi["gro-flush-timeout"] == 20000
+
+
+def test_plugin_without_auto_values_measures_nothing(napi_init, caplog):
+    instance = napi_init(AUTO_OPTIONS, variables(gro_flush_timeout="20us",
+                                                 optin_services="memcached"))
+    assert instance._auto is None and tuned_errors(caplog) == []
+
+
+@pytest.mark.parametrize("given, options, line", [
+    ({}, {}, "instance napi: auto_services: invalid value ',' (accepted: systemd service "
+     "units (name or name.service) or absolute paths of pid files, separated by commas, "
+     "which gro_flush_timeout=auto measures; until then the series' values stay), from "
+     "variable optin_services, auto_services; the option is not applied"),
+    ({"auto_services": "memcached.socket"}, {}, "instance napi: auto_services: invalid value "
+     "'memcached.socket' (accepted: systemd service units (name or name.service) or absolute "
+     "paths of pid files, separated by commas), from variable optin_services, auto_services; "
+     "the option is not applied"),
+    ({"auto_services": "memcached", "auto_interval": "5"}, {}, "instance napi: auto_interval: "
+     "invalid value '5' (accepted: an integer from 10 to 86400), from variable auto_interval; "
+     "the option is not applied"),
+    ({"auto_services": "memcached"}, {"recheck_interval": "0"}, "instance napi: "
+     "recheck_interval: invalid value '0' (accepted: 1 to 86400 with gro_flush_timeout=auto: "
+     "the services are measured on the re-check; until then the series' values stay); the "
+     "option is not applied"),
+], ids=["no services", "a socket unit", "interval too short", "no re-check"])
+def test_plugin_option_errors_of_auto_are_one_line(napi_init, caplog, given, options, line):
+    caplog.set_level(logging.DEBUG)
+    instance = napi_init(dict(AUTO_OPTIONS, **options), variables(**given))
+    assert tuned_errors(caplog) == [line]
+    assert instance._tuner.per_napi["gro-flush-timeout"] == 20000     # the series' value
+    assert (instance._auto is None) == ("auto_interval" not in given)
+
+
+class Retargets(DeviceTuner):
+    """A tuner on the contract that records retarget calls."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def retarget(self, values, *devices):
+        self.calls.append((values, devices))
+
+
+class Instance:
+    name = "napi"
+    processed_devices = {"eth1", "eth0"}
+
+    def __init__(self, values):
+        self._lock = threading.RLock()
+        self._tuner = Retargets()
+        self._auto = values
+        self._watcher = object()            # applied: the watcher runs
+
+
+@pytest.fixture
+def napi_plugin():
+    pytest.importorskip("tuned.plugins")
+    module = load_plugin_module("napi")
+    plugin = object.__new__(module.NapiPlugin)
+    plugin._retune = lambda instance, device: None
+    return plugin
+
+
+def loaded():
+    values, clock, services, windows = make()
+    values.tick()
+    clock.now += 5
+    services.cpu += 2.5
+    return values
+
+
+def test_plugin_sets_a_change_on_every_device_and_logs_one_line(napi_plugin, caplog):
+    instance = Instance(loaded())
+    caplog.set_level(logging.DEBUG)
+    napi_plugin._retune_all(instance)
+    assert instance._tuner.calls == [({"gro-flush-timeout": 165000,
+                                       "irq-suspend-timeout": 1760000}, ("eth0", "eth1"))]
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("tuned")
+             and "auto:" in r.getMessage()]
+    assert lines == ["instance napi: auto: gro_flush_timeout 20us -> 165us, "
+                     "irq_suspend_timeout 20ms -> 1.76ms (500 busy periods in 3.0 s: per "
+                     "event p99 110us, per batch p99 880us, up to 8 events)"]
+
+
+def test_plugin_sets_nothing_while_the_instance_is_unapplied(napi_plugin):
+    instance = Instance(loaded())
+    instance._watcher = None                # _instance_stop_background ran
+    napi_plugin._retune_all(instance)
+    assert instance._tuner.calls == []
+
+
+def test_plugin_turns_a_failed_measurement_into_one_line(napi_plugin, caplog):
+    class Broken:
+        def tick(self):
+            raise RuntimeError("boom")
+    instance = Instance(Broken())
+    caplog.set_level(logging.DEBUG)
+    napi_plugin._retune_all(instance)
+    assert tuned_errors(caplog) == [
+        "instance napi: measuring for the auto values failed: RuntimeError: boom (a bug in "
+        "irqtune, please report it); the values stay as they are; tuned-adm verify names what "
+        "is not set"]
+    assert instance._tuner.calls == []
+
+
+def test_latency_suspend_with_auto_loads_and_measures_its_services(tmp_path, caplog,
+                                                                    tuned_profiles):
+    """The shipped profile through TuneD's loader, with auto in its
+    variables file: the [napi] unit's options give the AutoValues."""
+    text = ("optin_services=memcached, nginx\ngro_flush_timeout=auto\n"
+            "irq_suspend_timeout=auto\nauto_services=/run/x.pid\n")
+    profile, v = load(tmp_path, "latency-suspend", dict({p: "" for p in PROFILES},
+                                                        **{"latency-suspend": text}))
+    assert check_loaded(profile, v, caplog) == []
+    options = {k: v.expand(o) for k, o in profile.units["napi"].options.items()}
+    config, errors = NapiConfig.from_options(options, auto=True)
+    values, auto_errors = auto.from_options(config, options, 5)
+    assert errors == auto_errors == []
+    assert values.services.entries == ["memcached.service", "nginx.service", "/run/x.pid"]
+    assert values.interval == 600 and values.auto == list(auto.AUTO_ATTRS)
