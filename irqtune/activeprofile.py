@@ -45,8 +45,9 @@ class NapiUnit:
         return device_matches(self.devices, ifname, kfs)
 
     def expected(self):
-        """{netlink attribute: value} the unit sets."""
-        return self.config.attrs()
+        """{netlink attribute: value} the unit sets; "auto" values follow a
+        measurement the profile does not hold, so they are left out."""
+        return self.config.fixed()
 
 
 def active_profile_names(etc=ETC):
@@ -150,7 +151,7 @@ def napi_units(etc=ETC, dirs=None):
     profile, sections, skipped = units_of_type("napi", etc, dirs)
     units = []
     for section, values in sections:
-        config, errors = NapiConfig.from_options(values)
+        config, errors = NapiConfig.from_options(values, auto=True)
         try:
             queues = parse_queues(values.get("queues"))
         except OptionError as err:

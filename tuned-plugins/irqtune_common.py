@@ -101,6 +101,9 @@ ENTRY_POINTS = {
 		"its originals may not be back; compare with tuned-adm verify", None),
 	"_retune": ("tuning recreated NAPIs/IRQs again",
 		"tuned-adm verify names what is not set", None),
+	# napi: gro_flush_timeout=auto and the like, on the periodic re-check.
+	"_follow_measurement": ("measuring for the auto values",
+		"the values stay as they are; tuned-adm verify names what is not set", None),
 	# TuneD 2.25+: a renamed NIC, by its new name (hotplug's move event).
 	"_move_device": ("following the rename",
 		"re-apply the profile", None),

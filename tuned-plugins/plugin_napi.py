@@ -5,6 +5,7 @@ from tuned.plugins import irqtune_netdev as netdev
 
 from irqtune.caps import detect_napi_capabilities
 from irqtune.errors import OptionError
+from irqtune.measure import auto
 from irqtune.napi import NapiConfig, NapiTuner, parse_queues
 from irqtune.ledger import Ledger
 
@@ -59,6 +60,19 @@ class NapiPlugin(netdev.NetDevicePlugin):
 	as veth are only tuned when [option]`devices` or
 	[option]`devices_udev_regex` selects devices explicitly.
 	+
+	[option]`gro_flush_timeout` and [option]`irq_suspend_timeout` may be
+	`auto`: they start at the series' values (20 us, 20 ms) and then follow
+	the services named in [option]`auto_services` (systemd services, or
+	absolute paths of pid files, separated by commas): as soon as those
+	use 5 % of a CPU, and then at most every [option]`auto_interval`
+	seconds (10 to 86400, default 600), the plugin records their
+	`epoll_wait` calls for 3 s, derives the values as `irqtune doctor`
+	recommends them, and sets them when they leave a band of x1.5 around
+	the values set; each change is one log line with its figures. The
+	measuring rides on the periodic re-check, so
+	[option]`recheck_interval` must not be 0. `tuned-adm verify` checks
+	the values last set; the originals are restored as always.
+	+
 	.Suspend IRQs for up to 20 ms on the first four rx queues of eth0
 	====
 	----
@@ -81,29 +95,53 @@ class NapiPlugin(netdev.NetDevicePlugin):
 			"threaded": None,
 			"queues": None,
 			"recheck_interval": None,
+			"auto_services": None,
+			"auto_interval": None,
 		}
 
 	@classmethod
 	def get_config_options_hints(cls):
 		return {
 			"defer_hard_irqs": "0-2147483647 polls that keep the IRQ masked",
-			"gro_flush_timeout": "duration (ns, or with unit ns/us/ms/s), at most 1s",
-			"irq_suspend_timeout": "duration (ns, or with unit ns/us/ms/s), at most 1s",
+			"gro_flush_timeout": "duration (ns, or with unit ns/us/ms/s), at most 1s; or auto",
+			"irq_suspend_timeout": "duration (ns, or with unit ns/us/ms/s), at most 1s; or auto",
 			"threaded": "disabled, enabled or busy-poll",
 			"queues": "rx queue indexes 0-65535, e.g. 0-3,8 (default: all NAPIs)",
 			"recheck_interval": "seconds between re-checks for recreated NAPIs, 0 = link events only (default 5)",
+			"auto_services": "systemd services or pid files whose epoll loops the auto values follow",
+			"auto_interval": "seconds between measurements for auto values, 10-86400 (default 600)",
 		}
 
 	def _make_tuner(self, instance, options):
-		config, errors = NapiConfig.from_options(options)
+		instance._auto = None
+		config, errors = NapiConfig.from_options(options, auto=True)
 		try:
 			queues = parse_queues(options.get("queues"))
 		except OptionError as err:
 			self._option_errors_found(instance, errors + [err])
 			return None    # a bad scope must not widen to every NAPI
-		self._option_errors_found(instance, errors)
+		instance._auto, auto_errors = auto.from_options(config, options,
+			instance._recheck_interval)
+		self._option_errors_found(instance, errors + auto_errors)
 		return NapiTuner(config, detect_napi_capabilities(), queues=queues,
 			ledger=Ledger("napi-" + instance.name, kin="napi-"))
+
+	def _retune_all(self, instance):
+		super()._retune_all(instance)
+		if instance._auto is not None:
+			self._follow_measurement(instance)
+
+	def _follow_measurement(self, instance):
+		# The window takes seconds: without the lock, so verify need not wait.
+		change = instance._auto.tick()
+		if change is None:
+			return
+		with instance._lock:
+			# No watcher: the instance is being unapplied, its originals go back.
+			if instance._tuner is None or instance._watcher is None:
+				return
+			instance._tuner.retarget(change.targets(), *sorted(instance.processed_devices))
+			log.info("instance %s: %s" % (instance.name, change.line()))
 
 	def _describe(self, result):
 		return "set %d NAPIs" % result

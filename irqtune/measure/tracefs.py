@@ -61,9 +61,22 @@ def read_formats(root, system, names):
     return formats
 
 
+# (system, names) -> formats, kept for the life of the process
+_known = {}
+
+
 def formats(system, names):
     """The formats of tracepoints system:name; IrqtuneError when tracefs
-    cannot be read at all."""
+    cannot be read at all.  Kept for the life of the process: ids and
+    layouts change only with the kernel, so a daemon that measures again
+    (gro_flush_timeout=auto) neither reads tracefs nor mounts it again."""
+    key = (system, tuple(names))
+    if key not in _known:
+        _known[key] = _read(system, names)
+    return _known[key]
+
+
+def _read(system, names):
     with open("/proc/self/mounts") as f:
         roots = [r for r in mounted_tracefs(f.read()) if os.path.isdir(os.path.join(r, "events"))]
     if roots:

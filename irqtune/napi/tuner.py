@@ -9,6 +9,7 @@ device - so they are never written when napi-set can do the job).
 
 import errno
 import logging
+from dataclasses import replace
 
 from ..kfs import KFS
 from ..names import option_name
@@ -210,6 +211,20 @@ class NapiTuner(DeviceTuner):
         except OSError as err:
             log.error("%s: cannot set %s through %s: %s", ifname, option_name(attr), path,
                       err.strerror or err)
+
+    def retarget(self, values, *ifnames):
+        """New targets {attr: value} (gro_flush_timeout=auto and the like),
+        set on every NAPI in scope of the devices, or their sysfs files
+        where the kernel has no napi-set; a value the kernel cannot take
+        (unsupported) stays out.  The originals are not touched - the first
+        value seen wins - so restore is as before; verify checks these
+        values from now on.  Returns how many NAPIs were set."""
+        for attr, value in values.items():
+            for planned in (self.per_napi, self.per_device):
+                if attr in planned:
+                    planned[attr] = value
+        self.config = replace(self.config, **{option_name(a): v for a, v in values.items()})
+        return self.apply(*[self.kernel_name(name) for name in ifnames])
 
     @property
     def needs_watching(self):

@@ -20,6 +20,7 @@ import pytest
 
 from irqtune.doctor.links import Report, format_text
 from irqtune.doctor import recommend as doctor_recommend
+from irqtune.errors import IrqtuneError
 from irqtune.measure import busy, epolltrace, perf, recommend, tracefs
 from irqtune.measure.epolltrace import Recorded
 from irqtune.values import parse_duration_ns
@@ -58,6 +59,24 @@ def test_tracefs_found_in_mounts():
               "tracefs /sys/kernel/tracing tracefs rw,nosuid,nodev,noexec,relatime 0 0\n")
     assert tracefs.mounted_tracefs(mounts) == ["/sys/kernel/tracing", "/sys/kernel/debug/tracing"]
     assert tracefs.mounted_tracefs("proc /proc proc rw 0 0\n") == []
+
+
+def test_tracepoint_formats_are_read_once_per_process(monkeypatch):
+    reads = []
+
+    def read(system, names):
+        reads.append(system)
+        if len(reads) == 1:
+            raise IrqtuneError("tracefs is not mounted and cannot be mounted privately")
+        return {"sys_exit_epoll_wait": {"id": 1068, "fields": {}}}
+    monkeypatch.setattr(tracefs, "_known", {})
+    monkeypatch.setattr(tracefs, "_read", read)
+    with pytest.raises(IrqtuneError):           # a failure is not kept: tried again
+        tracefs.formats("syscalls", ["sys_exit_epoll_wait"])
+    for _ in range(3):
+        assert tracefs.formats("syscalls", ["sys_exit_epoll_wait"])["sys_exit_epoll_wait"][
+            "id"] == 1068
+    assert len(reads) == 2
 
 
 # -- perf ---------------------------------------------------------------------

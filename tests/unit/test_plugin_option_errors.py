@@ -62,8 +62,8 @@ def test_bad_queues_says_the_instance_tunes_nothing(napi_init, caplog):
         "instance napi: defer_hard_irqs: invalid value '1_000' (accepted: an integer from 0 "
         "to 2147483647), from variable defer_hard_irqs; the instance tunes nothing",
         "instance napi: irq_suspend_timeout: invalid value '584y' (accepted: a duration: a "
-        "number of nanoseconds, or a number with unit ns, us, ms or s, at most 1s); the "
-        "instance tunes nothing",
+        "number of nanoseconds, or a number with unit ns, us, ms or s, at most 1s; or auto "
+        "(measured from the services in auto_services)); the instance tunes nothing",
         "instance napi: queues: invalid value '0-99999999' (accepted: a list of numbers and "
         "ranges such as 0-3,6, each at most 65535), from variable suspend_queues; the "
         "instance tunes nothing"]
@@ -79,7 +79,8 @@ def test_bad_value_with_a_good_scope_is_left_out(napi_init, caplog):
     assert tuned_errors(caplog) == [
         "instance napi: gro_flush_timeout: invalid value '18446744073709551615' (accepted: a "
         "duration: a number of nanoseconds, or a number with unit ns, us, ms or s, at most "
-        "1s); the option is not applied"]
+        "1s; or auto (measured from the services in auto_services)); the option is not "
+        "applied"]
 
 
 def test_option_origin():

@@ -25,6 +25,7 @@ from tuned_loader import load_profile_functions
 
 from irqtune import gsim
 from irqtune.channels.config import HousekeepingConfig
+from irqtune.measure import auto
 from irqtune.napi import NapiConfig, parse_queues
 from irqtune.overlay import read_overlay_file
 from irqtune.service_optin.config import OptInValues, parse_bool, parse_services
@@ -113,7 +114,8 @@ def parse_errors(unit, options):
             errors.append(err)
     kind = unit.type
     if kind == "napi":
-        errors += NapiConfig.from_options(options)[1]
+        config, found = NapiConfig.from_options(options, auto=True)
+        errors += found + auto.from_options(config, options, 5)[1]
         attempt(parse_queues, options.get("queues"))
     elif kind == "nic_housekeeping":
         errors += HousekeepingConfig.from_options(options)[1]

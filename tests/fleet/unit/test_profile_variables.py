@@ -30,11 +30,19 @@ def errors_of(checker, profile, **values):
     (LS, "defer_hard_irqs", 3000000000, "an integer from 0 to 2147483647"),
     (LS, "defer_hard_irqs", "abc", "an integer from 0 to 2147483647"),
     (LS, "gro_flush_timeout", "fast", "a duration: a number of nanoseconds, or a number "
-     "with unit ns, us, ms or s, at most 1s"),
+     "with unit ns, us, ms or s, at most 1s; or auto (measured from the services in "
+     "auto_services)"),
     (LS, "irq_suspend_timeout", "20 minutes", "a duration: a number of nanoseconds, or a "
-     "number with unit ns, us, ms or s, at most 1s"),
+     "number with unit ns, us, ms or s, at most 1s; or auto (measured from the services in "
+     "auto_services)"),
     (LS, "irq_suspend_timeout", "18446744073709551615", "a duration: a number of "
-     "nanoseconds, or a number with unit ns, us, ms or s, at most 1s"),
+     "nanoseconds, or a number with unit ns, us, ms or s, at most 1s; or auto (measured "
+     "from the services in auto_services)"),
+    (LS, "auto_services", "memcached.socket", "systemd service units (name or "
+     "name.service) or absolute paths of pid files, separated by commas"),
+    (LS, "auto_services", "run/memcached.pid", "systemd service units (name or "
+     "name.service) or absolute paths of pid files, separated by commas"),
+    (LS, "auto_interval", 5, "an integer from 10 to 86400"),
     (LS, "suspend_queues", "3-1", "a list of numbers and ranges such as 0-3,6, each at "
      "most 65535"),
     (LS, "suspend_nics", "eth0;reboot", "a TuneD device list: names or shell wildcards "
@@ -55,6 +63,9 @@ def errors_of(checker, profile, **values):
     (RT, "isolate_managed_irq", "maybe", "one of y, n"),
     (RT, "housekeeping_channels", 0, "housekeeping, or a channel count from 1 to 65535"),
     (RT, "napi_defer_hard_irqs", -1, "an integer from 0 to 2147483647"),
+    # the realtime profile names no services to measure: no auto there
+    (RT, "napi_gro_flush_timeout", "auto", "a duration: a number of nanoseconds, or a "
+     "number with unit ns, us, ms or s, at most 1s"),
     (RT, "gsim_delay_us", 1000, "an integer from 0 to 500"),
 ])
 def test_bad_value_names_option_value_and_range(checker, profile, option, value, accepted):
@@ -90,8 +101,8 @@ def test_unknown_variable_lists_the_known_ones(checker):
     errors = errors_of(checker, LS, defer_hard_irq=100)
     assert errors == ["latency-suspend: unknown variable 'defer_hard_irq' (accepted: "
                       "suspend_nics, suspend_queues, defer_hard_irqs, gro_flush_timeout, "
-                      "irq_suspend_timeout, busy_read, busy_poll, optin_services, "
-                      "optin_restart, optin_busy_poll_usecs)"]
+                      "irq_suspend_timeout, auto_services, auto_interval, busy_read, "
+                      "busy_poll, optin_services, optin_restart, optin_busy_poll_usecs)"]
 
 
 def test_profile_names_and_stack(checker):
@@ -124,6 +135,21 @@ def test_good_values_render_the_file(checker):
         "optin_services=memcached,nginx.service\noptin_restart=true\n")
     assert files[0]["content"] == pv.HEADER + \
         "gsim_update_ms=\ngsim_irqs=nic:*; name:^nvme\\d+q\\d+$\n"
+
+
+def test_auto_values_render_the_file(checker):
+    """gro_flush_timeout=auto and irq_suspend_timeout=auto, with the
+    services the napi plugin measures for them, as the plugin takes them."""
+    files, errors = checker.render([LS], {LS: {
+        "gro_flush_timeout": "auto", "irq_suspend_timeout": "AUTO",
+        "auto_services": ["memcached", "/run/nginx.pid"], "auto_interval": 60}})
+    assert errors == []
+    assert files[0]["content"] == pv.HEADER + (
+        "gro_flush_timeout=auto\nirq_suspend_timeout=AUTO\n"
+        "auto_services=memcached,/run/nginx.pid\nauto_interval=60\n")
+    config, library = NapiConfig.from_options({"gro_flush_timeout": "auto",
+                                               "irq_suspend_timeout": "AUTO"}, auto=True)
+    assert library == [] and config.auto == {"gro-flush-timeout", "irq-suspend-timeout"}
 
 
 def test_stack_without_variables_writes_defaults_only(checker):

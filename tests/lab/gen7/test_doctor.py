@@ -9,7 +9,9 @@ virtio-net has real MSI-X queue vectors and per-queue statistics, so the
 window shows per-NAPI interrupts/s and rx packets/s.
 
 Engaged: one connection (one rx queue, one worker's epoll instance), the
-verdict "suspension engaged", exit 0.  Then each link broken in turn,
+verdict "suspension engaged", exit 0, and the recommend link: memcached's
+busy periods measured over the window and values that cover one request
+and its largest batch (issue 32).  Then each link broken in turn,
 each named as the first broken link with exit 1:
 - the preload missing (the profile without optin_services, memcached
   restarted without it);
@@ -79,6 +81,7 @@ def doctor_under_load(h, conns=1):
                                       "\n                 fix: " + l["fix"]
                                       if l["fix"] and l["state"] != "ok" else ""))
     print("verdict:", report["verdict"], "(exit %d); load:" % rc, json.dumps(res))
+    print("doctor --json:", json.dumps(report))
     assert res["answered"] >= 0.9 * res["sent"], res
     return rc, report
 
@@ -106,6 +109,18 @@ def test_engaged_for_the_opted_in_memcached(h):
     # virtio-net: every NAPI has its queue vector, counted in the window
     per_napi = [l for l in report["links"] if l["group"] == "window" and l["state"] == "info"]
     assert len(per_napi) == 4 and all(l["data"]["irq"] is not None for l in per_napi), per_napi
+    # the recommend link: memcached's busy periods measured through the
+    # epoll tracepoints over the same window, and values that cover them
+    print("measured:", json.dumps(report["measured"]), "\nrecommend:", json.dumps(report["recommend"]))
+    m, r = report["measured"], report["recommend"]
+    assert m["busy_periods"] >= 100 and m["lost_samples"] == 0, m
+    assert r, report
+    assert r["gro_flush_timeout_ns"] >= m["event_ns"]["p99"], (m, r)
+    assert r["irq_suspend_timeout_ns"] >= max(m["batch_ns"]["p99"], 2 * r["gro_flush_timeout_ns"]), (m, r)
+    assert r["irq_suspend_timeout_ns"] >= r["gro_flush_timeout_ns"] * m["batch_events"]["max"], (m, r)
+    link = [l for l in report["links"] if l["group"] == "recommend"]
+    assert len(link) == 1 and [x.split("=")[0] for x in link[0]["data"]["lines"]] == [
+        "gro_flush_timeout", "irq_suspend_timeout", "defer_hard_irqs"], link
 
 
 def test_metrics_of_the_tuned_guest(h):

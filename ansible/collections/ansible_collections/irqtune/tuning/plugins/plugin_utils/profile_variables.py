@@ -86,6 +86,7 @@ def _checkers():
     channels = importlib.import_module("irqtune.channels")
     gsim = importlib.import_module("irqtune.gsim")
     optin = importlib.import_module("irqtune.service_optin")
+    auto = importlib.import_module("irqtune.measure.auto")
     option_error = errors.OptionError
 
     def devices(option, text):
@@ -108,15 +109,21 @@ def _checkers():
         for err in found:
             raise option_error(option, text, err.accepted)
 
-    def napi_value(name):
-        return lambda option, text: napi.NapiConfig.PARSERS[name](option, text)
+    def napi_value(name, auto=False):
+        # auto: the value may be "auto" (latency-suspend's [napi] measures
+        # its services for it; the realtime profile names none)
+        return lambda option, text: napi.NapiConfig.parser(name, auto)(option, text)
 
     return {
         "devices": devices,
         "queues": lambda option, text: napi.parse_queues(text),
         "defer_hard_irqs": napi_value("defer_hard_irqs"),
-        "gro_flush_timeout": napi_value("gro_flush_timeout"),
-        "irq_suspend_timeout": napi_value("irq_suspend_timeout"),
+        "gro_flush_timeout": napi_value("gro_flush_timeout", auto=True),
+        "irq_suspend_timeout": napi_value("irq_suspend_timeout", auto=True),
+        "fixed_gro_flush_timeout": napi_value("gro_flush_timeout"),
+        "auto_services": lambda option, text: auto.parse_services(text, option),
+        "auto_interval": lambda option, text: values.parse_int(
+            option, text, auto.INTERVAL_MIN, auto.INTERVAL_MAX),
         # net.core.busy_read/busy_poll: the kernel's minimum is 0, maximum INT_MAX.
         "sysctl_usecs": lambda option, text: values.parse_int(option, text, 0, values.S32_MAX),
         "services": lambda option, text: optin.parse_services(text, option),
@@ -143,6 +150,8 @@ KINDS = {
     "optin_services": "services",
     "optin_restart": "bool",
     "optin_busy_poll_usecs": "optin_usecs",
+    "auto_services": "auto_services",
+    "auto_interval": "auto_interval",
     "gsim_delay_us": "gsim_knob",
     "gsim_target_intr_rate": "gsim_knob",
     "gsim_hardirq_percent": "gsim_knob",
@@ -153,7 +162,7 @@ KINDS = {
     "housekeeping_nics": "devices",
     "housekeeping_channels": "channels",
     "napi_defer_hard_irqs": "defer_hard_irqs",
-    "napi_gro_flush_timeout": "gro_flush_timeout",
+    "napi_gro_flush_timeout": "fixed_gro_flush_timeout",
 }
 
 

@@ -1,0 +1,288 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""gro_flush_timeout=auto and irq_suspend_timeout=auto: values that follow
+the measured services (the [napi] option auto_services).
+
+Until a measurement says otherwise the values are the series' (START).
+On the napi plugin's periodic re-check (no wake-up of its own) an
+AutoValues decides whether a window is due: the first as soon as the
+services have load, then at most one per interval.  A service has load
+when its processes used at least MIN_LOAD of a CPU since the previous
+re-check.  A window (irqtune.measure.epolltrace) gives the series' rule
+(irqtune.measure.recommend); a value changes only when the rule's value
+leaves the band [value / BAND, value x BAND] around the one set, so
+measurements that vary a little never make it flap.  Too little traffic
+in a window changes nothing and the next try comes after RETRY seconds.
+"""
+
+import logging
+import os
+import re
+import time
+from dataclasses import dataclass
+
+from ..errors import IrqtuneError, OptionError
+from ..kfs import KFS
+from ..names import option_name
+from ..values import MAX_TIMEOUT_NS, parse_int
+from . import busy, recommend
+
+log = logging.getLogger(__name__)
+
+AUTO_ATTRS = ("gro-flush-timeout", "irq-suspend-timeout")
+# The series' values (latency-suspend's defaults), set until a window says otherwise.
+START = {"gro-flush-timeout": 20000, "irq-suspend-timeout": 20000000}
+WINDOW_SECONDS = 3.0
+INTERVAL_DEFAULT, INTERVAL_MIN, INTERVAL_MAX = 600, 10, 86400
+RETRY = 60
+MIN_LOAD = 0.05
+BAND = 1.5
+
+SERVICES_ACCEPTED = ("systemd service units (name or name.service) or absolute paths of "
+                     "pid files, separated by commas")
+_PID = re.compile(r"^[0-9]{1,10}$")
+
+
+def parse_services(text, option="auto_services"):
+    """auto_services: service unit names (as busy_poll_optin's services,
+    .service added) or absolute paths of pid files; each once, in order."""
+    from ..service_optin.config import parse_services as unit_names
+    entries = []
+    for word in str(text or "").split(","):
+        word = word.strip()
+        if not word:
+            continue
+        if word.startswith("/"):
+            if re.search(r"\s", word) or os.path.normpath(word) != word:
+                raise OptionError(option, word, SERVICES_ACCEPTED)
+            entry = word
+        else:
+            try:
+                (entry,) = unit_names(word, option)
+            except OptionError:
+                raise OptionError(option, word, SERVICES_ACCEPTED) from None
+        if entry not in entries:
+            entries.append(entry)
+    return entries
+
+
+def from_options(config, options, recheck_interval):
+    """(AutoValues or None, [OptionError]) of a NapiConfig whose values may
+    be auto (config.auto), from the napi options auto_services and
+    auto_interval.  None when nothing is auto, or nothing can measure: the
+    series' values then stay."""
+    if not config.auto:
+        return None, []
+    wanting = " and ".join("%s=auto" % option_name(a) for a in sorted(config.auto))
+    try:
+        entries = parse_services(options.get("auto_services"))
+    except OptionError as err:
+        return None, [err]
+    if not entries:
+        return None, [OptionError("auto_services", options.get("auto_services") or "",
+                                  "%s, which %s measures; until then the series' values "
+                                  "stay" % (SERVICES_ACCEPTED, wanting))]
+    if not recheck_interval:
+        return None, [OptionError("recheck_interval", recheck_interval,
+                                  "1 to 86400 with %s: the services are measured on the "
+                                  "re-check; until then the series' values stay" % wanting)]
+    errors, interval = [], INTERVAL_DEFAULT
+    text = options.get("auto_interval")
+    if text is not None and str(text).strip() != "":
+        try:
+            interval = parse_int("auto_interval", text, INTERVAL_MIN, INTERVAL_MAX)
+        except OptionError as err:
+            errors.append(err)
+    return AutoValues(config.auto, config.fixed(), Services(entries), interval), errors
+
+
+class Services:
+    """The processes of the measured services, found again on every
+    re-check that is due - cheaply: a unit's control group is asked of
+    systemd once and its cgroup.procs read after that; systemctl runs
+    again only when the group is empty, at most every RETRY seconds."""
+
+    def __init__(self, entries, kfs=KFS, systemctl=None, clock=time.monotonic):
+        self.entries = list(entries)
+        self.kfs = kfs
+        self._systemctl = systemctl
+        self.clock = clock
+        self._cgroups = {}          # unit: control group path
+        self._asked = {}            # unit: when systemctl was last asked
+
+    def pids(self):
+        """Sorted pids of every entry that runs now; IrqtuneError when none."""
+        pids, why = set(), []
+        for entry in self.entries:
+            try:
+                pids.update(self._pids_of(entry))
+            except IrqtuneError as err:
+                why.append(str(err))
+        if not pids:
+            raise IrqtuneError("auto_services: no process runs: %s" % "; ".join(why))
+        return sorted(pids)
+
+    def _pids_of(self, entry):
+        if entry.startswith("/"):
+            return [self._pid_in_file(entry)]
+        pids = self._cgroup_pids(self._cgroups.get(entry))
+        if pids:
+            return pids
+        now = self.clock()
+        if entry in self._asked and now - self._asked[entry] < RETRY:
+            raise IrqtuneError("%s: the unit runs no process" % entry)
+        self._asked[entry] = now
+        self._cgroups[entry] = self._ask_cgroup(entry)
+        pids = self._cgroup_pids(self._cgroups[entry])
+        if not pids:
+            raise IrqtuneError("%s: the unit runs no process" % entry)
+        return pids
+
+    def _pid_in_file(self, path):
+        words = (self.kfs.read_optional(path) or "").split()
+        if not words or not _PID.match(words[0]) or \
+                not os.path.isdir(self.kfs.proc_path(int(words[0]))):
+            raise IrqtuneError("%s: no running process in the pid file" % path)
+        return int(words[0])
+
+    def _ask_cgroup(self, unit):
+        from ..service_optin.systemd import Systemctl, systemd_running
+        if self._systemctl is None and not systemd_running():
+            raise IrqtuneError("%s: systemd is not running; name a pid file instead" % unit)
+        return Systemctl(self._systemctl).show(unit, "ControlGroup") or None
+
+    def _cgroup_pids(self, cgroup):
+        if not cgroup:
+            return []
+        text = self.kfs.read_optional(self.kfs.sys_path("fs/cgroup", cgroup.lstrip("/"),
+                                                        "cgroup.procs"))
+        return [int(p) for p in (text or "").split() if _PID.match(p)]
+
+    def cpu_seconds(self, pids):
+        """CPU time (user and system) the pids' processes used so far."""
+        total = 0
+        for pid in pids:
+            text = self.kfs.read_optional(self.kfs.proc_path(pid, "stat"))
+            if text:
+                fields = text.rpartition(")")[2].split()
+                total += int(fields[11]) + int(fields[12])
+        return total / os.sysconf("SC_CLK_TCK")
+
+
+@dataclass
+class Change:
+    """What one measurement changed: {attr: (old ns, new ns)} and the
+    figures it is based on."""
+    values: dict
+    why: str
+
+    def targets(self):
+        """{attr: new ns}, for NapiTuner.retarget."""
+        return {a: new for a, (_, new) in self.values.items()}
+
+    def line(self):
+        """The change as one log line."""
+        return "auto: %s (%s)" % (", ".join(
+            "%s %s -> %s" % (option_name(a), recommend.short(old), recommend.short(new))
+            for a, (old, new) in sorted(self.values.items())), self.why)
+
+
+class AutoValues:
+    """The auto values of one [napi] instance.
+
+    auto: the attributes set to auto; fixed: the instance's other values
+    (a fixed gro_flush_timeout bounds an auto irq_suspend_timeout and the
+    other way round); record(pids, seconds) -> epolltrace.Recorded."""
+
+    def __init__(self, auto, fixed, services, interval=INTERVAL_DEFAULT, clock=time.monotonic,
+                 record=None):
+        self.auto = [a for a in AUTO_ATTRS if a in auto]
+        self.fixed = dict(fixed)
+        self.values = {a: START[a] for a in self.auto}
+        self.services = services
+        self.interval = interval
+        self.clock = clock
+        self.record = record
+        self.next_at = 0.0              # the first window as soon as there is load
+        self._load_mark = None          # (time, pids, cpu seconds) at the last re-check
+        self.last_error = None
+
+    def describe(self):
+        return "%s (auto)" % ", ".join("%s=%s" % (option_name(a), recommend.short(v))
+                                       for a, v in self.values.items())
+
+    def tick(self):
+        """On a re-check: a Change when a window ran and moved a value out
+        of its band, else None.  A service that is down, or a window that
+        cannot be taken, is one log line (said once), never an exception."""
+        now = self.clock()
+        if now < self.next_at:
+            return None
+        try:
+            pids = self.services.pids()
+        except IrqtuneError as err:
+            self._say_once(str(err))
+            self._load_mark = None
+            return None
+        if not self._has_load(now, pids):
+            return None
+        return self._measure(now, pids)
+
+    def _say_once(self, text):
+        if text != self.last_error:
+            log.warning("%s; the auto values stay %s", text, self.describe())
+        self.last_error = text
+
+    def _has_load(self, now, pids):
+        cpu = self.services.cpu_seconds(pids)
+        mark, self._load_mark = self._load_mark, (now, pids, cpu)
+        if mark is None or mark[1] != pids or now <= mark[0]:
+            return False
+        return (cpu - mark[2]) / (now - mark[0]) >= MIN_LOAD
+
+    def _measure(self, now, pids):
+        if self.record is None:
+            from .epolltrace import record
+            self.record = record
+        try:
+            recorded = self.record(pids, WINDOW_SECONDS)
+        except IrqtuneError as err:
+            self._say_once("auto_services: cannot measure: %s" % err)
+            self.next_at = now + max(RETRY, self.interval)
+            return None
+        self.last_error = None
+        self._load_mark = None
+        figures = busy.figures(recorded.periods, recorded.maxevents)
+        found = recommend.recommend(figures) if not recorded.exited else None
+        if found is None:
+            log.debug("auto: %d busy periods in the window, too few; next try in %d s",
+                      figures.busy_periods, RETRY)
+            self.next_at = now + RETRY
+            return None
+        self.next_at = now + self.interval
+        wanted = self._bounded({"gro-flush-timeout": found.gro_flush_timeout_ns,
+                                "irq-suspend-timeout": found.irq_suspend_timeout_ns})
+        moved = {a: (self.values[a], wanted[a]) for a in self.auto
+                 if not self.values[a] / BAND <= wanted[a] <= self.values[a] * BAND}
+        why = ("%d busy periods in %.1f s: per event p99 %s, per batch p99 %s, up to %d events"
+               % (figures.busy_periods, recorded.seconds, recommend.short(figures.event_ns["p99"]),
+                  recommend.short(figures.batch_ns["p99"]), figures.batch_events["max"]))
+        if not moved:
+            log.debug("auto: %s within the band of %s; unchanged", why, self.describe())
+            return None
+        for attr, (_, new) in moved.items():
+            self.values[attr] = new
+        return Change(moved, why)
+
+    def _bounded(self, wanted):
+        """The rule's values, kept consistent with a fixed partner (the
+        suspension timeout at least twice the deferral timeout) and within
+        what a profile may set (irqtune.values.MAX_TIMEOUT_NS)."""
+        gro = self.fixed.get("gro-flush-timeout")
+        suspend = self.fixed.get("irq-suspend-timeout")
+        if gro is not None and "irq-suspend-timeout" in self.auto:
+            wanted["irq-suspend-timeout"] = max(wanted["irq-suspend-timeout"],
+                                                recommend.SUSPEND_MIN_FACTOR * gro)
+        if suspend is not None and "gro-flush-timeout" in self.auto:
+            wanted["gro-flush-timeout"] = min(wanted["gro-flush-timeout"],
+                                              suspend // recommend.SUSPEND_MIN_FACTOR)
+        return {a: min(v, MAX_TIMEOUT_NS) for a, v in wanted.items()}

@@ -1,0 +1,176 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""gro_flush_timeout=auto / irq_suspend_timeout=auto on the real TuneD
+daemon, against a server whose cost per request and batch are known.
+
+TuneD runs in the suite's namespace (conftest) with latency-suspend; its
+veth "vauto" carries the traffic of tests/integration/burst_server.py
+(in TuneD's namespace, named to the plugin by a pid file in
+auto_services) from burst_client.py in a namespace of its own - as in
+test_doctor_measure.py, both SCHED_FIFO at one priority on one CPU:
+every batch is K requests of COST_NS.  The daemon must measure once the
+server has load, set values that cover a request and the largest batch
+(and not absurdly more), log the change once, keep them on the next
+measurement (the band), pass verify, and restore the originals exactly.
+
+The daemon's wake-ups while the host is idle are counted (voluntary
+context switches of all its threads over IDLE_SECONDS) with fixed
+values and with auto: auto may not add any.
+"""
+
+import os
+import re
+import subprocess
+import time
+
+import pytest
+
+from support.commands import run
+from support.netns import NetNs
+from support.waiting import wait_for
+
+PROFILE = "latency-suspend-test"
+DEV, PEER = "vauto", "vautoc"
+CLI = "irqtune-auto-c"
+SERVER_ADDR, CLIENT_ADDR, PORT = "10.250.85.1", "10.250.85.2", 9500
+PIDFILE = "/run/irqtune-auto-test.pid"
+HERE = os.path.dirname(os.path.abspath(__file__))
+CPU = "0"
+COST_NS, K, MAXEVENTS, GAP_US = 100000, 8, 64, 1000
+# "not absurdly larger": at most this factor above the truth
+FACTOR = 4
+ORIGINAL = {"defer-hard-irqs": 3, "gro-flush-timeout": 5000, "irq-suspend-timeout": 7}
+SERIES = {"gro-flush-timeout": 20000, "irq-suspend-timeout": 20000000}
+AUTO_VARIABLES = ("suspend_nics=%s\ngro_flush_timeout=auto\nirq_suspend_timeout=auto\n"
+                  "auto_services=%s\nauto_interval=10\n" % (DEV, PIDFILE))
+CHANGE = re.compile(r"instance napi: auto: gro_flush_timeout 20us -> (\S+), "
+                    r"irq_suspend_timeout 20ms -> (\S+) \(.*\)")
+IDLE_SECONDS = 60
+
+
+@pytest.fixture(scope="module")
+def bed(netns):
+    """vauto in TuneD's namespace, its peer in CLI's; the burst server
+    listening on vauto's address, its pid in PIDFILE."""
+    cli = NetNs(CLI)
+    server = None
+    try:
+        run("ip", "link", "add", DEV, "netns", netns.name, "type", "veth", "peer", "name",
+            PEER, "netns", CLI)
+        netns.exec("ip", "addr", "add", SERVER_ADDR + "/24", "dev", DEV)
+        cli.exec("ip", "addr", "add", CLIENT_ADDR + "/24", "dev", PEER)
+        netns.exec("ip", "link", "set", DEV, "up")
+        cli.exec("ip", "link", "set", PEER, "up")
+        netns.exec("ethtool", "-K", DEV, "gro", "on")
+        cli.exec("ethtool", "-K", PEER, "tso", "off")
+        server = netns.popen("taskset", "-c", CPU, "/usr/bin/python3",
+                             os.path.join(HERE, "burst_server.py"), SERVER_ADDR, str(PORT),
+                             str(COST_NS), str(MAXEVENTS), "--fifo",
+                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+        assert server.stdout.readline().strip() == "ready", server.stderr.read()
+        # ip netns exec and taskset exec: the server has the Popen's pid
+        fd = os.open(PIDFILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+        try:
+            os.write(fd, b"%d\n" % server.pid)
+        finally:
+            os.close(fd)
+        yield netns, cli
+    finally:
+        if server is not None:
+            server.terminate()
+            server.communicate(timeout=10)
+        if os.path.exists(PIDFILE):
+            os.unlink(PIDFILE)
+        cli.delete()
+        netns.exec("ip", "link", "del", DEV, check=False)
+
+
+def load(cli, seconds):
+    return cli.popen("taskset", "-c", CPU, "/usr/bin/python3",
+                     os.path.join(HERE, "burst_client.py"), SERVER_ADDR, str(PORT), str(K),
+                     str(seconds), str(GAP_US), "--fifo",
+                     stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def perf_fds(pid):
+    """The perf event descriptors pid holds (a measurement window)."""
+    found = []
+    for fd in os.listdir("/proc/%d/fd" % pid):
+        try:
+            if os.readlink("/proc/%d/fd/%s" % (pid, fd)) == "anon_inode:[perf_event]":
+                found.append(fd)
+        except OSError:
+            continue
+    return found
+
+
+def held(netns):
+    napis = netns.napis(DEV)
+    assert len(napis) == 1, napis
+    return napis[0]
+
+
+def test_auto_follows_the_measured_server_and_restores_exactly(tuned, bed):
+    netns, cli = bed
+    tuned.adm("off", check=False)
+    netns.set_napis([DEV], ORIGINAL)
+    tuned.write_variables(AUTO_VARIABLES)
+    mark = tuned.profile(PROFILE)
+    wait_for(lambda: netns.napis_have([DEV], SERIES),
+             what="the series' values before any measurement")
+    client = load(cli, 35)
+    try:
+        line = wait_for(lambda: CHANGE.search(tuned.log_since(mark)), timeout=30, interval=1,
+                        what="the auto change")
+        print(line.group(0))
+        napi = held(netns)
+        gro, suspend = napi["gro-flush-timeout"], napi["irq-suspend-timeout"]
+        assert COST_NS <= gro <= FACTOR * COST_NS, napi
+        assert K * COST_NS <= suspend <= FACTOR * K * COST_NS, napi
+        result, log = tuned.verify()
+        assert result.returncode == 0, log
+        # the next window (auto_interval 10 s; its perf events seen in the
+        # daemon) stays within the band: no change, no line
+        wait_for(lambda: perf_fds(tuned.proc.pid), timeout=30, what="a second measurement")
+        wait_for(lambda: not perf_fds(tuned.proc.pid), timeout=20, what="its end")
+        time.sleep(0.5)
+        assert len(CHANGE.findall(tuned.log_since(mark))) == 1
+        assert held(netns)["gro-flush-timeout"] == gro
+    finally:
+        out, err = client.communicate(timeout=90)
+        print(out)
+    assert client.returncode == 0, err
+    tuned.off()
+    wait_for(lambda: netns.napis_have([DEV], ORIGINAL), what="the originals after off")
+
+
+def voluntary_switches(pid):
+    total = 0
+    for tid in os.listdir("/proc/%d/task" % pid):
+        try:
+            with open("/proc/%d/task/%s/status" % (pid, tid)) as f:
+                total += int(re.search(r"^voluntary_ctxt_switches:\s*(\d+)", f.read(),
+                                       re.M).group(1))
+        except (OSError, AttributeError):
+            continue
+    return total
+
+
+def idle_wakeups(tuned):
+    time.sleep(10)                      # apply's own work done
+    before = voluntary_switches(tuned.proc.pid)
+    time.sleep(IDLE_SECONDS)
+    return (voluntary_switches(tuned.proc.pid) - before) / IDLE_SECONDS
+
+
+def test_auto_adds_no_idle_wakeups(tuned, bed):
+    tuned.adm("off", check=False)
+    tuned.write_variables("suspend_nics=%s\n" % DEV)
+    tuned.profile(PROFILE)
+    fixed = idle_wakeups(tuned)
+    tuned.adm("off", check=False)
+    tuned.write_variables(AUTO_VARIABLES)
+    tuned.profile(PROFILE)
+    with_auto = idle_wakeups(tuned)
+    tuned.adm("off", check=False)
+    print("daemon wake-ups/s while idle: fixed values %.2f, auto %.2f" % (fixed, with_auto))
+    assert with_auto <= fixed + 0.2, (fixed, with_auto)

@@ -1,0 +1,497 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""gro_flush_timeout=auto / irq_suspend_timeout=auto: the decisions of
+irqtune.measure.auto (when to measure, the band, the bounds) and the
+services it measures, with a fake clock and fake windows; the option
+"auto" and NapiTuner.retarget, on the fake netdev family
+(support/fakes/netdev.py); the napi plugin's options and its re-check,
+and latency-suspend with auto through TuneD's own profile loader.
+
+The /proc/PID/stat line is one of the development host's (Linux 6.18,
+Debian 12: `cat /proc/$(pidof memcached)/stat`, utime 1234 and stime 567
+ticks)."""
+
+import logging
+import threading
+
+import pytest
+from support.fakes.netdev import FakeNetdev
+from test_napi_config import FULL, OLD_KERNEL
+from test_plugin_option_errors import napi_init, tuned_errors  # noqa: F401 - the fixture
+from test_profile_upgrade import PROFILES, check_loaded, load, tuned_profiles  # noqa: F401
+from tuned_loader import load_plugin_module
+
+from irqtune.errors import IrqtuneError
+from irqtune.kfs import KernelFs
+from irqtune.ledger import Ledger
+from irqtune.measure import auto, busy
+from irqtune.measure.epolltrace import Recorded
+from irqtune.napi import NapiConfig, NapiTuner
+from irqtune.tuner import DeviceTuner
+
+STAT = ("4242 (memcached) S 1 4242 4242 0 -1 4194624 2301 0 0 0 1234 567 0 0 20 0 10 0 "
+        "1183394 433950720 2114 18446744073709551615 94523467264000 94523467402233 "
+        "140726779683136 0 0 0 0 4096 16898 0 0 0 17 1 0 0 0 0 0\n")
+
+
+# -- the services -------------------------------------------------------------
+
+def test_auto_services_names_units_and_pid_files():
+    assert auto.parse_services("memcached, nginx.service,memcached ,, /run/x.pid") == \
+        ["memcached.service", "nginx.service", "/run/x.pid"]
+    assert auto.parse_services(None) == [] and auto.parse_services(" , ") == []
+    for bad in ("memcached.socket", "run/x.pid", "/run/../x.pid", "my unit", "/run/my x.pid"):
+        with pytest.raises(IrqtuneError) as err:
+            auto.parse_services("memcached, " + bad)
+        assert str(err.value).startswith("auto_services: invalid value '")
+        assert str(err.value).endswith("(accepted: systemd service units (name or "
+                                       "name.service) or absolute paths of pid files, "
+                                       "separated by commas)")
+
+
+class Clock:
+    def __init__(self):
+        self.now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def test_services_from_units_and_pid_files(tmp_path):
+    (tmp_path / "proc" / "42").mkdir(parents=True)
+    (tmp_path / "proc" / "42" / "stat").write_text(STAT)
+    (tmp_path / "srv.pid").write_text("42\n")
+    group = tmp_path / "sys" / "fs" / "cgroup" / "system.slice" / "memcached.service"
+    group.mkdir(parents=True)
+    (group / "cgroup.procs").write_text("8\n7\n")
+    kfs = KernelFs(proc=str(tmp_path / "proc"), sys=str(tmp_path / "sys"))
+    asked = []
+
+    def systemctl(argv):
+        asked.append(argv)
+        return 0, "/system.slice/memcached.service\n"
+    clock = Clock()
+    services = auto.Services(["memcached.service", str(tmp_path / "srv.pid")], kfs, systemctl,
+                             clock)
+    assert services.pids() == [7, 8, 42]
+    assert services.pids() == [7, 8, 42]            # the control group is known: no systemctl
+    assert asked == [["show", "--property=ControlGroup", "--value", "--", "memcached.service"]]
+    assert services.cpu_seconds([42]) == pytest.approx((1234 + 567) / 100)
+    (group / "cgroup.procs").write_text("")     # stopped: systemd asked again, not each time
+    (tmp_path / "srv.pid").write_text("43\n")
+    with pytest.raises(IrqtuneError, match="no process runs: memcached.service: the unit runs "
+                                           "no process; .*srv.pid: no running process"):
+        services.pids()
+    assert len(asked) == 1
+    clock.now += auto.RETRY
+    for _ in range(2):
+        with pytest.raises(IrqtuneError):
+            services.pids()
+    assert len(asked) == 2
+
+
+@pytest.mark.parametrize("text", ["", "x\n", "\u0664\u0662\n", "-42\n", "42" * 6])
+def test_a_pid_file_holds_ascii_digits(tmp_path, text):
+    (tmp_path / "proc" / "42").mkdir(parents=True)
+    (tmp_path / "srv.pid").write_text(text)
+    services = auto.Services([str(tmp_path / "srv.pid")], KernelFs(proc=str(tmp_path / "proc")))
+    with pytest.raises(IrqtuneError, match="srv.pid: no running process in the pid file"):
+        services.pids()
+
+
+# -- decisions ----------------------------------------------------------------
+
+class FakeServices:
+    def __init__(self, pids=(7,)):
+        self.running = list(pids)
+        self.cpu = 0.0
+
+    def pids(self):
+        if not self.running:
+            raise IrqtuneError("auto_services: no process runs: memcached.service: the unit "
+                               "runs no process")
+        return self.running
+
+    def cpu_seconds(self, pids):
+        return self.cpu
+
+
+class Windows:
+    """record(): n busy periods of k events of per_event ns each."""
+
+    def __init__(self):
+        self.per_event, self.k, self.n, self.calls = 110000, 8, 500, 0
+
+    def __call__(self, pids, seconds):
+        self.calls += 1
+        if self.n is None:
+            raise IrqtuneError("no syscall tracepoints for epoll_wait in tracefs")
+        return Recorded(3.0, 1, [busy.Period(7, self.k * self.per_event, self.k)] * self.n, 64)
+
+
+def make(auto_attrs=auto.AUTO_ATTRS, fixed=None, interval=600):
+    clock, services, windows = Clock(), FakeServices(), Windows()
+    values = auto.AutoValues(auto_attrs, fixed or {}, services, interval, clock, windows)
+    return values, clock, services, windows
+
+
+def busy_for(values, clock, services, seconds=5, share=0.5):
+    clock.now += seconds
+    services.cpu += seconds * share
+    return values.tick()
+
+
+def test_idle_services_are_not_measured():
+    values, clock, services, windows = make()
+    assert values.tick() is None                        # the first re-check only takes a mark
+    for _ in range(10):
+        assert busy_for(values, clock, services, share=0.01) is None
+    assert windows.calls == 0 and values.values == auto.START
+
+
+def test_load_brings_a_window_and_values_outside_the_band_change():
+    values, clock, services, windows = make()
+    values.tick()
+    change = busy_for(values, clock, services)
+    assert windows.calls == 1
+    assert change.values == {"gro-flush-timeout": (20000, 165000),
+                             "irq-suspend-timeout": (20000000, 1760000)}
+    assert change.targets() == {"gro-flush-timeout": 165000, "irq-suspend-timeout": 1760000}
+    assert change.line() == (
+        "auto: gro_flush_timeout 20us -> 165us, irq_suspend_timeout 20ms -> 1.76ms "
+        "(500 busy periods in 3.0 s: per event p99 110us, per batch p99 880us, up to 8 events)")
+    assert values.values == {"gro-flush-timeout": 165000, "irq-suspend-timeout": 1760000}
+
+
+def test_no_window_before_the_interval_and_no_flapping_within_the_band():
+    values, clock, services, windows = make(interval=600)
+    values.tick()
+    busy_for(values, clock, services)
+    for _ in range(100):                                 # 500 s of load: not due yet
+        assert busy_for(values, clock, services) is None
+    assert windows.calls == 1
+    windows.per_event = 130000                           # +18 %: inside the band
+    clock.now += 100
+    busy_for(values, clock, services)
+    assert busy_for(values, clock, services) is None and windows.calls == 2
+    assert values.values["gro-flush-timeout"] == 165000
+    windows.per_event, windows.k = 30000, 32             # another service: leaves the band
+    clock.now += 600
+    busy_for(values, clock, services)
+    change = busy_for(values, clock, services)
+    assert windows.calls == 3 and change.values["gro-flush-timeout"] == (165000, 45000)
+
+
+def test_too_little_traffic_retries_later_and_changes_nothing():
+    values, clock, services, windows = make()
+    windows.n = 20
+    values.tick()
+    assert busy_for(values, clock, services) is None and values.values == auto.START
+    for _ in range(11):                                  # 55 s: before RETRY
+        busy_for(values, clock, services)
+    assert windows.calls == 1
+    windows.n = 500
+    busy_for(values, clock, services)
+    assert busy_for(values, clock, services) is not None and windows.calls == 2
+
+
+def test_a_service_that_is_down_is_said_once(caplog):
+    values, clock, services, windows = make()
+    services.running = []
+    caplog.set_level(logging.DEBUG, logger="irqtune")
+    for _ in range(5):
+        assert busy_for(values, clock, services) is None
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert said == ["auto_services: no process runs: memcached.service: the unit runs no "
+                    "process; the auto values stay gro_flush_timeout=20us, "
+                    "irq_suspend_timeout=20ms (auto)"]
+
+
+def test_no_tracepoints_backs_off_and_is_said_once(caplog):
+    values, clock, services, windows = make(interval=600)
+    windows.n = None
+    caplog.set_level(logging.DEBUG, logger="irqtune")
+    values.tick()
+    assert busy_for(values, clock, services) is None
+    for _ in range(50):
+        busy_for(values, clock, services)
+    assert windows.calls == 1
+    clock.now += 600
+    busy_for(values, clock, services)
+    busy_for(values, clock, services)
+    assert windows.calls == 2
+    said = [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+    assert said == ["auto_services: cannot measure: no syscall tracepoints for epoll_wait in "
+                    "tracefs; the auto values stay gro_flush_timeout=20us, "
+                    "irq_suspend_timeout=20ms (auto)"]
+
+
+def test_a_fixed_partner_bounds_the_auto_value():
+    values, clock, services, windows = make(auto_attrs=("irq-suspend-timeout",),
+                                            fixed={"gro-flush-timeout": 2000000})
+    values.tick()
+    change = busy_for(values, clock, services)
+    assert change.values == {"irq-suspend-timeout": (20000000, 4000000)}
+    values, clock, services, windows = make(auto_attrs=("gro-flush-timeout",),
+                                            fixed={"irq-suspend-timeout": 200000})
+    values.tick()
+    assert busy_for(values, clock, services).values == {"gro-flush-timeout": (20000, 100000)}
+
+
+def test_no_auto_value_goes_beyond_what_a_profile_may_set():
+    """A fixed gro_flush_timeout of 800 ms would want twice that: held at 1 s."""
+    values, clock, services, windows = make(auto_attrs=("irq-suspend-timeout",),
+                                            fixed={"gro-flush-timeout": 800000000})
+    values.tick()
+    assert busy_for(values, clock, services).values == \
+        {"irq-suspend-timeout": (20000000, 1000000000)}
+
+
+# -- the option and the tuner -------------------------------------------------
+
+def test_auto_option_starts_at_the_series_values():
+    config, errors = NapiConfig.from_options({"gro_flush_timeout": "auto",
+                                              "irq_suspend_timeout": " AUTO ",
+                                              "defer_hard_irqs": "100"}, auto=True)
+    assert errors == [] and config.auto == {"gro-flush-timeout", "irq-suspend-timeout"}
+    assert config.attrs() == {"defer-hard-irqs": 100, "gro-flush-timeout": 20000,
+                              "irq-suspend-timeout": 20000000}
+    assert config.fixed() == {"defer-hard-irqs": 100}
+
+
+def test_bad_values_name_auto_among_the_accepted_ones():
+    _, errors = NapiConfig.from_options({"gro_flush_timeout": "automatic",
+                                         "irq_suspend_timeout": "2s",
+                                         "defer_hard_irqs": "auto"}, auto=True)
+    duration = ("a duration: a number of nanoseconds, or a number with unit ns, us, ms or s, "
+                "at most 1s")
+    assert [str(e) for e in errors] == [
+        "defer_hard_irqs: invalid value 'auto' (accepted: an integer from 0 to 2147483647)",
+        "gro_flush_timeout: invalid value 'automatic' (accepted: %s; or auto (measured from "
+        "the services in auto_services))" % duration,
+        "irq_suspend_timeout: invalid value '2s' (accepted: %s; or auto (measured from the "
+        "services in auto_services))" % duration]
+
+
+def test_auto_where_nothing_measures_is_refused():
+    """zerocopy_rx's napi_* options, the doctor's other callers: no auto."""
+    config, errors = NapiConfig.from_options({"gro_flush_timeout": "auto"})
+    assert config.attrs() == {} and config.auto == frozenset()
+    assert [str(e) for e in errors] == [
+        "gro_flush_timeout: invalid value 'auto' (accepted: a duration: a number of "
+        "nanoseconds, or a number with unit ns, us, ms or s, at most 1s)"]
+
+
+def test_profile_drift_leaves_auto_values_out():
+    from irqtune.activeprofile import NapiUnit
+    config, _ = NapiConfig.from_options({"gro_flush_timeout": "auto", "defer_hard_irqs": "100"},
+                                        auto=True)
+    unit = NapiUnit("latency-suspend", "napi", "*", None, config)
+    assert unit.expected() == {"defer-hard-irqs": 100}
+
+
+@pytest.fixture
+def netdev(monkeypatch):
+    fake = FakeNetdev().install(monkeypatch)
+    fake.add_device(7, 2, defer_hard_irqs=3, gro_flush_timeout=5000, irq_suspend_timeout=7)
+    return fake
+
+
+def napi_tuner(tmp_path, caps=FULL):
+    config, _ = NapiConfig.from_options({"defer_hard_irqs": "100", "gro_flush_timeout": "auto",
+                                         "irq_suspend_timeout": "auto"}, auto=True)
+    return NapiTuner(config, caps, ledger=Ledger("napi-auto", str(tmp_path)),
+                     ifindex={"eth0": 7}.get, ifname={7: "eth0"}.get)
+
+
+def test_retarget_sets_verify_checks_the_new_values_and_restore_is_exact(tmp_path, netdev):
+    t = napi_tuner(tmp_path)
+    t.apply("eth0")
+    assert netdev.values(7, "gro-flush-timeout") == [20000, 20000]
+    assert t.retarget({"gro-flush-timeout": 165000, "irq-suspend-timeout": 1760000},
+                      "eth0") == 2
+    assert netdev.values(7, "gro-flush-timeout") == [165000, 165000]
+    assert netdev.values(7, "irq-suspend-timeout") == [1760000, 1760000]
+    assert all(c.ok for c in t.verify("eth0"))
+    netdev.napi(257)["gro-flush-timeout"] = 20000           # the value before the change
+    assert [(c.what, c.current, c.expected) for c in t.verify("eth0") if not c.ok] == [
+        ("NAPI 257 gro_flush_timeout", 20000, 165000)]
+    # a daemon restarted meanwhile takes the originals from the ledger, not the tuned values
+    again = napi_tuner(tmp_path)
+    again.apply("eth0")
+    again.restore_all()
+    assert netdev.values(7, "defer-hard-irqs") == [3, 3]
+    assert netdev.values(7, "gro-flush-timeout") == [5000, 5000]
+    assert netdev.values(7, "irq-suspend-timeout") == [7, 7]
+
+
+def test_retarget_on_the_sysfs_fallback_leaves_unsupported_values_out(tmp_path):
+    dev = tmp_path / "class/net/lo"
+    dev.mkdir(parents=True)
+    (dev / "napi_defer_hard_irqs").write_text("2\n")
+    (dev / "gro_flush_timeout").write_text("0\n")
+    config, _ = NapiConfig.from_options({"defer_hard_irqs": "100", "gro_flush_timeout": "auto",
+                                         "irq_suspend_timeout": "auto"}, auto=True)
+    t = NapiTuner(config, OLD_KERNEL, kfs=KernelFs(sys=str(tmp_path)))
+    t.apply("lo")
+    t.retarget({"gro-flush-timeout": 45000, "irq-suspend-timeout": 1000000}, "lo")
+    assert (dev / "gro_flush_timeout").read_text() == "45000\n"
+    assert "irq-suspend-timeout" in t.unsupported and "irq-suspend-timeout" not in t.per_napi
+    assert [(c.what, c.expected, c.ok) for c in t.verify("lo")] == [
+        ("defer_hard_irqs", 100, True), ("gro_flush_timeout", 45000, True)]
+    t.restore_all()
+    assert (dev / "gro_flush_timeout").read_text() == "0\n"
+
+
+def test_a_tuner_without_measured_values_refuses_retarget():
+    from irqtune.tuner import Tuner
+    with pytest.raises(NotImplementedError, match="Tuner sets no value that follows"):
+        Tuner().retarget({"gro-flush-timeout": 1})
+
+
+# -- the napi plugin ----------------------------------------------------------
+
+AUTO_OPTIONS = {"defer_hard_irqs": "100", "gro_flush_timeout": "${gro_flush_timeout}",
+                "irq_suspend_timeout": "${irq_suspend_timeout}",
+                "auto_services": "${optin_services},${auto_services}",
+                "auto_interval": "${auto_interval}"}
+
+
+def variables(**given):
+    """latency-suspend's [variables] defaults, then the file's lines."""
+    found = {"gro_flush_timeout": "auto", "irq_suspend_timeout": "20ms",
+             "optin_services": "", "auto_services": "", "auto_interval": "600"}
+    found.update(given)
+    return list(found.items())
+
+
+def test_plugin_measures_the_opted_in_and_the_auto_services(napi_init, caplog):
+    caplog.set_level(logging.DEBUG)
+    instance = napi_init(AUTO_OPTIONS, variables(optin_services="memcached",
+                                                 auto_services="/run/x.pid", auto_interval="60"))
+    assert tuned_errors(caplog) == []
+    values = instance._auto
+    assert values.services.entries == ["memcached.service", "/run/x.pid"]
+    assert values.auto == ["gro-flush-timeout"] and values.interval == 60
+    assert values.fixed == {"defer-hard-irqs": 100, "irq-suspend-timeout": 20000000}
+    assert instance._tuner.per_napi["gro-flush-timeout"] == 20000
+
+
+def test_plugin_without_auto_values_measures_nothing(napi_init, caplog):
+    instance = napi_init(AUTO_OPTIONS, variables(gro_flush_timeout="20us",
+                                                 optin_services="memcached"))
+    assert instance._auto is None and tuned_errors(caplog) == []
+
+
+@pytest.mark.parametrize("given, options, line", [
+    ({}, {}, "instance napi: auto_services: invalid value ',' (accepted: systemd service "
+     "units (name or name.service) or absolute paths of pid files, separated by commas, "
+     "which gro_flush_timeout=auto measures; until then the series' values stay), from "
+     "variable optin_services, auto_services; the option is not applied"),
+    ({"auto_services": "memcached.socket"}, {}, "instance napi: auto_services: invalid value "
+     "'memcached.socket' (accepted: systemd service units (name or name.service) or absolute "
+     "paths of pid files, separated by commas), from variable optin_services, auto_services; "
+     "the option is not applied"),
+    ({"auto_services": "memcached", "auto_interval": "5"}, {}, "instance napi: auto_interval: "
+     "invalid value '5' (accepted: an integer from 10 to 86400), from variable auto_interval; "
+     "the option is not applied"),
+    ({"auto_services": "memcached"}, {"recheck_interval": "0"}, "instance napi: "
+     "recheck_interval: invalid value '0' (accepted: 1 to 86400 with gro_flush_timeout=auto: "
+     "the services are measured on the re-check; until then the series' values stay); the "
+     "option is not applied"),
+], ids=["no services", "a socket unit", "interval too short", "no re-check"])
+def test_plugin_option_errors_of_auto_are_one_line(napi_init, caplog, given, options, line):
+    caplog.set_level(logging.DEBUG)
+    instance = napi_init(dict(AUTO_OPTIONS, **options), variables(**given))
+    assert tuned_errors(caplog) == [line]
+    assert instance._tuner.per_napi["gro-flush-timeout"] == 20000     # the series' value
+    assert (instance._auto is None) == ("auto_interval" not in given)
+
+
+class Retargets(DeviceTuner):
+    """A tuner on the contract that records retarget calls."""
+
+    def __init__(self):
+        super().__init__()
+        self.calls = []
+
+    def retarget(self, values, *devices):
+        self.calls.append((values, devices))
+
+
+class Instance:
+    name = "napi"
+    processed_devices = {"eth1", "eth0"}
+
+    def __init__(self, values):
+        self._lock = threading.RLock()
+        self._tuner = Retargets()
+        self._auto = values
+        self._watcher = object()            # applied: the watcher runs
+
+
+@pytest.fixture
+def napi_plugin():
+    pytest.importorskip("tuned.plugins")
+    module = load_plugin_module("napi")
+    plugin = object.__new__(module.NapiPlugin)
+    plugin._retune = lambda instance, device: None
+    return plugin
+
+
+def loaded():
+    values, clock, services, windows = make()
+    values.tick()
+    clock.now += 5
+    services.cpu += 2.5
+    return values
+
+
+def test_plugin_sets_a_change_on_every_device_and_logs_one_line(napi_plugin, caplog):
+    instance = Instance(loaded())
+    caplog.set_level(logging.DEBUG)
+    napi_plugin._retune_all(instance)
+    assert instance._tuner.calls == [({"gro-flush-timeout": 165000,
+                                       "irq-suspend-timeout": 1760000}, ("eth0", "eth1"))]
+    lines = [r.getMessage() for r in caplog.records if r.name.startswith("tuned")
+             and "auto:" in r.getMessage()]
+    assert lines == ["instance napi: auto: gro_flush_timeout 20us -> 165us, "
+                     "irq_suspend_timeout 20ms -> 1.76ms (500 busy periods in 3.0 s: per "
+                     "event p99 110us, per batch p99 880us, up to 8 events)"]
+
+
+def test_plugin_sets_nothing_while_the_instance_is_unapplied(napi_plugin):
+    instance = Instance(loaded())
+    instance._watcher = None                # _instance_stop_background ran
+    napi_plugin._retune_all(instance)
+    assert instance._tuner.calls == []
+
+
+def test_plugin_turns_a_failed_measurement_into_one_line(napi_plugin, caplog):
+    class Broken:
+        def tick(self):
+            raise RuntimeError("boom")
+    instance = Instance(Broken())
+    caplog.set_level(logging.DEBUG)
+    napi_plugin._retune_all(instance)
+    assert tuned_errors(caplog) == [
+        "instance napi: measuring for the auto values failed: RuntimeError: boom (a bug in "
+        "irqtune, please report it); the values stay as they are; tuned-adm verify names what "
+        "is not set"]
+    assert instance._tuner.calls == []
+
+
+def test_latency_suspend_with_auto_loads_and_measures_its_services(tmp_path, caplog,
+                                                                    tuned_profiles):
+    """The shipped profile through TuneD's loader, with auto in its
+    variables file: the [napi] unit's options give the AutoValues."""
+    text = ("optin_services=memcached, nginx\ngro_flush_timeout=auto\n"
+            "irq_suspend_timeout=auto\nauto_services=/run/x.pid\n")
+    profile, v = load(tmp_path, "latency-suspend", dict({p: "" for p in PROFILES},
+                                                        **{"latency-suspend": text}))
+    assert check_loaded(profile, v, caplog) == []
+    options = {k: v.expand(o) for k, o in profile.units["napi"].options.items()}
+    config, errors = NapiConfig.from_options(options, auto=True)
+    values, auto_errors = auto.from_options(config, options, 5)
+    assert errors == auto_errors == []
+    assert values.services.entries == ["memcached.service", "nginx.service", "/run/x.pid"]
+    assert values.interval == 600 and values.auto == list(auto.AUTO_ATTRS)
