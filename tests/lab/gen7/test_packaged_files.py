@@ -24,10 +24,10 @@ SHARE = "/irqtune/build/rpm-guest7/root"
 DEFINES = ('--define "python3_sitelib /usr/lib/python3/dist-packages" '
            '--define "tuned_profile_dir /usr/lib/tuned/profiles" --define "_libdir /usr/lib64"')
 VARS = "latency-suspend"
-# Every package irqtune.spec builds (the metrics one since the doctor and
-# metrics issue; it was missing here, so the lab test counted 6).
-PACKAGES = sorted(["irqtune-kernel-patches", "irqtune-metrics", "irqtune-preload", "python3-irqtune",
-                   "tuned-plugins-irqtune", "tuned-profiles-irqtune", "tuned-profiles-irqtune-realtime"])
+# Every package irqtune.spec builds (irqtune-bench since issue 31).
+PACKAGES = sorted(["irqtune-bench", "irqtune-kernel-patches", "irqtune-metrics", "irqtune-preload",
+                   "python3-irqtune", "tuned-plugins-irqtune", "tuned-profiles-irqtune",
+                   "tuned-profiles-irqtune-realtime"])
 
 
 @pytest.fixture(scope="module")
