@@ -98,8 +98,10 @@ def from_options(config, options, recheck_interval):
 class Services:
     """The processes of the measured services, found again on every
     re-check that is due - cheaply: a unit's control group is asked of
-    systemd once and its cgroup.procs read after that; systemctl runs
-    again only when the group is empty, at most every RETRY seconds."""
+    systemd once and its cgroup.procs read after that, in systemd's own
+    hierarchy (cgroup v2, hybrid or v1, by /proc/self/mountinfo, read
+    once); systemctl runs again only when the group is empty, at most
+    every RETRY seconds."""
 
     def __init__(self, entries, kfs=KFS, systemctl=None, clock=time.monotonic):
         self.entries = list(entries)
@@ -108,6 +110,7 @@ class Services:
         self.clock = clock
         self._cgroups = {}          # unit: control group path
         self._asked = {}            # unit: when systemctl was last asked
+        self._cgroup_root = None    # systemd's hierarchy: unified, hybrid or legacy
 
     def pids(self):
         """Sorted pids of every entry that runs now; IrqtuneError when none."""
@@ -153,9 +156,9 @@ class Services:
     def _cgroup_pids(self, cgroup):
         if not cgroup:
             return []
-        text = self.kfs.read_optional(self.kfs.sys_path("fs/cgroup", cgroup.lstrip("/"),
-                                                        "cgroup.procs"))
-        return [int(p) for p in (text or "").split() if _PID.match(p)]
+        if self._cgroup_root is None:       # the layout changes only with a reboot
+            self._cgroup_root = self.kfs.systemd_cgroup_root()
+        return self.kfs.cgroup_procs(cgroup, self._cgroup_root)
 
     def cpu_seconds(self, pids):
         """CPU time (user and system) the pids' processes used so far."""

@@ -11,6 +11,7 @@ Debian 12: `cat /proc/$(pidof memcached)/stat`, utime 1234 and stime 567
 ticks)."""
 
 import logging
+import os
 import threading
 
 import pytest
@@ -20,6 +21,7 @@ from test_plugin_option_errors import napi_init, tuned_errors  # noqa: F401 - th
 from test_profile_upgrade import PROFILES, check_loaded, load, tuned_profiles  # noqa: F401
 from tuned_loader import load_plugin_module
 
+from irqtune.doctor import targets
 from irqtune.errors import IrqtuneError
 from irqtune.kfs import KernelFs
 from irqtune.ledger import Ledger
@@ -87,6 +89,80 @@ def test_services_from_units_and_pid_files(tmp_path):
         with pytest.raises(IrqtuneError):
             services.pids()
     assert len(asked) == 2
+
+
+# systemd's own hierarchy, by /proc/self/mountinfo (measure_fixtures/):
+# unified - a Talos node's cgroup2 line (siderolabs/talos pull request
+#   4110, `talosctl read /proc/1/mountinfo`): systemd mounts cgroup2 there too;
+# hybrid - the development host (Linux 6.18, Debian 12,
+#   `grep -E " /sys |cgroup" /proc/self/mountinfo`);
+# legacy - a RHEL 7.8 host (containers/podman issue 7004, `grep cgroup
+#   /proc/self/mountinfo`); RHEL 8 (systemd 239, legacy by default) mounts
+#   the same hierarchies.
+FIXTURES = os.path.join(os.path.dirname(__file__), "measure_fixtures")
+
+
+def mountinfo(name):
+    with open(os.path.join(FIXTURES, "mountinfo-" + name)) as f:
+        return f.read()
+
+
+LAYOUTS = {"unified": ("unified-talos", "fs/cgroup"),
+           "hybrid": ("hybrid-6.18", "fs/cgroup/unified"),
+           "legacy": ("legacy-rhel7.8", "fs/cgroup/systemd"),
+           "no mountinfo": (None, "fs/cgroup")}
+
+
+def cgroup_tree(tmp_path, layout, pids="7\n8\n"):
+    """A KernelFs whose mountinfo is layout's and whose systemd hierarchy
+    holds memcached.service with pids; the other hierarchies hold a decoy."""
+    name, hierarchy = LAYOUTS[layout]
+    (tmp_path / "proc" / "self").mkdir(parents=True)
+    if name is not None:
+        (tmp_path / "proc" / "self" / "mountinfo").write_text(mountinfo(name))
+    for where in {"fs/cgroup", "fs/cgroup/unified", "fs/cgroup/systemd", hierarchy}:
+        group = tmp_path / "sys" / where / "system.slice" / "memcached.service"
+        group.mkdir(parents=True, exist_ok=True)
+        (group / "cgroup.procs").write_text(pids if where == hierarchy else "999\n")
+    return KernelFs(proc=str(tmp_path / "proc"), sys=str(tmp_path / "sys")), hierarchy
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_systemd_hierarchy_by_what_is_mounted(tmp_path, layout):
+    kfs, hierarchy = cgroup_tree(tmp_path, layout)
+    assert kfs.systemd_cgroup_root() == str(tmp_path / "sys" / hierarchy)
+    assert kfs.cgroup_procs("/system.slice/memcached.service") == [7, 8]
+    assert kfs.cgroup_procs("/system.slice/nginx.service") == []
+
+
+def test_only_systemd_own_mounts_count(tmp_path):
+    """A cgroup2 mounted elsewhere (a container runtime's) or a v1 hierarchy
+    at systemd's place without name=systemd is not systemd's; a mount on
+    top of another at the same place is the one seen."""
+    kfs = KernelFs(proc=str(tmp_path), sys="/sys")
+    (tmp_path / "self").mkdir()
+    legacy = mountinfo("legacy-rhel7.8")
+    (tmp_path / "self" / "mountinfo").write_text(
+        legacy.replace("name=systemd", "cpu") +
+        "90 25 0:50 / /run/runtime/cgroup rw - cgroup2 cgroup2 rw\n")
+    assert kfs.systemd_cgroup_root() == "/sys/fs/cgroup"
+    (tmp_path / "self" / "mountinfo").write_text(mountinfo("unified-talos") + legacy)
+    assert kfs.systemd_cgroup_root() == "/sys/fs/cgroup/systemd"
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_unit_processes_on_each_cgroup_layout(tmp_path, layout):
+    """RHEL 8 runs cgroup v1: the auto values and the doctor find a unit's
+    processes in /sys/fs/cgroup/systemd there, not only under v2."""
+    kfs, _ = cgroup_tree(tmp_path, layout)
+    (tmp_path / "run/systemd/system").mkdir(parents=True)
+
+    def systemctl(argv):
+        prop = argv[1].split("=", 1)[1]
+        return 0, {"LoadState": "loaded", "MainPID": "7",
+                   "ControlGroup": "/system.slice/memcached.service"}[prop] + "\n"
+    assert auto.Services(["memcached.service"], kfs, systemctl).pids() == [7, 8]
+    assert targets.service_pids("memcached.service", systemctl, kfs, str(tmp_path)) == [7, 8]
 
 
 @pytest.mark.parametrize("text", ["", "x\n", "\u0664\u0662\n", "-42\n", "42" * 6])
