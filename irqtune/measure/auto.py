@@ -20,6 +20,7 @@ import re
 import time
 from dataclasses import dataclass
 
+from .. import files
 from ..errors import IrqtuneError, OptionError
 from ..kfs import KFS
 from ..names import option_name
@@ -111,6 +112,7 @@ class Services:
         self._cgroups = {}          # unit: control group path
         self._asked = {}            # unit: when systemctl was last asked
         self._cgroup_root = None    # systemd's hierarchy: unified, hybrid or legacy
+        self._refused = {}          # pid file: why, said once
 
     def pids(self):
         """Sorted pids of every entry that runs now; IrqtuneError when none."""
@@ -141,7 +143,21 @@ class Services:
         return pids
 
     def _pid_in_file(self, path):
-        words = (self.kfs.read_optional(path) or "").split()
+        """The pid in a pid file that only root could have written: one that
+        another user may write could point the measurement - root's perf
+        events and tracepoint filters - at any process."""
+        try:
+            text = files.read_root_only(path)
+        except files.NotRootOnly as err:
+            if self._refused.get(path) != str(err):
+                log.warning("auto_services: pid file %s refused: %s (accepted: %s)",
+                            path, err, files.ROOT_ONLY)
+            self._refused[path] = str(err)
+            raise IrqtuneError("%s: pid file refused" % path) from None
+        except OSError:
+            text = ""
+        self._refused.pop(path, None)
+        words = text.split()
         if not words or not _PID.match(words[0]) or \
                 not os.path.isdir(self.kfs.proc_path(int(words[0]))):
             raise IrqtuneError("%s: no running process in the pid file" % path)

@@ -12,6 +12,7 @@ ticks)."""
 
 import logging
 import os
+import signal
 import threading
 
 import pytest
@@ -50,6 +51,13 @@ def test_auto_services_names_units_and_pid_files():
                                        "separated by commas)")
 
 
+def pid_file(path, text, mode=0o644):
+    """A pid file as a service that runs as root writes it."""
+    path.write_text(text)
+    path.chmod(mode)
+    return str(path)
+
+
 class Clock:
     def __init__(self):
         self.now = 1000.0
@@ -61,7 +69,7 @@ class Clock:
 def test_services_from_units_and_pid_files(tmp_path):
     (tmp_path / "proc" / "42").mkdir(parents=True)
     (tmp_path / "proc" / "42" / "stat").write_text(STAT)
-    (tmp_path / "srv.pid").write_text("42\n")
+    pid_file(tmp_path / "srv.pid", "42\n")
     group = tmp_path / "sys" / "fs" / "cgroup" / "system.slice" / "memcached.service"
     group.mkdir(parents=True)
     (group / "cgroup.procs").write_text("8\n7\n")
@@ -79,7 +87,7 @@ def test_services_from_units_and_pid_files(tmp_path):
     assert asked == [["show", "--property=ControlGroup", "--value", "--", "memcached.service"]]
     assert services.cpu_seconds([42]) == pytest.approx((1234 + 567) / 100)
     (group / "cgroup.procs").write_text("")     # stopped: systemd asked again, not each time
-    (tmp_path / "srv.pid").write_text("43\n")
+    pid_file(tmp_path / "srv.pid", "43\n")
     with pytest.raises(IrqtuneError, match="no process runs: memcached.service: the unit runs "
                                            "no process; .*srv.pid: no running process"):
         services.pids()
@@ -168,10 +176,94 @@ def test_a_unit_processes_on_each_cgroup_layout(tmp_path, layout):
 @pytest.mark.parametrize("text", ["", "x\n", "\u0664\u0662\n", "-42\n", "42" * 6])
 def test_a_pid_file_holds_ascii_digits(tmp_path, text):
     (tmp_path / "proc" / "42").mkdir(parents=True)
-    (tmp_path / "srv.pid").write_text(text)
+    pid_file(tmp_path / "srv.pid", text)
     services = auto.Services([str(tmp_path / "srv.pid")], KernelFs(proc=str(tmp_path / "proc")))
     with pytest.raises(IrqtuneError, match="srv.pid: no running process in the pid file"):
         services.pids()
+
+
+def refused_lines(caplog):
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def symlink_to_a_good_one(path):
+    os.symlink(pid_file(path.with_name("real.pid"), "42\n"), str(path))
+
+
+def fifo(path):
+    os.mkfifo(str(path), 0o600)          # opened, it would wait for a writer
+
+
+class Waited(Exception):
+    """Not an OSError, which the code under test would take for a missing file."""
+
+
+@pytest.fixture
+def never_waits():
+    """A read that waits (a FIFO without a writer) fails the test after 10 s
+    instead of hanging it: the daemon's re-check must never wait."""
+    def waited(signum, frame):
+        raise Waited("the pid file's read waited")
+    previous = signal.signal(signal.SIGALRM, waited)
+    signal.alarm(10)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+def other_owner(path):
+    if os.geteuid() != 0:
+        pytest.skip("giving a file to another user needs root")
+    os.chown(pid_file(path, "42\n"), 65534, 0)
+
+
+@pytest.mark.parametrize("make, why", [
+    (lambda p: pid_file(p, "42\n", 0o664), "group or others may write it (mode 0664)"),
+    (lambda p: pid_file(p, "42\n", 0o602), "group or others may write it (mode 0602)"),
+    (symlink_to_a_good_one, "it is a symbolic link"),
+    (fifo, "it is not a regular file"),
+    (other_owner, "it is owned by uid 65534"),
+], ids=["group-writable", "other-writable", "symlink", "fifo", "not root's"])
+def test_a_pid_file_another_user_could_write_is_refused(tmp_path, caplog, never_waits, make,
+                                                        why):
+    """Root measures the process a pid file names: one that another user
+    could have written would let them point root's perf events at any
+    process.  Refused in one line, said once; the other services are
+    measured; put right, it is read again."""
+    (tmp_path / "proc" / "42").mkdir(parents=True)
+    (tmp_path / "proc" / "43").mkdir(parents=True)
+    bad = tmp_path / "srv.pid"
+    make(bad)
+    good = pid_file(tmp_path / "other.pid", "43\n")
+    services = auto.Services([str(bad), good], KernelFs(proc=str(tmp_path / "proc")))
+    caplog.set_level(logging.DEBUG, logger="irqtune")
+    assert services.pids() == [43]
+    assert services.pids() == [43]
+    assert refused_lines(caplog) == [
+        "auto_services: pid file %s refused: %s (accepted: a regular file owned by root that no "
+        "group or other may write, not a symbolic link)" % (bad, why)]
+    alone = auto.Services([str(bad)], KernelFs(proc=str(tmp_path / "proc")))
+    with pytest.raises(IrqtuneError, match="no process runs: .*srv.pid: pid file refused$"):
+        alone.pids()
+    os.unlink(str(bad))
+    pid_file(bad, "42\n")
+    assert services.pids() == [42, 43]
+
+
+def test_a_pid_file_refused_again_is_said_again(tmp_path, caplog):
+    (tmp_path / "proc" / "42").mkdir(parents=True)
+    path = pid_file(tmp_path / "srv.pid", "42\n", 0o666)
+    services = auto.Services([path], KernelFs(proc=str(tmp_path / "proc")))
+    caplog.set_level(logging.DEBUG, logger="irqtune")
+    for mode, running in ((0o666, False), (0o644, True), (0o666, False), (0o646, False)):
+        os.chmod(path, mode)
+        try:
+            assert services.pids() == [42] and running
+        except IrqtuneError:
+            assert not running
+    assert [line.split(": ", 2)[2].split(" (accepted")[0] for line in refused_lines(caplog)] \
+        == ["group or others may write it (mode 0666)", "group or others may write it (mode 0666)",
+            "group or others may write it (mode 0646)"]
 
 
 # -- decisions ----------------------------------------------------------------
