@@ -253,7 +253,7 @@ check: deps install $(VENV)/bin/python $(TUNED_SID)/.unpacked
 # then restarted and switched off.  About six minutes on two cores: not in
 # check.  CRASH_ARGS: --seed N, --only NAME..., --time-limit S.
 crash-check: deps install
-	PYTHONPATH=$(CURDIR):$(CURDIR)/tests $(PYTHON) tests/crash/run.py $(CRASH_ARGS)
+	PYTHONPATH=$(CURDIR):$(CURDIR)/tests:$(CURDIR)/bench $(PYTHON) tests/crash/run.py $(CRASH_ARGS)
 
 $(TUNED_SID)/.unpacked:
 	rm -rf $(TUNED_SID) && mkdir -p $(TUNED_SID)/deb

@@ -54,6 +54,8 @@ def add_run_options(ap, out_default):
     ap.add_argument("--probe-max", type=int, default=2000000)
     ap.add_argument("--probe-seconds", type=float, default=2.0)
     ap.add_argument("--seed", type=int, default=1, help="of the round orders")
+    ap.add_argument("--recommend-seconds", type=float, default=5.0,
+                    help="the doctor's window for the recommend mode (0.5-60)")
     ap.add_argument("--quick", action="store_true",
                     help="a short run: 1 repeat, 2 s windows, 3 loads (checks the machinery, not the modes)")
     ap.add_argument("--out", default=out_default, help="directory of the results")
@@ -88,7 +90,8 @@ def bad_run_argument(args):
     if not 1 <= args.repeats <= 100:
         return "--repeats %d: accepted 1 to 100" % args.repeats
     for name, value, low, high in (("--seconds", args.seconds, 0.5, 120), ("--warmup", args.warmup, 0, 30),
-                                   ("--probe-seconds", args.probe_seconds, 0.5, 120)):
+                                   ("--probe-seconds", args.probe_seconds, 0.5, 120),
+                                   ("--recommend-seconds", args.recommend_seconds, 0.5, 60)):
         if not (math.isfinite(value) and low <= value <= high):
             return "%s %g: accepted %g to %g (seconds)" % (name, value, low, high)
     if not 1 <= args.conns <= 64:

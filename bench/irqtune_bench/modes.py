@@ -10,6 +10,12 @@ the check that a server holds a mode before a run counts.
                                           + epoll_wait in 1 ms slices (bench)
   suspend0   0 / 0 / 20 ms                usecs 0, budget 64, prefer 1
   suspendX   100 / X us / 20 ms           usecs 0, budget 64, prefer 1 (X 10 20 50)
+
+and, asked for by name (--modes ...,recommend), a mode the bench measures:
+
+  recommend  irqtune doctor's values      usecs 0, budget 64, prefer 1
+             for the server's service     (measured under load in suspend20
+                                          before the rounds; runner.recommend)
 """
 
 MS, US = 1000000, 1000
@@ -17,8 +23,12 @@ PROFILE = "latency-suspend"
 
 
 def mode(defer, gro_us, suspend_ms, epoll_usecs=None, slice_ms=0):
-    return {"defer_hard_irqs": defer, "gro_flush_timeout_ns": gro_us * US,
-            "irq_suspend_timeout_ns": suspend_ms * MS,
+    return mode_ns(defer, gro_us * US, suspend_ms * MS, epoll_usecs, slice_ms)
+
+
+def mode_ns(defer, gro_ns, suspend_ns, epoll_usecs=None, slice_ms=0):
+    return {"defer_hard_irqs": defer, "gro_flush_timeout_ns": gro_ns,
+            "irq_suspend_timeout_ns": suspend_ns,
             "epoll": None if epoll_usecs is None else
             {"busy_poll_usecs": epoll_usecs, "busy_poll_budget": 64, "prefer_busy_poll": 1},
             "epoll_slice_ms": slice_ms}
@@ -38,6 +48,15 @@ MODES = {
     "suspend50": mode(100, 50, 20, epoll_usecs=0),
 }
 
+RECOMMEND = "recommend"
+
+
+def recommended(rec):
+    """The recommend mode from the doctor's --json "recommend" object."""
+    return mode_ns(rec["defer_hard_irqs"], rec["gro_flush_timeout_ns"], rec["irq_suspend_timeout_ns"],
+                   epoll_usecs=0)
+
+
 WHO_SETS = {
     "NAPI defer-hard-irqs / gro-flush-timeout / irq-suspend-timeout":
         "project: latency-suspend variables defer_hard_irqs, gro_flush_timeout, irq_suspend_timeout",
@@ -54,18 +73,26 @@ WHO_SETS = {
 def parse_modes(text):
     """[mode names] of a --modes value; ValueError naming the unknown ones."""
     modes = [m.strip() for m in text.split(",") if m.strip()]
-    unknown = [m for m in modes if m not in MODES]
+    unknown = [m for m in modes if m not in MODES and m != RECOMMEND]
     if unknown or not modes:
-        raise ValueError("--modes: unknown mode(s) %r; accepted: comma-separated names of %s"
-                         % (",".join(unknown) or text, " ".join(MODES)))
+        raise ValueError("--modes: unknown mode(s) %r; accepted: comma-separated names of %s %s"
+                         % (",".join(unknown) or text, " ".join(MODES), RECOMMEND))
     return modes
+
+
+def duration(ns):
+    """ns as the variables file takes it, in the largest whole unit."""
+    for unit, size in (("ms", MS), ("us", US)):
+        if ns and ns % size == 0:
+            return "%d%s" % (ns // size, unit)
+    return "%dns" % ns
 
 
 def variables_of(m, nic, service="memcached"):
     """latency-suspend's variables file for mode m ({name: value})."""
     return {"suspend_nics": nic, "defer_hard_irqs": str(m["defer_hard_irqs"]),
-            "gro_flush_timeout": "%dus" % (m["gro_flush_timeout_ns"] // US),
-            "irq_suspend_timeout": "%dms" % (m["irq_suspend_timeout_ns"] // MS),
+            "gro_flush_timeout": duration(m["gro_flush_timeout_ns"]),
+            "irq_suspend_timeout": duration(m["irq_suspend_timeout_ns"]),
             "optin_services": service if m["epoll"] else "",
             "optin_busy_poll_usecs": str(m["epoll"]["busy_poll_usecs"] if m["epoll"] else 0),
             "optin_restart": "true"}

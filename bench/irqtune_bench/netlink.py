@@ -2,8 +2,12 @@
 """What the kernel's netdev family says, read without the library under
 test: plain AF_NETLINK sockets and struct (no pyroute2, no irqtune code),
 so the bench's read-back checks what the kernel holds, not what irqtune
-believes.  Read only.  Attribute numbers from the kernel's
+believes.  The bench only reads.  Attribute numbers from the kernel's
 Documentation/netlink/specs/netdev.yaml.
+
+The test suites' independent reader (tests/support/rawnapi.py) is this
+module plus a napi-set, so it stays standard library only and its
+request loop reads a write's acknowledgement too.
 """
 
 import os
@@ -12,7 +16,7 @@ import struct
 
 GENL_ID_CTRL, CTRL_CMD_GETFAMILY = 0x10, 3
 CTRL_ATTR_FAMILY_ID, CTRL_ATTR_FAMILY_NAME = 1, 2
-NLM_F_REQUEST, NLM_F_DUMP = 1, 0x300
+NLM_F_REQUEST, NLM_F_ACK, NLM_F_DUMP = 1, 4, 0x300
 NLMSG_ERROR, NLMSG_DONE = 2, 3
 QUEUE_GET, NAPI_GET, QSTATS_GET = 10, 11, 12
 QUEUE_TYPE_RX = 0
@@ -22,12 +26,12 @@ QSTATS_IFINDEX, QSTATS_QUEUE_TYPE, QSTATS_QUEUE_ID, QSTATS_SCOPE, QSTATS_RX_PACK
 QSTATS_SCOPE_QUEUE = 1
 
 
-def _nla(kind, payload):
+def nla(kind, payload):
     data = struct.pack("=HH", 4 + len(payload), kind) + payload
     return data + b"\0" * (-len(data) % 4)
 
 
-def _parse(data):
+def parse(data):
     out, off = {}, 0
     while off + 4 <= len(data):
         length, kind = struct.unpack_from("=HH", data, off)
@@ -50,7 +54,7 @@ class Netdev:
         self.sock.bind((0, 0))
         self.seq = 0
         reply = self._talk(GENL_ID_CTRL, CTRL_CMD_GETFAMILY, 0,
-                           _nla(CTRL_ATTR_FAMILY_NAME, b"netdev\0"))
+                           nla(CTRL_ATTR_FAMILY_NAME, b"netdev\0"))
         self.family = struct.unpack("=H", reply[0][CTRL_ATTR_FAMILY_ID][:2])[0]
 
     def close(self):
@@ -80,8 +84,8 @@ class Netdev:
                     if code:
                         raise OSError(-code, os.strerror(-code))
                     return replies
-                replies.append(_parse(data[off + 20:off + length]))
-                if not flags & NLM_F_DUMP:
+                replies.append(parse(data[off + 20:off + length]))
+                if not flags & (NLM_F_DUMP | NLM_F_ACK):   # else: to the done or the ack
                     return replies
                 off += (length + 3) & ~3
 
@@ -89,14 +93,14 @@ class Netdev:
         """[{attr name: int}] of a device's NAPIs (napi-get), sorted by id."""
         ifindex = struct.pack("=I", socket.if_nametoindex(ifname))
         out = [{NAPI_ATTRS[k]: v for k, v in _numbers(attrs).items() if k in NAPI_ATTRS}
-               for attrs in self._talk(self.family, NAPI_GET, NLM_F_DUMP, _nla(1, ifindex))]
+               for attrs in self._talk(self.family, NAPI_GET, NLM_F_DUMP, nla(1, ifindex))]
         return sorted(out, key=lambda n: n["id"])
 
     def rx_queues(self, ifname):
         """{rx queue index: napi id} (queue-get) of drivers that link them."""
         ifindex = struct.pack("=I", socket.if_nametoindex(ifname))
         out = {}
-        for attrs in self._talk(self.family, QUEUE_GET, NLM_F_DUMP, _nla(2, ifindex)):
+        for attrs in self._talk(self.family, QUEUE_GET, NLM_F_DUMP, nla(2, ifindex)):
             num = _numbers(attrs)
             if num.get(3) == QUEUE_TYPE_RX and 4 in num:
                 out[num[1]] = num[4]
@@ -105,8 +109,8 @@ class Netdev:
     def rx_packets_per_queue(self, ifname):
         """{rx queue: packets} from qstats-get, queue scope ({} where the
         driver keeps no per-queue statistics there)."""
-        payload = (_nla(QSTATS_IFINDEX, struct.pack("=I", socket.if_nametoindex(ifname)))
-                   + _nla(QSTATS_SCOPE, struct.pack("=I", QSTATS_SCOPE_QUEUE)))
+        payload = (nla(QSTATS_IFINDEX, struct.pack("=I", socket.if_nametoindex(ifname)))
+                   + nla(QSTATS_SCOPE, struct.pack("=I", QSTATS_SCOPE_QUEUE)))
         try:
             replies = self._talk(self.family, QSTATS_GET, NLM_F_DUMP, payload)
         except OSError:

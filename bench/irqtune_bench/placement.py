@@ -24,7 +24,9 @@ VCPU_THREAD = re.compile(r"CPU (\d+)/(?:TCG|KVM)")
 
 
 def cpu_list(text):
-    """{cpus} of a kernel CPU list ("0-1,3"; "" for none)."""
+    """{cpus} of a kernel CPU list such as Cpus_allowed_list,
+    smp_affinity_list or /sys/devices/system/cpu/isolated ("0-1,3"; ""
+    for none).  The labs use it too (labvm.cpu_list)."""
     cpus = set()
     for part in text.strip().split(","):
         if part:

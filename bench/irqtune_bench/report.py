@@ -299,6 +299,7 @@ def write_report(report, out, name):
     report["verdicts"] = verdict
     parts = [header(report), ""] + ["who sets what:"] + \
         ["  %s: %s" % kv for kv in report["who_sets"].items()]
+    parts += recommend_lines(report.get("recommend"))
     if report.get("placement"):
         parts += ["", "where the threads ran (%s):" % report["placement"]["what"]] + \
             ["  " + line for line in report["placement"]["lines"]]
@@ -324,6 +325,22 @@ def write_report(report, out, name):
         print("wrote %s" % p)
     print("wrote %s" % ", ".join(str(out / ("%s.%s" % (name, ext))) for ext in ("json", "txt", "md")))
     return full
+
+
+def recommend_lines(rec):
+    """What the recommend mode ran with, and the doctor's figures for it."""
+    if not rec:
+        return []
+    if rec.get("failed"):
+        return ["", "recommend: no values (%s, at %d req/s): %s" % (rec["doctor"], rec["offered"], rec["failed"])]
+    v, m = rec["values"], rec["measured"]
+    return ["", "recommend: `%s` at %d req/s in suspend20: defer_hard_irqs %d, gro_flush_timeout %d ns, "
+                "irq_suspend_timeout %d ns" % (rec["doctor"], rec["offered"], v["defer_hard_irqs"],
+                                               v["gro_flush_timeout_ns"], v["irq_suspend_timeout_ns"]),
+            "  measured: %d busy periods; per event p50/p99/max %s/%s/%s ns; per batch p99/max %s/%s ns, "
+            "up to %s event(s)" % (m["busy_periods"], m["event_ns"]["p50"], m["event_ns"]["p99"],
+                                 m["event_ns"]["max"], m["batch_ns"]["p99"], m["batch_ns"]["max"],
+                                 m["batch_events"]["max"])]
 
 
 def tb_title(report):

@@ -37,10 +37,11 @@ import json
 import os
 import random
 import subprocess
+import threading
 import time
 
 from . import placement
-from .modes import MODES, PROFILE, WHO_SETS, check, variables_of
+from .modes import MODES, PROFILE, RECOMMEND, WHO_SETS, check, recommended, variables_of
 
 DROPIN = "/etc/systemd/system/%s.service.d/40-irqtune-bench.conf"
 VARIABLES = "/etc/tuned/%s-variables.conf" % PROFILE
@@ -65,6 +66,8 @@ class Bench:
         self.dropin = DROPIN % self.service
         self.saved = None
         self.nic = tb.nic
+        # the fixed modes, and recommend once measured
+        self.modes = dict(MODES)
 
     def sh(self, argv, timeout=120, input=None):
         rc, out, err = self.tb.server.run(argv, timeout=timeout, input=input)
@@ -121,7 +124,9 @@ class Bench:
     def set_mode(self, name):
         """The mode through the project (profile variables, opt-in) and the
         bench's own drop-in (pinning, fullbusy's epoll slices)."""
-        m = MODES[name]
+        if name not in self.modes:
+            raise BenchError("mode %s has no values: the doctor recommended none (see the log)" % name)
+        m = self.modes[name]
         t0 = time.monotonic()
         self.write_dropin(m)
         values = variables_of(m, self.nic, self.service)
@@ -308,6 +313,55 @@ def saturation(bench, tb, args, log):
     return good, probes
 
 
+def recommend(bench, tb, args, loads, log):
+    """The recommend mode: `irqtune doctor --service S --json` on the
+    server while it serves the busiest load below saturation in suspend20
+    (opted in, as the recommended values will run).  Returns what the
+    report keeps; a doctor without a recommendation leaves the mode
+    without values, and its runs fail naming why."""
+    load = loads[-2] if len(loads) > 1 else loads[0]
+    bench.set_mode("suspend20")
+    tb.set_topology(tb.topologies[-1])
+    done = {}
+
+    def drive():
+        try:
+            # long enough for the doctor's start-up and window, however slow
+            done["load"] = tb.load(load, args.recommend_seconds + 60, args.warmup, args.conns, seed=0)
+        except (BenchError, RuntimeError, subprocess.TimeoutExpired, ValueError) as err:
+            done["error"] = str(err)
+
+    gen = threading.Thread(target=drive)
+    gen.start()
+    time.sleep(args.warmup + 1)
+    argv = ["irqtune", "doctor", "--service", bench.service, "--json", "--seconds", "%g" % args.recommend_seconds]
+    try:
+        rc, out, err = tb.server.run(argv, timeout=args.recommend_seconds + 300)
+    finally:
+        gen.join()
+    out_of = {"offered": load, "doctor": " ".join(argv), "doctor_rc": rc}
+    try:
+        doc = json.loads(out)
+    except ValueError:
+        log("recommend: the doctor printed no report (rc %s): %s" % (rc, (err or out).strip()[-300:]))
+        return dict(out_of, failed=(err or out).strip()[-300:])
+    out_of.update(measured=doc.get("measured"), values=doc.get("recommend"),
+                  lines=[l for l in doc.get("links", []) if l.get("group") == "recommend"])
+    if done.get("error"):
+        out_of["failed"] = "load generator: %s" % done["error"]
+    elif not doc.get("recommend"):
+        out_of["failed"] = "; ".join(l.get("text", "") for l in out_of["lines"]) or "no recommendation"
+    if out_of.get("failed"):
+        log("recommend: no values at %d req/s: %s" % (load, out_of["failed"]))
+        return out_of
+    bench.modes[RECOMMEND] = recommended(doc["recommend"])
+    m = bench.modes[RECOMMEND]
+    log("recommend: at %d req/s the doctor measured %s -> defer %d, gro %d ns, suspend %d ns"
+        % (load, json.dumps(doc["measured"]), m["defer_hard_irqs"], m["gro_flush_timeout_ns"],
+           m["irq_suspend_timeout_ns"]))
+    return out_of
+
+
 def readback(st):
     return {"napis": [{k: n.get(k) for k in ("id", "irq", "defer-hard-irqs", "gro-flush-timeout",
                                               "irq-suspend-timeout")} for n in st["napis"]],
@@ -322,7 +376,7 @@ def one_run(bench, tb, args, run, log, n_runs, runs):
     except (BenchError, ValueError) as err:
         run["failed"] = "reading the server back: %s" % err
         return
-    problems = check(MODES[name], st0, args.memcached_cpu)
+    problems = check(bench.modes[name], st0, args.memcached_cpu)
     run["readback"] = readback(st0)
     if problems:
         run["failed"] = "mode not in effect: " + "; ".join(problems)
@@ -372,6 +426,9 @@ def run_bench(tb, args, log, report, save):
             loads = sorted({max(100, int(round(sat * f, -2))) for f in fr})
             log("saturation %d req/s; loads %s" % (sat, loads))
         report["loads"] = loads
+        if RECOMMEND in modes:
+            report["recommend"] = recommend(bench, tb, args, loads, log)
+            report["modes"] = bench.modes
         topologies = tb.topologies
         n_runs = len(modes) * len(loads) * len(topologies) * args.repeats
         for rnd in range(args.repeats):

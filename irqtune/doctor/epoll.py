@@ -25,11 +25,9 @@ before the next one is taken (``try/finally``).  pidfd_getfd needs
 ptrace-attach rights over the target (root, or CAP_SYS_PTRACE).
 """
 
-import ctypes
 import errno
 import fcntl
 import os
-import platform
 import re
 import select
 import socket
@@ -37,17 +35,10 @@ import stat
 import struct
 from dataclasses import dataclass, field
 
+from .. import syscalls
 from ..errors import IrqtuneError, UnsupportedError
 from ..kfs import KFS
 from .retag import socket_dup_disturbs
-
-# System call numbers of pidfd_getfd (Linux 5.6).  Since 5.1 new system
-# calls share one number on every architecture but alpha, which adds 110;
-# the table names what is known rather than assuming x86_64.
-SYS_PIDFD_GETFD = {"x86_64": 438, "aarch64": 438, "arm64": 438, "armv7l": 438,
-                   "i686": 438, "i386": 438, "ppc64le": 438, "ppc64": 438,
-                   "s390x": 438, "riscv64": 438, "loongarch64": 438, "mips64": 438,
-                   "alpha": 548}
 
 # _IOR(0x8A, 0x02, struct epoll_params) and its 8 bytes (include/uapi/linux/eventpoll.h).
 EPIOCGPARAMS = (2 << 30) | (8 << 16) | (0x8A << 8) | 0x02
@@ -56,7 +47,6 @@ SO_INCOMING_NAPI_ID = 56
 EVENTPOLL_LINK = "anon_inode:[eventpoll]"
 LIBRARY_NAME = "libirqtune-busypoll.so"
 
-_libc = ctypes.CDLL(None, use_errno=True)
 _TFD = re.compile(r"^tfd:\s*(\d+)\s+events:\s*([0-9a-f]+).*?\bino:([0-9a-f]+)", re.M)
 
 
@@ -104,25 +94,11 @@ def parse_fdinfo_targets(text):
     return [(int(m.group(1)), int(m.group(3), 16)) for m in _TFD.finditer(text)]
 
 
-def pidfd_getfd_number(machine=None):
-    machine = machine or platform.machine()
-    number = SYS_PIDFD_GETFD.get(machine)
-    if number is None:
-        raise UnsupportedError("pidfd_getfd: system call number unknown for architecture %s "
-                               "(known: %s)" % (machine, ", ".join(sorted(SYS_PIDFD_GETFD))))
-    return number
-
-
-def _pidfd_open(pid, getfd_nr):
-    """os.pidfd_open (Python 3.9+), else the system call, four numbers
-    below pidfd_getfd on every architecture (434 on x86_64)."""
+def _pidfd_open(pid):
+    """os.pidfd_open (Python 3.9+), else the system call."""
     if hasattr(os, "pidfd_open"):
         return os.pidfd_open(pid)
-    fd = _libc.syscall(getfd_nr - 4, pid, 0)
-    if fd < 0:
-        code = ctypes.get_errno()
-        raise OSError(code, os.strerror(code))
-    return fd
+    return syscalls.call(syscalls.number("pidfd_open"), pid, 0)
 
 
 class ProcessFds:
@@ -130,10 +106,10 @@ class ProcessFds:
 
     def __init__(self, pid):
         self.pid = pid
-        self._nr = pidfd_getfd_number()
+        self._nr = syscalls.number("pidfd_getfd")
         self._pidfd = None
         try:
-            self._pidfd = _pidfd_open(pid, self._nr)
+            self._pidfd = _pidfd_open(pid)
         except ProcessLookupError:
             raise IrqtuneError("pid %d: no such process" % pid) from None
         except OSError as err:
@@ -154,13 +130,12 @@ class ProcessFds:
 
     def dup(self, fd):
         """A duplicate of the target's fd (O_CLOEXEC); raises OSError."""
-        new = _libc.syscall(self._nr, self._pidfd, fd, 0)
-        if new < 0:
-            code = ctypes.get_errno()
-            if code == errno.ENOSYS:
-                raise UnsupportedError("the kernel has no pidfd_getfd (Linux >= 5.6)")
-            raise OSError(code, os.strerror(code))
-        return new
+        try:
+            return syscalls.call(self._nr, self._pidfd, fd, 0)
+        except OSError as err:
+            if err.errno == errno.ENOSYS:
+                raise UnsupportedError("the kernel has no pidfd_getfd (Linux >= 5.6)") from None
+            raise
 
 
 def check_pidfd_getfd():

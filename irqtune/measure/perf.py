@@ -19,11 +19,11 @@ import errno
 import fcntl
 import mmap
 import os
-import platform
 import resource
 import struct
 
-from ..errors import IrqtuneError, UnsupportedError
+from .. import syscalls
+from ..errors import IrqtuneError
 
 PERF_TYPE_TRACEPOINT = 2
 PERF_SAMPLE_TID = 1 << 1
@@ -55,23 +55,8 @@ PERF_EVENT_IOC_SET_FILTER = (_IOC_WRITE << 30) | (ctypes.sizeof(ctypes.c_void_p)
 # The kernel copies a filter with strndup_user(arg, PAGE_SIZE).
 MAX_FILTER = 4095
 
-SYS_PERF_EVENT_OPEN = {"x86_64": 298, "aarch64": 241, "riscv64": 241, "loongarch64": 241,
-                       "ppc64le": 319, "ppc64": 319, "s390x": 331, "i686": 336, "i386": 336,
-                       "armv7l": 364}
-
 _HEAD, _TAIL, _DATA_OFFSET, _DATA_SIZE = 1024, 1032, 1040, 1048
 _U64 = struct.Struct("=Q")
-_libc = ctypes.CDLL(None, use_errno=True)
-_libc.syscall.restype = ctypes.c_long
-
-
-def perf_event_open_number(machine=None):
-    machine = machine or platform.machine()
-    number = SYS_PERF_EVENT_OPEN.get(machine)
-    if number is None:
-        raise UnsupportedError("perf_event_open: system call number unknown for architecture "
-                               "%s (known: %s)" % (machine, ", ".join(sorted(SYS_PERF_EVENT_OPEN))))
-    return number
 
 
 def tracepoint_attr(event_id, watermark):
@@ -86,12 +71,8 @@ def tracepoint_attr(event_id, watermark):
 
 def _open(attr, cpu, nr):
     buf = ctypes.create_string_buffer(attr, len(attr))
-    fd = _libc.syscall(ctypes.c_long(nr), buf, ctypes.c_int(-1), ctypes.c_int(cpu),
-                       ctypes.c_int(-1), ctypes.c_ulong(PERF_FLAG_FD_CLOEXEC))
-    if fd < 0:
-        code = ctypes.get_errno()
-        raise OSError(code, os.strerror(code))
-    return fd
+    return syscalls.call(nr, buf, ctypes.c_int(-1), ctypes.c_int(cpu), ctypes.c_int(-1),
+                         ctypes.c_ulong(PERF_FLAG_FD_CLOEXEC))
 
 
 def explain_open_error(err, what):
@@ -209,7 +190,7 @@ class Recording:
             raise IrqtuneError("tracepoint filter of %d characters is longer than the kernel "
                                "takes (%d): the target has too many threads" % (
                                    len(filter_text), MAX_FILTER))
-        nr = perf_event_open_number()
+        nr = syscalls.number("perf_event_open")
         pages = pages or ring_pages(len(cpus))
         _room_for_fds(2 * len(event_ids) * len(cpus))   # Python's mmap keeps a dup
         self.rings = []

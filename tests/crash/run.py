@@ -3,8 +3,8 @@
 """The crash-point harness: every tuner killed after each kernel write of
 each operation, then restarted and switched off; every original must be
 back exactly (issue 25).  `make crash-check` runs it as root (by hand,
-from the repository: PYTHONPATH=.:tests python3 tests/crash/run.py; the
-worker processes inherit the path).
+from the repository: PYTHONPATH=.:tests:bench python3 tests/crash/run.py;
+the worker processes inherit the path; bench/ for the reader rawnapi uses).
 
 For each tuner and operation (apply, profile switch, restore, instance
 move) it runs the operation with irqtune.crashpoint armed at N = 1, 2, ...

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Bursts for tests/integration/burst_server.py: K connections; each burst
-sends one 16-byte request on every connection, waits for all K answers,
-then pauses GAP_US microseconds; until SECONDS passed.
+"""Bursts for tests/integration/epoll_server.py: K connections; each burst
+sends one request (memcached's "get irqtune") on every connection, waits
+for all K answers, then pauses GAP_US microseconds; until SECONDS passed.
 
 With --fifo the client runs SCHED_FIFO at the priority of the server's
 --fifo (1), on the server's CPU: neither preempts the other, so the
@@ -20,7 +20,8 @@ import socket
 import sys
 import time
 
-REQUEST = b"R" * 16
+REQUEST = b"get irqtune\r\n"
+ANSWER_END = b"END\r\n"       # of the one answer outstanding on a connection
 
 
 def connect(host, port, deadline):
@@ -50,13 +51,13 @@ def main(host, port, k, seconds, gap_us, fifo):
         for s in socks:
             s.send(REQUEST)
         for s in socks:
-            got = 0
-            while got < len(REQUEST):
-                chunk = s.recv(len(REQUEST) - got)
+            got = b""
+            while not got.endswith(ANSWER_END):
+                chunk = s.recv(4096)
                 if not chunk:
                     print("server closed the connection", file=sys.stderr)
                     return 1
-                got += len(chunk)
+                got += chunk
         bursts += 1
         time.sleep(gap_us / 1e6)
     elapsed = time.monotonic() - start

@@ -5,28 +5,9 @@ import tempfile
 import pytest
 
 from support.netns import NetNs
-from support.tuned_daemon import TunedDaemon
+from support.tuned_daemon import CONFINED_LATENCY_SUSPEND, TunedDaemon
 
 NS = "irqtune-it"
-
-# The profile under test with the parents' host-wide plugins switched off:
-# sysctls, CPU and VM settings are global (and busy_read/busy_poll do not
-# exist inside a network namespace), and [bootloader] can never verify
-# without a reboot.  Everything [napi] does comes from latency-suspend.
-TEST_PROFILE = """
-[main]
-summary=latency-suspend confined to a network namespace (tests)
-include=latency-suspend
-
-[sysctl]
-enabled=false
-[cpu]
-enabled=false
-[vm]
-enabled=false
-[bootloader]
-enabled=false
-"""
 
 OTHER_PROFILE = """
 [main]
@@ -55,7 +36,7 @@ def tuned(host_tuned, netns):
     daemon = TunedDaemon(netns, workdir)
     try:
         daemon.setup()
-        daemon.write_profile("latency-suspend-test", TEST_PROFILE)
+        daemon.write_profile("latency-suspend-test", CONFINED_LATENCY_SUSPEND)
         daemon.write_profile("irqtune-test-other", OTHER_PROFILE)
         daemon.write_variables("suspend_nics=va*\n")
         daemon.start()

@@ -2,9 +2,11 @@
 """`irqtune doctor`'s measurement and recommendation against a known truth.
 
 Testbed (root only): two network namespaces joined by a veth pair with one
-queue a side (every connection behind the server's one NAPI), GRO on at the server end (veth NAPIs), TSO off at the
-client end, NAPI values set with the raw netlink writer (rawnapi).
-tests/integration/burst_server.py serves with a busy loop of COST_NS per
+queue a side (every connection behind the server's one NAPI), GRO on at
+the server end (veth NAPIs), TSO off at the client end
+(support.netns.veth_between), NAPI values set with the raw netlink writer
+(rawnapi).
+tests/integration/epoll_server.py serves with a busy loop of COST_NS per
 request; tests/integration/burst_client.py sends bursts of K requests over
 K connections.  Both run SCHED_FIFO at one priority on one CPU, so that
 neither preempts the other and nothing else on the shared host stretches
@@ -24,9 +26,7 @@ import time
 
 import pytest
 
-from support.commands import run
-from support.netns import NetNs
-from support.rawnapi import RawGenl
+from support.netns import NetNs, veth_between
 from support.waiting import wait_for
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -47,21 +47,8 @@ pytestmark = pytest.mark.skipif(os.geteuid() != 0, reason="needs root")
 def bed():
     srv, cli = NetNs(SRV), NetNs(CLI)
     try:
-        run("ip", "link", "add", "vbsrv", "netns", SRV, "type", "veth", "peer", "name", "vbcli",
-            "netns", CLI)
-        srv.exec("ip", "addr", "add", SERVER_ADDR + "/24", "dev", "vbsrv")
-        cli.exec("ip", "addr", "add", CLIENT_ADDR + "/24", "dev", "vbcli")
-        srv.exec("ip", "link", "set", "vbsrv", "up")
-        cli.exec("ip", "link", "set", "vbcli", "up")
-        srv.exec("ethtool", "-K", "vbsrv", "gro", "on")
-        cli.exec("ethtool", "-K", "vbcli", "tso", "off")
-        with srv.entered():
-            nl = RawGenl()
-            try:
-                for napi in nl.napis("vbsrv"):
-                    nl.set(napi["id"], **SUSPEND)
-            finally:
-                nl.close()
+        veth_between(srv, cli, ("vbsrv", "vbcli"), (SERVER_ADDR, CLIENT_ADDR))
+        srv.set_napis(["vbsrv"], SUSPEND)
         yield srv, cli
     finally:
         srv.delete()
@@ -69,12 +56,12 @@ def bed():
 
 
 class Load:
-    """The burst server and its client, for `seconds`."""
+    """The server with a cost per request and the burst client, for `seconds`."""
 
     def __init__(self, bed, cost_ns, k, seconds):
         srv, cli = bed
         self.server = srv.popen("taskset", "-c", CPU, "/usr/bin/python3",
-                                os.path.join(HERE, "burst_server.py"), SERVER_ADDR, str(PORT),
+                                os.path.join(HERE, "epoll_server.py"), SERVER_ADDR, str(PORT),
                                 str(cost_ns), str(MAXEVENTS), "--fifo",
                                 stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert self.server.stdout.readline().strip() == "ready", self.server.stderr.read()

@@ -40,6 +40,7 @@ import time
 import pytest
 
 from support.commands import run
+from support.netns import NetNs, veth_between
 from support.waiting import wait_for
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -196,24 +197,16 @@ def ns_exec(ns, *argv, check=True):
 
 @pytest.fixture
 def bed():
-    for ns in (NS_A, NS_B):
-        run("ip", "netns", "del", ns, check=False)
-        run("ip", "netns", "add", ns)
+    a, b = NetNs(NS_A), NetNs(NS_B)
+    for ns in (a, b):
         # no IPv6: router solicitations and MLD reports would be unclassified
         # packets in the default class
         for conf in ("all", "default"):
-            ns_exec(ns, "sysctl", "-qw", "net.ipv6.conf.%s.disable_ipv6=1" % conf)
+            ns.exec("sysctl", "-qw", "net.ipv6.conf.%s.disable_ipv6=1" % conf)
     bpffs = tempfile.mkdtemp(prefix="irqtune-bpffs-")
     try:
-        run("ip", "-n", NS_A, "link", "add", DEV_A, "type", "veth", "peer", "name", DEV_B,
-            "netns", NS_B)
-        for ns, dev, addr in ((NS_A, DEV_A, ADDR_A), (NS_B, DEV_B, ADDR_B)):
-            run("ip", "-n", ns, "addr", "add", addr + "/24", "dev", dev)
-            run("ip", "-n", ns, "link", "set", dev, "up")
-        # a NAPI for the victim's datagrams: GRO on the receiving end, and no
-        # TSO on the sending one (veth_skb_is_eligible_for_gro)
-        ns_exec(NS_A, "ethtool", "-K", DEV_A, "gro", "on")
-        ns_exec(NS_B, "ethtool", "-K", DEV_B, "tso", "off")
+        # a NAPI for the victim's datagrams (A receives, B sends)
+        veth_between(a, b, (DEV_A, DEV_B), (ADDR_A, ADDR_B))
         # static neighbours: no ARP request or reply (no socket, class 1:2) in the counts
         for ns, dev, addr, peer_ns, peer_dev in ((NS_A, DEV_A, ADDR_B, NS_B, DEV_B),
                                                  (NS_B, DEV_B, ADDR_A, NS_A, DEV_A)):
@@ -241,8 +234,8 @@ def bed():
         yield
     finally:
         os.rmdir(bpffs)
-        for ns in (NS_A, NS_B):
-            run("ip", "netns", "del", ns, check=False)
+        a.delete()
+        b.delete()
 
 
 class Victim:

@@ -28,8 +28,7 @@ import time
 
 import pytest
 
-from support.commands import run
-from support.netns import entered
+from support.netns import NetNs, entered, veth_between
 from support.rawnapi import RawGenl
 from support.waiting import wait_for
 
@@ -81,25 +80,14 @@ def set_napis(values):
 @pytest.fixture(scope="module")
 def bed():
     subprocess.run(["make", "-C", REPO, "preload"], check=True, stdout=subprocess.DEVNULL)
-    for ns in (SRV, CLI):
-        run("ip", "netns", "del", ns, check=False)
-        run("ip", "netns", "add", ns)
+    srv, cli = NetNs(SRV), NetNs(CLI)
     try:
-        run("ip", "link", "add", "vsrv", "numrxqueues", "2", "numtxqueues", "2", "netns", SRV,
-            "type", "veth", "peer", "name", "vcli", "numrxqueues", "2", "numtxqueues", "2",
-            "netns", CLI)
-        run("ip", "-n", SRV, "addr", "add", SERVER_ADDR + "/24", "dev", "vsrv")
-        run("ip", "-n", CLI, "addr", "add", CLIENT_ADDR + "/24", "dev", "vcli")
-        for ns, dev in ((SRV, "vsrv"), (CLI, "vcli")):
-            run("ip", "-n", ns, "link", "set", "lo", "up")
-            run("ip", "-n", ns, "link", "set", dev, "up")
-        run("ip", "netns", "exec", SRV, "ethtool", "-K", "vsrv", "gro", "on")
-        run("ip", "netns", "exec", CLI, "ethtool", "-K", "vcli", "tso", "off")
+        veth_between(srv, cli, ("vsrv", "vcli"), (SERVER_ADDR, CLIENT_ADDR), queues=2)
         assert len(set_napis(SUSPEND)) == 2
         yield
     finally:
-        for ns in (SRV, CLI):
-            run("ip", "netns", "del", ns, check=False)
+        srv.delete()
+        cli.delete()
 
 
 class Server:

@@ -29,26 +29,11 @@ import urllib.request
 import pytest
 
 from support.commands import run
-from support.tuned_daemon import TunedDaemon
+from support.tuned_daemon import CONFINED_LATENCY_SUSPEND, TunedDaemon
 from support.waiting import wait_for
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 PROFILE = "irqtune-umask-test"
-# latency-suspend with the parents' host-wide plugins off (as conftest's
-# test profile: sysctls, CPU and VM are global, [bootloader] never verifies).
-PROFILE_TEXT = """
-[main]
-summary=latency-suspend under a umask-0 daemon (tests)
-include=latency-suspend
-[sysctl]
-enabled=false
-[cpu]
-enabled=false
-[vm]
-enabled=false
-[bootloader]
-enabled=false
-"""
 METRICS_USER = "irqtune-metrics"
 METRICS_FILE = "/var/lib/irqtune-metrics/irqtune.prom"
 STATE_DIR = "/run/irqtune"
@@ -106,7 +91,7 @@ def daemon(netns):
     d = Umask0Daemon(netns, workdir)
     try:
         d.setup()
-        d.write_profile(PROFILE, PROFILE_TEXT)
+        d.write_profile(PROFILE, CONFINED_LATENCY_SUSPEND)
         d.write_variables("suspend_nics=va*\n")
         try:
             d.start()

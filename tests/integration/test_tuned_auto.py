@@ -3,7 +3,7 @@
 daemon, against a server whose cost per request and batch are known.
 
 TuneD runs in the suite's namespace (conftest) with latency-suspend; its
-veth "vauto" carries the traffic of tests/integration/burst_server.py
+veth "vauto" carries the traffic of tests/integration/epoll_server.py
 (in TuneD's namespace, named to the plugin by a pid file in
 auto_services) from burst_client.py in a namespace of its own - as in
 test_doctor_measure.py, both SCHED_FIFO at one priority on one CPU:
@@ -24,8 +24,7 @@ import time
 
 import pytest
 
-from support.commands import run
-from support.netns import NetNs
+from support.netns import NetNs, veth_between
 from support.waiting import wait_for
 
 PROFILE = "latency-suspend-test"
@@ -49,21 +48,14 @@ IDLE_SECONDS = 60
 
 @pytest.fixture(scope="module")
 def bed(netns):
-    """vauto in TuneD's namespace, its peer in CLI's; the burst server
+    """vauto in TuneD's namespace, its peer in CLI's; epoll_server.py (a cost per request)
     listening on vauto's address, its pid in PIDFILE."""
     cli = NetNs(CLI)
     server = None
     try:
-        run("ip", "link", "add", DEV, "netns", netns.name, "type", "veth", "peer", "name",
-            PEER, "netns", CLI)
-        netns.exec("ip", "addr", "add", SERVER_ADDR + "/24", "dev", DEV)
-        cli.exec("ip", "addr", "add", CLIENT_ADDR + "/24", "dev", PEER)
-        netns.exec("ip", "link", "set", DEV, "up")
-        cli.exec("ip", "link", "set", PEER, "up")
-        netns.exec("ethtool", "-K", DEV, "gro", "on")
-        cli.exec("ethtool", "-K", PEER, "tso", "off")
+        veth_between(netns, cli, (DEV, PEER), (SERVER_ADDR, CLIENT_ADDR))
         server = netns.popen("taskset", "-c", CPU, "/usr/bin/python3",
-                             os.path.join(HERE, "burst_server.py"), SERVER_ADDR, str(PORT),
+                             os.path.join(HERE, "epoll_server.py"), SERVER_ADDR, str(PORT),
                              str(COST_NS), str(MAXEVENTS), "--fifo",
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert server.stdout.readline().strip() == "ready", server.stderr.read()

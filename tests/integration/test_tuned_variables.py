@@ -142,7 +142,8 @@ def test_bad_values_each_one_line_with_variable_and_consequence(tuned, devices):
     assert sorted(errors) == sorted([
         "instance napi: irq_suspend_timeout: invalid value '18446744073709551615' (accepted: "
         "a duration: a number of nanoseconds, or a number with unit ns, us, ms or s, at most "
-        "1s), from variable irq_suspend_timeout; the instance tunes nothing",
+        "1s; or auto (measured from the services in auto_services)), from variable "
+        "irq_suspend_timeout; the instance tunes nothing",
         "instance napi: queues: invalid value '0-99999999' (accepted: a list of numbers and "
         "ranges such as 0-3,6, each at most 65535), from variable suspend_queues; the "
         "instance tunes nothing",

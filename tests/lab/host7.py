@@ -43,14 +43,25 @@ NON_DEFAULT_ORIGINALS = {"defer-hard-irqs": 3, "gro-flush-timeout": 7000,
                          "irq-suspend-timeout": 5000000}
 
 
+def ssh_key(workdir, comment):
+    """A new ed25519 key pair without a passphrase in workdir, for the lab
+    host's side to log in to guests (Host7.admit_ssh_key): its private
+    key's path (the public key beside it, .pub)."""
+    key = Path(workdir) / "id_ed25519"
+    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", comment,
+                    "-f", str(key)], check=True)
+    return key
+
+
 def napi_values(napi):
     """The three values latency-suspend sets, as a NAPI holds them."""
     return {k: napi.get(k, 0) for k in SUSPEND_VALUES}
 
 GUEST_IP = "10.77.0.2"
-# python3 in the guest with the repository share's tests/ on its path, for
-# what runs there from the share (support.rawnapi, devmem_bind.py).
-GUEST_PYTHON = ("env", "PYTHONPATH=/irqtune/tests", "python3")
+# python3 in the guest with the repository share's tests/ and bench/ on its
+# path, for what runs there from the share (support.rawnapi, which reads
+# with irqtune_bench.netlink; devmem_bind.py).
+GUEST_PYTHON = ("env", "PYTHONPATH=/irqtune/tests:/irqtune/bench", "python3")
 
 
 class Host7:
@@ -73,14 +84,27 @@ class Host7:
         rc, out = self.g.run(list(argv), timeout=timeout)
         return rc, out + self.g.last_stderr
 
+    def copy_share(self):
+        """A copy of the repository share (read-only) in SRC, to build from."""
+        self.sh("rm -rf %s && mkdir -p %s && tar -C /irqtune --exclude=./build --exclude=./.git "
+                "-cf - . | tar -C %s -xf -" % (SRC, SRC, SRC))
+
     def install_project(self):
         """`make install` from a copy of the repository share, then restart
         tuned.service so the daemon loads the plugins."""
-        self.sh("rm -rf %s && mkdir -p %s && tar -C /irqtune --exclude=./build --exclude=./.git "
-                "-cf - . | tar -C %s -xf -" % (SRC, SRC, SRC))
+        self.copy_share()
         self.sh("make -C %s install PYTHON=/usr/bin/python3 >/root/make-install.log 2>&1 "
                 "|| { tail -n 30 /root/make-install.log; exit 1; }" % SRC, timeout=600)
         self.sh("systemctl restart tuned && systemctl is-active tuned")
+
+    def admit_ssh_key(self, key):
+        """Let the key pair at key (ssh_key()) log in as root, and wait
+        until sshd runs."""
+        self.sh("install -d -m 0700 /root/.ssh")
+        self.write("/root/.ssh/authorized_keys", Path(str(key) + ".pub").read_text())
+        self.sh("chmod 0600 /root/.ssh/authorized_keys && "
+                "for i in $(seq 60); do systemctl is-active -q ssh && exit 0; sleep 1; done; "
+                "systemctl status ssh; exit 1")
 
     # -- TuneD ------------------------------------------------------------
 

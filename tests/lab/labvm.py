@@ -26,6 +26,10 @@ import sys
 import time
 from pathlib import Path
 
+# labvm.cpu_list: the bench's reading of a kernel CPU list (standard
+# library only; bench/ is on the labs' path as on every suite's).
+from irqtune_bench.placement import cpu_list  # noqa: F401
+
 log = logging.getLogger("irqtune.lab")
 
 HERE = Path(__file__).resolve().parent
@@ -84,17 +88,6 @@ KERNEL_REPORT = re.compile(
 def kernel_reports(lines):
     """Indices of the report lines (KERNEL_REPORT) among kernel log lines."""
     return [n for n, ln in enumerate(lines) if KERNEL_REPORT.search(ln)]
-
-
-def cpu_list(text):
-    """{cpus} of a kernel CPU list such as smp_affinity_list or
-    /sys/devices/system/cpu/isolated ("0-1,3", "" for none)."""
-    cpus = set()
-    for part in text.strip().split(","):
-        if part:
-            lo, _, hi = part.partition("-")
-            cpus.update(range(int(lo), int(hi or lo) + 1))
-    return cpus
 
 
 def mask_cpus(text):

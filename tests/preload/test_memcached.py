@@ -25,11 +25,8 @@ requests (0 even with busy_poll_usecs=50); with it, 1900-11600.
 /proc/net/netstat is per namespace: it is read through the server's pid.
 """
 
-import ctypes
-import fcntl
 import os
 import shutil
-import struct
 import subprocess
 import sys
 import time
@@ -37,6 +34,8 @@ import time
 import pytest
 
 from conftest import clean_env
+from irqtune_bench import server as server_state
+from support.netns import NetNs, veth_between
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 CLIENT = os.path.join(HERE, "memcached_client.py")
@@ -52,8 +51,6 @@ DEFER_HARD_IRQS = 100
 # (measured 1900-11600 of 20000 with the preload, 0 without, on 2 shared
 # vCPUs; without deferral on the veth the preload gives 0-2).
 MIN_BUSY_POLLED = TOTAL // 100
-EPIOCGPARAMS = (2 << 30) | (8 << 16) | (0x8A << 8) | 0x02
-SYS_PIDFD_GETFD = 438  # x86_64 and most others (asm-generic)
 
 
 def _missing():
@@ -91,59 +88,21 @@ def netstat_counter(pid, name):
     raise AssertionError("TcpExt not in /proc/%d/net/netstat" % pid)
 
 
-def epoll_params_of(pid):
-    """EPIOCGPARAMS of every epoll fd of process pid (via pidfd_getfd)."""
-    libc = ctypes.CDLL(None, use_errno=True)
-    found = []
-    pidfd = os.pidfd_open(pid)
-    try:
-        fddir = "/proc/%d/fd" % pid
-        for name in sorted(os.listdir(fddir), key=int):
-            try:
-                if os.readlink(os.path.join(fddir, name)) != "anon_inode:[eventpoll]":
-                    continue
-            except FileNotFoundError:
-                continue
-            fd = libc.syscall(SYS_PIDFD_GETFD, pidfd, int(name), 0)
-            if fd < 0:
-                raise OSError(ctypes.get_errno(), "pidfd_getfd")
-            try:
-                raw = fcntl.ioctl(fd, EPIOCGPARAMS, bytes(8))
-            finally:
-                os.close(fd)
-            found.append(struct.unpack("=IHBx", raw))
-    finally:
-        os.close(pidfd)
-    return found
-
-
 @pytest.fixture(scope="module")
 def testbed(built, kernel_params):
     tag = "%d" % os.getpid()
-    srv, cli = "irqtpl-s" + tag, "irqtpl-c" + tag
-    created = []
+    srv, cli = NetNs("irqtpl-s" + tag), NetNs("irqtpl-c" + tag)
     try:
-        for ns in (srv, cli):
-            sh("ip", "netns", "add", ns)
-            created.append(ns)
-        sh("ip", "link", "add", "vsrv", "netns", srv, "type", "veth",
-           "peer", "name", "vcli", "netns", cli)
-        sh("ip", "-n", srv, "addr", "add", SERVER_ADDR + "/24", "dev", "vsrv")
-        sh("ip", "-n", cli, "addr", "add", CLIENT_ADDR + "/24", "dev", "vcli")
-        for ns, dev in ((srv, "vsrv"), (cli, "vcli")):
-            sh("ip", "-n", ns, "link", "set", "lo", "up")
-            sh("ip", "-n", ns, "link", "set", dev, "up")
-        sh("ethtool", "-K", "vsrv", "gro", "on", ns=srv)
-        sh("ethtool", "-K", "vcli", "tso", "off", ns=cli)
+        veth_between(srv, cli, ("vsrv", "vcli"), (SERVER_ADDR, CLIENT_ADDR))
         # ip netns exec mounts the namespace's own /sys: tee writes vsrv's files.
-        sh("tee", "/sys/class/net/vsrv/gro_flush_timeout", ns=srv,
+        sh("tee", "/sys/class/net/vsrv/gro_flush_timeout", ns=srv.name,
            input="%d\n" % GRO_FLUSH_TIMEOUT_NS)
-        sh("tee", "/sys/class/net/vsrv/napi_defer_hard_irqs", ns=srv,
+        sh("tee", "/sys/class/net/vsrv/napi_defer_hard_irqs", ns=srv.name,
            input="%d\n" % DEFER_HARD_IRQS)
-        yield {"srv": srv, "cli": cli, **built}
+        yield {"srv": srv.name, "cli": cli.name, **built}
     finally:
-        for ns in created:
-            subprocess.run(["ip", "netns", "del", ns], check=False)
+        srv.delete()
+        cli.delete()
 
 
 def serve_and_load(bed, preload):
@@ -178,7 +137,10 @@ def serve_and_load(bed, preload):
         after = netstat_counter(proc.pid, "BusyPollRxPackets")
         assert load.returncode == 0, load.stderr
         answers = int(load.stdout.split()[0].split("=")[1])
-        params = epoll_params_of(proc.pid)
+        # EPIOCGPARAMS of every epoll fd, through pidfd_getfd: the bench's
+        # server-state reading (no library code), as (usecs, budget, prefer)
+        params = [(p["busy_poll_usecs"], p["busy_poll_budget"], p["prefer_busy_poll"])
+                  for p in server_state.epoll_params(proc.pid)]
     finally:
         proc.terminate()
         try:

@@ -94,3 +94,23 @@ class NetNs:
             if not found or any(n.get(k) != v for n in found for k, v in values.items()):
                 return False
         return True
+
+
+def veth_between(server, client, devs, addrs, queues=None):
+    """Join namespaces server and client (NetNs) with a veth pair, devs =
+    (server's end, client's end), holding addrs (their IPv4 addresses in
+    one /24), both up.  GRO goes on at the server's end, where veth then
+    registers its NAPIs (one per rx queue), and TSO off at the client's:
+    veth passes a TSO sender's packets around the NAPI
+    (veth_skb_is_eligible_for_gro), so only then do the server's sockets
+    receive through it and get a NAPI id.  queues: rx and tx queues a side
+    (veth's default: one)."""
+    server_dev, client_dev = devs
+    sizes = ("numrxqueues", str(queues), "numtxqueues", str(queues)) if queues else ()
+    run("ip", "link", "add", server_dev, *sizes, "netns", server.name, "type", "veth",
+        "peer", "name", client_dev, *sizes, "netns", client.name)
+    for ns, dev, addr in ((server, server_dev, addrs[0]), (client, client_dev, addrs[1])):
+        ns.exec("ip", "addr", "add", addr + "/24", "dev", dev)
+        ns.exec("ip", "link", "set", dev, "up")
+    server.exec("ethtool", "-K", server_dev, "gro", "on")
+    client.exec("ethtool", "-K", client_dev, "tso", "off")

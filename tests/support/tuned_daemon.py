@@ -18,6 +18,26 @@ from support.commands import run
 from support.waiting import wait_for
 
 
+# latency-suspend with its parents' host-wide plugins switched off, for the
+# daemons the tests start in a namespace: sysctls, CPU and VM settings are
+# global (and busy_read/busy_poll do not exist inside a network namespace),
+# and [bootloader] can never verify without a reboot.  Everything [napi]
+# does comes from latency-suspend.
+CONFINED_LATENCY_SUSPEND = """
+[main]
+summary=latency-suspend confined to a network namespace (tests)
+include=latency-suspend
+
+[sysctl]
+enabled=false
+[cpu]
+enabled=false
+[vm]
+enabled=false
+[bootloader]
+enabled=false
+"""
+
 DBUS_SOCKET = "/run/dbus/system_bus_socket"
 DBUS_PID = "/run/dbus/pid"
 

@@ -7,6 +7,9 @@ The runs are made up: p99 and instruction counts chosen so that each case
 lands on a known side of the series' targets (p99 within 1.5x of
 fullbusy's, at most 0.7x its instructions per request)."""
 
+import json
+from pathlib import Path
+
 import pytest
 
 from irqtune_bench import report
@@ -110,3 +113,16 @@ def test_compare_gives_no_spread_for_a_single_run():
     text = report.compare(before, after, ["base"], [1000])
     assert "| 1000 | base | 100 [100-100] (1) | - | 200 [100-300] (2) | 1.00 |" in text, text
     assert "- before: no cell with 2 or more runs" in text
+
+
+def test_the_report_names_the_recommended_values_and_their_figures():
+    doc = json.loads((Path(__file__).resolve().parent / "bench_fixtures" / "doctor-memcached.json").read_text())
+    rec = {"offered": 5600, "doctor": "irqtune doctor --service memcached --json --seconds 5",
+           "values": doc["recommend"], "measured": doc["measured"]}
+    lines = report.recommend_lines(rec)
+    assert "gro_flush_timeout 1000000 ns, irq_suspend_timeout 22310000 ns" in lines[1], lines
+    assert "at 5600 req/s" in lines[1] and "2287 busy periods" in lines[2], lines
+    assert "up to 1 event(s)" in lines[2], lines
+    failed = report.recommend_lines(dict(rec, failed="too little traffic to judge"))
+    assert failed[1].endswith(": too little traffic to judge"), failed
+    assert report.recommend_lines(None) == []

@@ -10,7 +10,10 @@ virtio-net, memcached pinned to CPU 2 by a drop-in, no mode set; a kernel
 without CONFIG_SCHED_INFO, so no per-task schedstat) before and after
 mcload's 1000 req/s for 2 s from the host, mcload's answer, `irqtune-bench
 count` there (a TCG guest has no instruction counter) and `ip -j addr
-show`.  The fake server answers the bench's commands from it and plays
+show`.  bench_fixtures/doctor-memcached.json (2026-11-26): `irqtune
+doctor --service memcached --seconds 4 --json` in the same lab with
+CONFIG_FTRACE_SYSCALLS, memcached opted in under latency-suspend and
+loaded at 8000 req/s from the host (tests/lab/gen7/test_doctor.py).  The fake server answers the bench's commands from it and plays
 the kernel: its NAPIs and memcached's epoll hold what the variables file
 last asked for."""
 
@@ -22,10 +25,13 @@ from pathlib import Path
 
 import pytest
 
+from irqtune.values import parse_duration_ns
 from irqtune_bench import modes, runner
+from support.waiting import wait_for
 from irqtune_bench.server import nic_of_address, virtio_queue_irqs
 
 FIX = json.loads((Path(__file__).resolve().parent / "bench_fixtures" / "server-state.json").read_text())
+DOCTOR = json.loads((Path(__file__).resolve().parent / "bench_fixtures" / "doctor-memcached.json").read_text())
 NIC = FIX["nic"]
 ORIGINAL_VARIABLES = "# the administrator's own\n#defer_hard_irqs=100\n"
 
@@ -83,6 +89,9 @@ class FakeServer:
         self.ignore_mode = ignore_mode
         self.held = None            # the mode the kernel holds
         self.log = []
+        # irqtune doctor's answer: (rc, stdout, stderr)
+        self.doctor = (0, json.dumps(DOCTOR), "")
+        self.load_running = self.doctor_while = False
 
     def mode_of_variables(self):
         text = self.files.get(runner.VARIABLES, "")
@@ -91,7 +100,7 @@ class FakeServer:
 
     def state(self):
         st = copy.deepcopy(FIX["before"])
-        m = modes.MODES.get(self.held) or modes.MODES["base"]
+        m = self.held_mode()
         for n in st["napis"]:
             n.update({"defer-hard-irqs": m["defer_hard_irqs"], "gro-flush-timeout": m["gro_flush_timeout_ns"],
                       "irq-suspend-timeout": m["irq_suspend_timeout_ns"]})
@@ -102,8 +111,24 @@ class FakeServer:
         st["affinity"] = [2] if "CPUAffinity=2" in dropin else [0, 1, 2, 3]
         return st
 
+    def held_mode(self):
+        """The values the kernel holds: those of the variables file the
+        profile last applied (base's when it ignored them)."""
+        if self.held in (None, "base"):
+            return modes.MODES["base"]
+        v = dict(line.split("=", 1) for line in self.files[runner.VARIABLES].splitlines()
+                 if "=" in line and not line.startswith("#"))
+        return modes.mode_ns(int(v["defer_hard_irqs"]),
+                             parse_duration_ns("gro_flush_timeout", v["gro_flush_timeout"]),
+                             parse_duration_ns("irq_suspend_timeout", v["irq_suspend_timeout"]),
+                             int(v["optin_busy_poll_usecs"]) if v["optin_services"] else None,
+                             modes.MODES.get(self.held, {}).get("epoll_slice_ms", 0))
+
     def run(self, argv, timeout=60, input=None):
         self.log.append(argv)
+        if argv[:2] == ["irqtune", "doctor"]:
+            self.doctor_while = self.load_running
+            return self.doctor
         if argv[:2] == ["cat", "--"]:
             return (0, self.files[argv[2]], "") if argv[2] in self.files else (1, "", "No such file")
         if argv[:2] == ["sh", "-c"] and argv[2] == runner.WRITE:
@@ -162,6 +187,10 @@ class FakeTestbed:
 
     def load(self, rate, seconds, warmup, conns, seed):
         self.loads.append((self.server.held, rate))
+        if seed == 0:       # the recommend mode's measurement: until the doctor has run
+            self.server.load_running = True
+            wait_for(lambda: self.server.doctor_while, timeout=10, what="the doctor")
+            self.server.load_running = False
         return dict(FIX["mcload"])
 
     def placement(self):
@@ -171,7 +200,7 @@ class FakeTestbed:
 def args(**kw):
     a = dict(modes=",".join(modes.MODES), loads="500,1000", fractions="", repeats=2, seconds=1.0,
              warmup=0.1, conns=1, memcached_cpu=2, service="memcached", probe_start=1000,
-             probe_max=2000, probe_seconds=1.0, seed=1)
+             probe_max=2000, probe_seconds=1.0, seed=1, recommend_seconds=5.0)
     a.update(kw)
     return types.SimpleNamespace(**a)
 
@@ -230,7 +259,7 @@ def test_what_a_mode_writes():
     bench.set_mode("fullbusy")
     dropin = server.files[runner.DROPIN % "memcached"]
     assert "CPUAffinity=2\n" in dropin and 'Environment="LD_PRELOAD=%s"' % FakeTestbed.shim in dropin
-    assert "gro_flush_timeout=5000us\n" in server.files[runner.VARIABLES]
+    assert "gro_flush_timeout=5ms\n" in server.files[runner.VARIABLES]
     bench.set_mode("base")
     assert ["systemctl", "restart", "--", "memcached"] == server.log[-2]
 
@@ -255,3 +284,66 @@ def test_put_back_when_the_bench_fails_midway():
         runner.run_bench(tb, args(), lambda msg: None, {}, lambda: None)
     assert server.files == {runner.VARIABLES: ORIGINAL_VARIABLES}
     assert server.active == "virtual-guest"
+
+
+def test_recommend_runs_with_the_doctors_values():
+    server = FakeServer()
+    tb, report, failed = run_fake(server, modes="suspend20,recommend", loads="500,1000,2000", repeats=1)
+    assert failed == []
+    # measured once, at the busiest load below saturation, in suspend20,
+    # with the load running
+    doctor = [a for a in server.log if a[:2] == ["irqtune", "doctor"]]
+    assert doctor == [["irqtune", "doctor", "--service", "memcached", "--json", "--seconds", "5"]]
+    assert server.doctor_while and ("suspend20", 1000) == tb.loads[0]
+    rec, want = report["recommend"], DOCTOR["recommend"]
+    assert rec["values"] == want and rec["measured"] == DOCTOR["measured"] and rec["offered"] == 1000
+    m = report["modes"]["recommend"]
+    assert (m["defer_hard_irqs"], m["gro_flush_timeout_ns"], m["irq_suspend_timeout_ns"]) == (
+        want["defer_hard_irqs"], want["gro_flush_timeout_ns"], want["irq_suspend_timeout_ns"])
+    assert m["epoll"] == modes.MODES["suspend20"]["epoll"]
+    # every recommend run read back the recommended values
+    runs = [r for r in report["runs"] if r["mode"] == "recommend"]
+    assert len(runs) == 3
+    for r in runs:
+        assert {n["gro-flush-timeout"] for n in r["readback"]["napis"]} == {want["gro_flush_timeout_ns"]}
+        assert {n["irq-suspend-timeout"] for n in r["readback"]["napis"]} == {want["irq_suspend_timeout_ns"]}
+    assert server.files == {runner.VARIABLES: ORIGINAL_VARIABLES}
+
+
+def test_a_server_that_does_not_take_the_recommended_values_fails_those_runs():
+    server = FakeServer(ignore_mode="recommend")
+    tb, report, failed = run_fake(server, modes="suspend20,recommend", loads="500,1000", repeats=1)
+    assert {r["mode"] for r in failed} == {"recommend"} and len(failed) == 2
+    assert all("gro-flush-timeout" in r["failed"] for r in failed)
+
+
+def test_too_little_traffic_leaves_recommend_without_values():
+    server = FakeServer()
+    # the doctor's report when its window had too few busy periods: the
+    # fixture's, with what check_service writes then (no recommend, an
+    # info line saying so)
+    quiet = copy.deepcopy(DOCTOR)
+    quiet["recommend"] = None
+    quiet["measured"]["busy_periods"] = 12
+    for link in quiet["links"]:
+        if link["group"] == "recommend":
+            link.update(text="1 thread(s), 5.0 s: 12 busy periods: too little traffic to judge", data={})
+    server.doctor = (0, json.dumps(quiet), "")
+    tb, report, failed = run_fake(server, modes="suspend20,recommend", loads="500,1000", repeats=1)
+    assert {r["mode"] for r in failed} == {"recommend"} and len(failed) == 2
+    assert all("the doctor recommended none" in r["failed"] for r in failed)
+    assert "too little traffic" in report["recommend"]["failed"]
+    assert "recommend" not in {mode for mode, rate in tb.loads[1:]}
+
+    server = FakeServer()
+    server.doctor = (2, "", "irqtune doctor: --service memcached: no such unit")
+    tb, report, failed = run_fake(server, modes="suspend20,recommend", loads="500", repeats=1)
+    assert report["recommend"]["failed"] == "irqtune doctor: --service memcached: no such unit"
+    assert {r["mode"] for r in failed} == {"recommend"}
+
+
+def test_recommend_is_accepted_by_name_only():
+    assert modes.parse_modes("suspend20,recommend") == ["suspend20", "recommend"]
+    assert "recommend" not in modes.MODES
+    with pytest.raises(ValueError, match="recommend"):
+        modes.parse_modes("recommended")

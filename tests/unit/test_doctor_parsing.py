@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from irqtune import activeprofile
+from irqtune import activeprofile, syscalls
 from irqtune.caps import NapiCapabilities
 from irqtune.doctor import chain, epoll
 from irqtune.doctor.links import Report, format_text
@@ -57,17 +57,10 @@ def test_preload_found_in_real_maps(tmp_path):
     assert epoll.preload_loaded(43, kfs) is None
 
 
-def test_pidfd_getfd_number_is_named_per_architecture():
-    assert epoll.pidfd_getfd_number("x86_64") == 438
-    assert epoll.pidfd_getfd_number("aarch64") == 438
-    assert epoll.pidfd_getfd_number("alpha") == 548
-    with pytest.raises(Exception, match="unknown for architecture sparc64"):
-        epoll.pidfd_getfd_number("sparc64")
-
-
-def test_inspect_own_process_reads_params_and_targets():
+def test_inspect_own_process_reads_params_and_targets(inspect_own_epoll):
     """The inspection path on this process: a real epoll fd and real
     sockets (no NAPI: loopback), duplicated and closed again."""
+    before = sorted(os.listdir("/proc/self/fd"))
     ep = select.epoll()
     listener = socket.socket()
     listener.bind(("127.0.0.1", 0))
@@ -76,19 +69,8 @@ def test_inspect_own_process_reads_params_and_targets():
     lfd = listener.fileno()
     ep.register(lfd, select.EPOLLIN)
     ep.register(r, select.EPOLLIN)
-    before = sorted(os.listdir("/proc/self/fd"))
-    try:
-        found = [i for i in epoll.inspect_process(os.getpid()) if i.fd == ep.fileno()]
-    except epoll.UnsupportedError as err:
-        pytest.skip(str(err))
-    finally:
-        after = sorted(os.listdir("/proc/self/fd"))
-        ep.close()
-        listener.close()
-        os.close(r)
-        os.close(w)
-    assert before == after, "duplicated fds left open"
-    inst, = found
+    inst = inspect_own_epoll(ep, listener, r, w)
+    assert sorted(os.listdir("/proc/self/fd")) == before, "duplicated fds left open"
     kinds = {t.fd: t.kind for t in inst.targets}
     assert kinds == {lfd: "socket", r: "other"}
     assert inst.napi_ids == []
@@ -96,7 +78,7 @@ def test_inspect_own_process_reads_params_and_targets():
         assert inst.params == epoll.EpollParams(0, 0, 0)
 
 
-def test_fd_number_reused_since_registration_is_not_taken_for_the_socket():
+def test_fd_number_reused_since_registration_is_not_taken_for_the_socket(inspect_own_epoll):
     """epoll keeps a registered file while another file takes over its fd
     number (dup2): fdinfo still names the number, with the old inode."""
     ep = select.epoll()
@@ -106,17 +88,7 @@ def test_fd_number_reused_since_registration_is_not_taken_for_the_socket():
     keep = os.dup(number)                  # keeps the socket's file alive
     ep.register(number, select.EPOLLIN)
     os.dup2(r, number)                     # the number now names the pipe
-    try:
-        found = [i for i in epoll.inspect_process(os.getpid()) if i.fd == ep.fileno()]
-    except epoll.UnsupportedError as err:
-        pytest.skip(str(err))
-    finally:
-        ep.close()
-        sock.close()
-        os.close(keep)
-        os.close(r)
-        os.close(w)
-    inst, = found
+    inst = inspect_own_epoll(ep, sock, keep, r, w)
     assert [(t.fd, t.kind) for t in inst.targets] == [(number, "gone")]
 
 
@@ -343,7 +315,7 @@ def test_kernel_without_pidfd_getfd_is_named(monkeypatch):
     """A system call number the kernel does not know answers ENOSYS, as
     pidfd_getfd does on kernels before 5.6."""
     import platform
-    monkeypatch.setitem(epoll.SYS_PIDFD_GETFD, platform.machine(), 1023)
+    monkeypatch.setitem(syscalls.NUMBERS["pidfd_getfd"], platform.machine(), 1023)
     monkeypatch.setattr(epoll.os, "pidfd_open", lambda pid: os.open("/dev/null", os.O_RDONLY),
                         raising=False)
     with pytest.raises(epoll.UnsupportedError, match=r"no pidfd_getfd \(Linux >= 5.6\)"):

@@ -17,8 +17,6 @@ import os
 import select
 import socket
 
-import pytest
-
 from irqtune.doctor import chain, epoll, retag
 from irqtune.doctor.links import Report
 
@@ -51,7 +49,7 @@ def test_a_v1_hierarchy_with_only_its_root_and_net_prio_named():
     assert retag.why_sockets_stay(text.replace("\t3\t", "\t1\t")) is None
 
 
-def _inspect_own_epoll(monkeypatch, why):
+def _inspect_own_epoll(monkeypatch, inspect_own_epoll, why):
     """(instance, fds pidfd_getfd duplicated, {name: fd}) for an epoll fd of
     ours watching a UDP socket and a pipe, socket_dup_disturbs() being why."""
     ep = select.epoll()
@@ -68,30 +66,22 @@ def _inspect_own_epoll(monkeypatch, why):
         return real_dup(self, fd)
     monkeypatch.setattr(epoll.ProcessFds, "dup", dup)
     monkeypatch.setattr(epoll, "socket_dup_disturbs", lambda kfs: why)
-    try:
-        found = [i for i in epoll.inspect_process(os.getpid()) if i.fd == ep.fileno()]
-    except epoll.UnsupportedError as err:
-        pytest.skip(str(err))
-    finally:
-        ep.close()
-        sock.close()
-        os.close(r)
-        os.close(w)
-    inst, = found
-    return inst, duplicated, numbers
+    return inspect_own_epoll(ep, sock, r, w), duplicated, numbers
 
 
-def test_no_socket_is_duplicated_where_it_would_be_re_tagged(monkeypatch):
+def test_no_socket_is_duplicated_where_it_would_be_re_tagged(monkeypatch, inspect_own_epoll):
     """Only the epoll fd itself goes through pidfd_getfd."""
-    inst, duplicated, numbers = _inspect_own_epoll(monkeypatch, "net_cls (...) in use: ...")
+    inst, duplicated, numbers = _inspect_own_epoll(monkeypatch, inspect_own_epoll,
+                                                   "net_cls (...) in use: ...")
     assert duplicated == [numbers["epoll"]]
     assert {t.fd: t.kind for t in inst.targets} == {numbers["socket"]: "socket",
                                                     numbers["pipe"]: "other"}
     assert inst.napi_unread == "net_cls (...) in use: ..."
 
 
-def test_sockets_are_duplicated_where_that_writes_back_their_values(monkeypatch):
-    inst, duplicated, numbers = _inspect_own_epoll(monkeypatch, None)
+def test_sockets_are_duplicated_where_that_writes_back_their_values(monkeypatch,
+                                                                   inspect_own_epoll):
+    inst, duplicated, numbers = _inspect_own_epoll(monkeypatch, inspect_own_epoll, None)
     assert duplicated == [numbers["epoll"], numbers["socket"]]     # the pipe: stat() only
     assert inst.napi_unread is None and inst.napi_ids == []
 

@@ -91,13 +91,6 @@ def test_attr_is_a_disabled_tracepoint_sampling_every_hit():
     assert fields[7] == 4096 and fields[14] == perf.CLOCK_MONOTONIC
 
 
-def test_perf_event_open_number_per_architecture():
-    assert perf.perf_event_open_number("x86_64") == 298
-    assert perf.perf_event_open_number("aarch64") == 241
-    with pytest.raises(Exception, match="unknown for architecture sparc"):
-        perf.perf_event_open_number("sparc")
-
-
 def test_rings_shrink_on_hosts_with_many_cpus():
     assert perf.ring_pages(2) == 128
     # 32 MiB of rings at most (4 KiB pages)

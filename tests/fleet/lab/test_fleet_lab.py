@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from lab import labvm
-from lab.host7 import BOOT_ARGS, KERNEL, Host7
+from lab.host7 import BOOT_ARGS, KERNEL, Host7, ssh_key
 
 REPO = Path(__file__).resolve().parents[3]
 PLAYBOOK = REPO / "ansible" / "irqtune-rollout.yml"
@@ -158,9 +158,7 @@ def fleet(tmp_path_factory):
     if reason:
         pytest.skip(reason)
     workdir = tmp_path_factory.mktemp("fleet")
-    key = workdir / "id_ed25519"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "irqtune-fleet-test",
-                    "-f", str(key)], check=True)
+    key = ssh_key(workdir, "irqtune-fleet-test")
     guests = []
     try:
         hosts = {}
@@ -169,12 +167,8 @@ def fleet(tmp_path_factory):
             guests.append(g)
             g.start()
             h = Host7(g)
-            h.sh("install -d -m 0700 /root/.ssh")
-            h.write("/root/.ssh/authorized_keys", (workdir / "id_ed25519.pub").read_text())
             h.custom_profile(EMULATED_CPU, EMULATED_CPU_CONF)
-            h.sh("chmod 0600 /root/.ssh/authorized_keys && "
-                 "for i in $(seq 60); do systemctl is-active -q ssh && exit 0; sleep 1; done; "
-                 "systemctl status ssh; exit 1")
+            h.admit_ssh_key(key)
             hosts[name] = h
         yield Fleet(workdir, key, hosts)
     finally:

@@ -30,7 +30,7 @@ from pathlib import Path
 import pytest
 
 from lab import labvm
-from lab.host7 import BOOT_ARGS, KERNEL, Host7
+from lab.host7 import BOOT_ARGS, KERNEL, SRC, Host7, ssh_key
 
 REPO = Path(__file__).resolve().parents[3]
 SERVER_IP, CLIENT_IP = "10.77.0.2", "10.77.0.3"
@@ -56,9 +56,7 @@ def hosts(tmp_path_factory):
     if reason:
         pytest.skip(reason)
     work = tmp_path_factory.mktemp("bench-hosts")
-    key = work / "id_ed25519"
-    subprocess.run(["ssh-keygen", "-q", "-t", "ed25519", "-N", "", "-C", "irqtune-bench-hosts",
-                    "-f", str(key)], check=True)
+    key = ssh_key(work, "irqtune-bench-hosts")
     guests = []
     with labvm.Link() as link:
         try:
@@ -72,15 +70,11 @@ def hosts(tmp_path_factory):
                 if role == "server":
                     h.install_project()         # irqtune itself: the server's profiles and preload
                 else:
-                    h.sh("rm -rf /root/irqtune && mkdir -p /root/irqtune && tar -C /irqtune "
-                         "--exclude=./build --exclude=./.git -cf - . | tar -C /root/irqtune -xf -")
-                h.sh("make -C /root/irqtune install-bench PYTHON=/usr/bin/python3 "
-                     ">/root/make-install-bench.log 2>&1 || { tail -n 30 /root/make-install-bench.log; exit 1; }",
-                     timeout=600)
-                h.sh("install -d -m 0700 /root/.ssh")
-                h.write("/root/.ssh/authorized_keys", (work / "id_ed25519.pub").read_text())
-                h.sh("chmod 0600 /root/.ssh/authorized_keys && "
-                     "for i in $(seq 60); do systemctl is-active -q ssh && exit 0; sleep 1; done; exit 1")
+                    h.copy_share()
+                h.sh("make -C %s install-bench PYTHON=/usr/bin/python3 "
+                     ">/root/make-install-bench.log 2>&1 || { tail -n 30 /root/make-install-bench.log; exit 1; }"
+                     % SRC, timeout=600)
+                h.admit_ssh_key(key)
                 out[role] = h
             out["server"].serve_memcached_on_nic()
             yield link, key, work, out

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Run in the guest: bind a udmabuf to rx queues with netdev bind-rx.
 
-    PYTHONPATH=/irqtune/tests python3 devmem_bind.py IFNAME QUEUE [QUEUE...]
+    PYTHONPATH=/irqtune/bench python3 devmem_bind.py IFNAME QUEUE [QUEUE...]
 
 Does what a devmem TCP application does first (tools/testing/selftests/
 drivers/net/hw/ncdevmem.c): a sealed memfd turned into a dmabuf by
@@ -19,8 +19,9 @@ import socket
 import struct
 import sys
 
-# the test suites' raw netlink helpers (also library-independent)
-from support.rawnapi import _nla as nla, _parse as parse
+# the attribute codec of the raw reader the bench and the tests share
+# (library-independent: standard library only)
+from irqtune_bench.netlink import nla, parse
 
 SOL_NETLINK, NETLINK_EXT_ACK = 270, 11
 GENL_ID_CTRL, CTRL_CMD_GETFAMILY, CTRL_ATTR_FAMILY_ID, CTRL_ATTR_FAMILY_NAME = 0x10, 3, 1, 2

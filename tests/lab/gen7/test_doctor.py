@@ -41,6 +41,7 @@ VARS = "latency-suspend"
 # with the load running, and a doctor that arrives after the load finds no
 # connection.
 RATE, SECONDS = 8000, 75
+GRO_MAX_NS = 1000000        # the recommendation's bound (docs/tuning.md)
 MEMCACHED_CONF = "/etc/memcached.conf"
 
 
@@ -115,12 +116,17 @@ def test_engaged_for_the_opted_in_memcached(h):
     m, r = report["measured"], report["recommend"]
     assert m["busy_periods"] >= 100 and m["lost_samples"] == 0, m
     assert r, report
-    assert r["gro_flush_timeout_ns"] >= m["event_ns"]["p99"], (m, r)
-    assert r["irq_suspend_timeout_ns"] >= max(m["batch_ns"]["p99"], 2 * r["gro_flush_timeout_ns"]), (m, r)
-    assert r["irq_suspend_timeout_ns"] >= r["gro_flush_timeout_ns"] * m["batch_events"]["max"], (m, r)
     link = [l for l in report["links"] if l["group"] == "recommend"]
     assert len(link) == 1 and [x.split("=")[0] for x in link[0]["data"]["lines"]] == [
         "gro_flush_timeout", "irq_suspend_timeout", "defer_hard_irqs"], link
+    # gro_flush_timeout covers one request up to its 1 ms bound; under TCG
+    # beside other work a request's p99 can exceed it (the vCPU waits for a
+    # host core mid-request), and the line says it was held at the bound
+    assert r["gro_flush_timeout_ns"] >= min(m["event_ns"]["p99"], GRO_MAX_NS), (m, r)
+    if m["event_ns"]["p99"] > GRO_MAX_NS:
+        assert r["gro_flush_timeout_ns"] == GRO_MAX_NS and "held at its bound" in link[0]["text"], link
+    assert r["irq_suspend_timeout_ns"] >= max(m["batch_ns"]["p99"], 2 * r["gro_flush_timeout_ns"]), (m, r)
+    assert r["irq_suspend_timeout_ns"] >= r["gro_flush_timeout_ns"] * m["batch_events"]["max"], (m, r)
 
 
 def test_metrics_of_the_tuned_guest(h):
