@@ -11,10 +11,26 @@ replace_file replaces a file in one rename, so a reader - systemd,
 node_exporter - never sees half a file, and a failure leaves no temporary
 file behind.  (The ledger writes its file itself: it also syncs the
 directory and turns errors into LedgerError; its directory comes from
-make_dirs.)"""
+make_dirs.)
 
+read_root_only reads a file that a profile names and root acts on (a
+pid file: the process root measures) only when no other user could have
+written it."""
+
+import errno
 import os
+import stat
 import tempfile
+
+from .errors import IrqtuneError
+
+# What read_root_only accepts, for the lines that refuse a file.
+ROOT_ONLY = "a regular file owned by root that no group or other may write, not a symbolic link"
+
+
+class NotRootOnly(IrqtuneError):
+    """A file root would act on that another user could have written; the
+    message says why."""
 
 
 def replace_file(path, text, mode):
@@ -61,3 +77,31 @@ def make_dirs(path, mode):
     finally:
         os.close(fd)
 
+
+
+def read_root_only(path, limit=4096):
+    """The text (at most limit bytes) of a file that only root could have
+    written: a regular file owned by root (or by the reader) that no group
+    or other may write.  Checked on the descriptor that is read (fstat),
+    opened without following a symbolic link and without waiting on a
+    FIFO, so nothing can be swapped in between the check and the read.
+    NotRootOnly when the file is not such a file, OSError when it cannot be
+    opened or read."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError as err:
+        if err.errno == errno.ELOOP:
+            raise NotRootOnly("it is a symbolic link") from None
+        raise
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode):
+            raise NotRootOnly("it is not a regular file")
+        if st.st_uid not in (0, os.geteuid()):
+            raise NotRootOnly("it is owned by uid %d" % st.st_uid)
+        if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
+            raise NotRootOnly("group or others may write it (mode %04o)"
+                              % stat.S_IMODE(st.st_mode))
+        return os.read(fd, limit).decode(errors="replace")
+    finally:
+        os.close(fd)

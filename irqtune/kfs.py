@@ -13,6 +13,13 @@ import os
 from . import crashpoint
 
 
+# Where systemd mounts its own hierarchy, in the order it prefers them
+# (systemd's src/shared/mount-setup.c and cg_unified_cached()).
+_SYSTEMD_HIERARCHIES = (("/sys/fs/cgroup", "cgroup2"),
+                        ("/sys/fs/cgroup/unified", "cgroup2"),
+                        ("/sys/fs/cgroup/systemd", "cgroup"))
+
+
 class KernelFs:
     """procfs and sysfs under two roots (the real ones by default)."""
 
@@ -36,6 +43,37 @@ class KernelFs:
     def net_path(self, ifname, *parts):
         """/sys/class/net/<ifname>/..."""
         return self.sys_path("class/net", ifname, *parts)
+
+    def systemd_cgroup_root(self):
+        """The directory of systemd's own control group hierarchy, below
+        which a unit's ControlGroup= lies, by what /proc/self/mountinfo says
+        is mounted where systemd mounts it: cgroup v2 at /sys/fs/cgroup
+        (unified), else cgroup v2 at /sys/fs/cgroup/unified (hybrid, which
+        systemd tracks units in), else the v1 hierarchy name=systemd at
+        /sys/fs/cgroup/systemd (legacy: RHEL 8's default).  /sys/fs/cgroup
+        when mountinfo says none of them."""
+        mounted = {}
+        text = self.read_optional(self.proc_path("self", "mountinfo")) or ""
+        for line in text.splitlines():
+            # "36 25 0:31 / /sys/fs/cgroup rw,... shared:9 - cgroup2 cgroup2 rw,...";
+            # a later line at the same mount point is mounted on top and wins
+            mount, _, fs = line.partition(" - ")
+            mount, fs = mount.split(), fs.split()
+            if len(mount) >= 5 and len(fs) >= 3:
+                mounted[mount[4]] = (fs[0], fs[2].split(","))
+        for point, fstype in _SYSTEMD_HIERARCHIES:
+            found, options = mounted.get(point, (None, ()))
+            if found == fstype and (fstype == "cgroup2" or "name=systemd" in options):
+                return self.sys_path(point[len("/sys/"):])
+        return self.sys_path("fs/cgroup")
+
+    def cgroup_procs(self, cgroup, root=None):
+        """The pids in a control group of systemd's hierarchy (a unit's
+        ControlGroup=, root from systemd_cgroup_root()); [] when it cannot
+        be read."""
+        root = root or self.systemd_cgroup_root()
+        text = self.read_optional(os.path.join(root, cgroup.lstrip("/"), "cgroup.procs"))
+        return [int(p) for p in (text or "").split() if p.isascii() and p.isdigit()]
 
     # -- access -----------------------------------------------------------
 

@@ -63,7 +63,10 @@ class NapiPlugin(netdev.NetDevicePlugin):
 	[option]`gro_flush_timeout` and [option]`irq_suspend_timeout` may be
 	`auto`: they start at the series' values (20 us, 20 ms) and then follow
 	the services named in [option]`auto_services` (systemd services, or
-	absolute paths of pid files, separated by commas): as soon as those
+	absolute paths of pid files, separated by commas; a pid file is read
+	only when it is a regular file owned by root that no group or other
+	may write, not a symbolic link, else it is refused in one log line and
+	the other services are measured): as soon as those
 	use 5 % of a CPU, and then at most every [option]`auto_interval`
 	seconds (10 to 86400, default 600), the plugin records their
 	`epoll_wait` calls for 3 s, derives the values as `irqtune doctor`

@@ -45,8 +45,7 @@ def service_pids(unit, systemctl=None, kfs=KFS, root="/"):
     cgroup = _show(systemctl, unit, "ControlGroup") or ""
     pids = []
     if cgroup:
-        text = kfs.read_optional(kfs.sys_path("fs/cgroup", cgroup.lstrip("/"), "cgroup.procs"))
-        pids = [int(p) for p in (text or "").split()]
+        pids = kfs.cgroup_procs(cgroup)
     if not pids and main.isdigit() and main != "0":
         pids = [int(main)]
     if not pids:

@@ -20,6 +20,7 @@ import re
 import time
 from dataclasses import dataclass
 
+from .. import files
 from ..errors import IrqtuneError, OptionError
 from ..kfs import KFS
 from ..names import option_name
@@ -98,8 +99,10 @@ def from_options(config, options, recheck_interval):
 class Services:
     """The processes of the measured services, found again on every
     re-check that is due - cheaply: a unit's control group is asked of
-    systemd once and its cgroup.procs read after that; systemctl runs
-    again only when the group is empty, at most every RETRY seconds."""
+    systemd once and its cgroup.procs read after that, in systemd's own
+    hierarchy (cgroup v2, hybrid or v1, by /proc/self/mountinfo, read
+    once); systemctl runs again only when the group is empty, at most
+    every RETRY seconds."""
 
     def __init__(self, entries, kfs=KFS, systemctl=None, clock=time.monotonic):
         self.entries = list(entries)
@@ -108,6 +111,8 @@ class Services:
         self.clock = clock
         self._cgroups = {}          # unit: control group path
         self._asked = {}            # unit: when systemctl was last asked
+        self._cgroup_root = None    # systemd's hierarchy: unified, hybrid or legacy
+        self._refused = {}          # pid file: why, said once
 
     def pids(self):
         """Sorted pids of every entry that runs now; IrqtuneError when none."""
@@ -138,7 +143,21 @@ class Services:
         return pids
 
     def _pid_in_file(self, path):
-        words = (self.kfs.read_optional(path) or "").split()
+        """The pid in a pid file that only root could have written: one that
+        another user may write could point the measurement - root's perf
+        events and tracepoint filters - at any process."""
+        try:
+            text = files.read_root_only(path)
+        except files.NotRootOnly as err:
+            if self._refused.get(path) != str(err):
+                log.warning("auto_services: pid file %s refused: %s (accepted: %s)",
+                            path, err, files.ROOT_ONLY)
+            self._refused[path] = str(err)
+            raise IrqtuneError("%s: pid file refused" % path) from None
+        except OSError:
+            text = ""
+        self._refused.pop(path, None)
+        words = text.split()
         if not words or not _PID.match(words[0]) or \
                 not os.path.isdir(self.kfs.proc_path(int(words[0]))):
             raise IrqtuneError("%s: no running process in the pid file" % path)
@@ -153,9 +172,9 @@ class Services:
     def _cgroup_pids(self, cgroup):
         if not cgroup:
             return []
-        text = self.kfs.read_optional(self.kfs.sys_path("fs/cgroup", cgroup.lstrip("/"),
-                                                        "cgroup.procs"))
-        return [int(p) for p in (text or "").split() if _PID.match(p)]
+        if self._cgroup_root is None:       # the layout changes only with a reboot
+            self._cgroup_root = self.kfs.systemd_cgroup_root()
+        return self.kfs.cgroup_procs(cgroup, self._cgroup_root)
 
     def cpu_seconds(self, pids):
         """CPU time (user and system) the pids' processes used so far."""

@@ -11,6 +11,8 @@ Debian 12: `cat /proc/$(pidof memcached)/stat`, utime 1234 and stime 567
 ticks)."""
 
 import logging
+import os
+import signal
 import threading
 
 import pytest
@@ -20,6 +22,7 @@ from test_plugin_option_errors import napi_init, tuned_errors  # noqa: F401 - th
 from test_profile_upgrade import PROFILES, check_loaded, load, tuned_profiles  # noqa: F401
 from tuned_loader import load_plugin_module
 
+from irqtune.doctor import targets
 from irqtune.errors import IrqtuneError
 from irqtune.kfs import KernelFs
 from irqtune.ledger import Ledger
@@ -48,6 +51,13 @@ def test_auto_services_names_units_and_pid_files():
                                        "separated by commas)")
 
 
+def pid_file(path, text, mode=0o644):
+    """A pid file as a service that runs as root writes it."""
+    path.write_text(text)
+    path.chmod(mode)
+    return str(path)
+
+
 class Clock:
     def __init__(self):
         self.now = 1000.0
@@ -59,7 +69,7 @@ class Clock:
 def test_services_from_units_and_pid_files(tmp_path):
     (tmp_path / "proc" / "42").mkdir(parents=True)
     (tmp_path / "proc" / "42" / "stat").write_text(STAT)
-    (tmp_path / "srv.pid").write_text("42\n")
+    pid_file(tmp_path / "srv.pid", "42\n")
     group = tmp_path / "sys" / "fs" / "cgroup" / "system.slice" / "memcached.service"
     group.mkdir(parents=True)
     (group / "cgroup.procs").write_text("8\n7\n")
@@ -77,7 +87,7 @@ def test_services_from_units_and_pid_files(tmp_path):
     assert asked == [["show", "--property=ControlGroup", "--value", "--", "memcached.service"]]
     assert services.cpu_seconds([42]) == pytest.approx((1234 + 567) / 100)
     (group / "cgroup.procs").write_text("")     # stopped: systemd asked again, not each time
-    (tmp_path / "srv.pid").write_text("43\n")
+    pid_file(tmp_path / "srv.pid", "43\n")
     with pytest.raises(IrqtuneError, match="no process runs: memcached.service: the unit runs "
                                            "no process; .*srv.pid: no running process"):
         services.pids()
@@ -89,13 +99,171 @@ def test_services_from_units_and_pid_files(tmp_path):
     assert len(asked) == 2
 
 
+# systemd's own hierarchy, by /proc/self/mountinfo (measure_fixtures/):
+# unified - a Talos node's cgroup2 line (siderolabs/talos pull request
+#   4110, `talosctl read /proc/1/mountinfo`): systemd mounts cgroup2 there too;
+# hybrid - the development host (Linux 6.18, Debian 12,
+#   `grep -E " /sys |cgroup" /proc/self/mountinfo`);
+# legacy - a RHEL 7.8 host (containers/podman issue 7004, `grep cgroup
+#   /proc/self/mountinfo`); RHEL 8 (systemd 239, legacy by default) mounts
+#   the same hierarchies.
+FIXTURES = os.path.join(os.path.dirname(__file__), "measure_fixtures")
+
+
+def mountinfo(name):
+    with open(os.path.join(FIXTURES, "mountinfo-" + name)) as f:
+        return f.read()
+
+
+LAYOUTS = {"unified": ("unified-talos", "fs/cgroup"),
+           "hybrid": ("hybrid-6.18", "fs/cgroup/unified"),
+           "legacy": ("legacy-rhel7.8", "fs/cgroup/systemd"),
+           "no mountinfo": (None, "fs/cgroup")}
+
+
+def cgroup_tree(tmp_path, layout, pids="7\n8\n"):
+    """A KernelFs whose mountinfo is layout's and whose systemd hierarchy
+    holds memcached.service with pids; the other hierarchies hold a decoy."""
+    name, hierarchy = LAYOUTS[layout]
+    (tmp_path / "proc" / "self").mkdir(parents=True)
+    if name is not None:
+        (tmp_path / "proc" / "self" / "mountinfo").write_text(mountinfo(name))
+    for where in {"fs/cgroup", "fs/cgroup/unified", "fs/cgroup/systemd", hierarchy}:
+        group = tmp_path / "sys" / where / "system.slice" / "memcached.service"
+        group.mkdir(parents=True, exist_ok=True)
+        (group / "cgroup.procs").write_text(pids if where == hierarchy else "999\n")
+    return KernelFs(proc=str(tmp_path / "proc"), sys=str(tmp_path / "sys")), hierarchy
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_systemd_hierarchy_by_what_is_mounted(tmp_path, layout):
+    kfs, hierarchy = cgroup_tree(tmp_path, layout)
+    assert kfs.systemd_cgroup_root() == str(tmp_path / "sys" / hierarchy)
+    assert kfs.cgroup_procs("/system.slice/memcached.service") == [7, 8]
+    assert kfs.cgroup_procs("/system.slice/nginx.service") == []
+
+
+def test_only_systemd_own_mounts_count(tmp_path):
+    """A cgroup2 mounted elsewhere (a container runtime's) or a v1 hierarchy
+    at systemd's place without name=systemd is not systemd's; a mount on
+    top of another at the same place is the one seen."""
+    kfs = KernelFs(proc=str(tmp_path), sys="/sys")
+    (tmp_path / "self").mkdir()
+    legacy = mountinfo("legacy-rhel7.8")
+    (tmp_path / "self" / "mountinfo").write_text(
+        legacy.replace("name=systemd", "cpu") +
+        "90 25 0:50 / /run/runtime/cgroup rw - cgroup2 cgroup2 rw\n")
+    assert kfs.systemd_cgroup_root() == "/sys/fs/cgroup"
+    (tmp_path / "self" / "mountinfo").write_text(mountinfo("unified-talos") + legacy)
+    assert kfs.systemd_cgroup_root() == "/sys/fs/cgroup/systemd"
+
+
+@pytest.mark.parametrize("layout", LAYOUTS)
+def test_a_unit_processes_on_each_cgroup_layout(tmp_path, layout):
+    """RHEL 8 runs cgroup v1: the auto values and the doctor find a unit's
+    processes in /sys/fs/cgroup/systemd there, not only under v2."""
+    kfs, _ = cgroup_tree(tmp_path, layout)
+    (tmp_path / "run/systemd/system").mkdir(parents=True)
+
+    def systemctl(argv):
+        prop = argv[1].split("=", 1)[1]
+        return 0, {"LoadState": "loaded", "MainPID": "7",
+                   "ControlGroup": "/system.slice/memcached.service"}[prop] + "\n"
+    assert auto.Services(["memcached.service"], kfs, systemctl).pids() == [7, 8]
+    assert targets.service_pids("memcached.service", systemctl, kfs, str(tmp_path)) == [7, 8]
+
+
 @pytest.mark.parametrize("text", ["", "x\n", "\u0664\u0662\n", "-42\n", "42" * 6])
 def test_a_pid_file_holds_ascii_digits(tmp_path, text):
     (tmp_path / "proc" / "42").mkdir(parents=True)
-    (tmp_path / "srv.pid").write_text(text)
+    pid_file(tmp_path / "srv.pid", text)
     services = auto.Services([str(tmp_path / "srv.pid")], KernelFs(proc=str(tmp_path / "proc")))
     with pytest.raises(IrqtuneError, match="srv.pid: no running process in the pid file"):
         services.pids()
+
+
+def refused_lines(caplog):
+    return [r.getMessage() for r in caplog.records if r.levelno >= logging.WARNING]
+
+
+def symlink_to_a_good_one(path):
+    os.symlink(pid_file(path.with_name("real.pid"), "42\n"), str(path))
+
+
+def fifo(path):
+    os.mkfifo(str(path), 0o600)          # opened, it would wait for a writer
+
+
+class Waited(Exception):
+    """Not an OSError, which the code under test would take for a missing file."""
+
+
+@pytest.fixture
+def never_waits():
+    """A read that waits (a FIFO without a writer) fails the test after 10 s
+    instead of hanging it: the daemon's re-check must never wait."""
+    def waited(signum, frame):
+        raise Waited("the pid file's read waited")
+    previous = signal.signal(signal.SIGALRM, waited)
+    signal.alarm(10)
+    yield
+    signal.alarm(0)
+    signal.signal(signal.SIGALRM, previous)
+
+
+def other_owner(path):
+    if os.geteuid() != 0:
+        pytest.skip("giving a file to another user needs root")
+    os.chown(pid_file(path, "42\n"), 65534, 0)
+
+
+@pytest.mark.parametrize("make, why", [
+    (lambda p: pid_file(p, "42\n", 0o664), "group or others may write it (mode 0664)"),
+    (lambda p: pid_file(p, "42\n", 0o602), "group or others may write it (mode 0602)"),
+    (symlink_to_a_good_one, "it is a symbolic link"),
+    (fifo, "it is not a regular file"),
+    (other_owner, "it is owned by uid 65534"),
+], ids=["group-writable", "other-writable", "symlink", "fifo", "not root's"])
+def test_a_pid_file_another_user_could_write_is_refused(tmp_path, caplog, never_waits, make,
+                                                        why):
+    """Root measures the process a pid file names: one that another user
+    could have written would let them point root's perf events at any
+    process.  Refused in one line, said once; the other services are
+    measured; put right, it is read again."""
+    (tmp_path / "proc" / "42").mkdir(parents=True)
+    (tmp_path / "proc" / "43").mkdir(parents=True)
+    bad = tmp_path / "srv.pid"
+    make(bad)
+    good = pid_file(tmp_path / "other.pid", "43\n")
+    services = auto.Services([str(bad), good], KernelFs(proc=str(tmp_path / "proc")))
+    caplog.set_level(logging.DEBUG, logger="irqtune")
+    assert services.pids() == [43]
+    assert services.pids() == [43]
+    assert refused_lines(caplog) == [
+        "auto_services: pid file %s refused: %s (accepted: a regular file owned by root that no "
+        "group or other may write, not a symbolic link)" % (bad, why)]
+    alone = auto.Services([str(bad)], KernelFs(proc=str(tmp_path / "proc")))
+    with pytest.raises(IrqtuneError, match="no process runs: .*srv.pid: pid file refused$"):
+        alone.pids()
+    os.unlink(str(bad))
+    pid_file(bad, "42\n")
+    assert services.pids() == [42, 43]
+
+
+def test_a_pid_file_refused_again_is_said_again(tmp_path, caplog):
+    (tmp_path / "proc" / "42").mkdir(parents=True)
+    path = pid_file(tmp_path / "srv.pid", "42\n", 0o666)
+    services = auto.Services([path], KernelFs(proc=str(tmp_path / "proc")))
+    caplog.set_level(logging.DEBUG, logger="irqtune")
+    for mode, running in ((0o666, False), (0o644, True), (0o666, False), (0o646, False)):
+        os.chmod(path, mode)
+        try:
+            assert services.pids() == [42] and running
+        except IrqtuneError:
+            assert not running
+    assert [line.split(": ", 2)[2].split(" (accepted")[0] for line in refused_lines(caplog)] \
+        == ["group or others may write it (mode 0666)", "group or others may write it (mode 0666)",
+            "group or others may write it (mode 0646)"]
 
 
 # -- decisions ----------------------------------------------------------------
