@@ -320,7 +320,13 @@ def recommend(bench, tb, args, loads, log):
     report keeps; a doctor without a recommendation leaves the mode
     without values, and its runs fail naming why."""
     load = loads[-2] if len(loads) > 1 else loads[0]
-    bench.set_mode("suspend20")
+    argv = ["irqtune", "doctor", "--service", bench.service, "--json", "--seconds", "%g" % args.recommend_seconds]
+    out_of = {"offered": load, "doctor": " ".join(argv)}
+    try:
+        bench.set_mode("suspend20")
+    except BenchError as err:
+        log("recommend: suspend20 could not be set: %s" % err)
+        return dict(out_of, failed="setting suspend20: %s" % err)
     tb.set_topology(tb.topologies[-1])
     done = {}
 
@@ -334,12 +340,13 @@ def recommend(bench, tb, args, loads, log):
     gen = threading.Thread(target=drive)
     gen.start()
     time.sleep(args.warmup + 1)
-    argv = ["irqtune", "doctor", "--service", bench.service, "--json", "--seconds", "%g" % args.recommend_seconds]
     try:
         rc, out, err = tb.server.run(argv, timeout=args.recommend_seconds + 300)
+    except BenchError as failed:        # the lab's agent lost the guest
+        rc, out, err = None, "", str(failed)
     finally:
         gen.join()
-    out_of = {"offered": load, "doctor": " ".join(argv), "doctor_rc": rc}
+    out_of["doctor_rc"] = rc
     try:
         doc = json.loads(out)
     except ValueError:

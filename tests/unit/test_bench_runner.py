@@ -347,3 +347,20 @@ def test_recommend_is_accepted_by_name_only():
     assert "recommend" not in modes.MODES
     with pytest.raises(ValueError, match="recommend"):
         modes.parse_modes("recommended")
+
+
+def test_recommend_without_suspend20_fails_only_its_runs():
+    server = FakeServer()
+    real = server.run
+
+    def refuse_suspend20(argv, timeout=60, input=None):
+        if argv[:2] == ["tuned-adm", "profile"] and server.mode_of_variables() == "suspend20" \
+                and not any(a[:2] == ["irqtune", "doctor"] for a in server.log):
+            server.log.append(argv)
+            return 1, "", "Cannot load profile(s) 'latency-suspend'"
+        return real(argv, timeout, input)
+    server.run = refuse_suspend20
+    tb, report, failed = run_fake(server, modes="base,recommend", loads="500,1000", repeats=1)
+    assert report["recommend"]["failed"].startswith("setting suspend20: tuned-adm profile"), report["recommend"]
+    assert {r["mode"] for r in failed} == {"recommend"} and len(failed) == 2
+    assert not any(a[:2] == ["irqtune", "doctor"] for a in server.log)
