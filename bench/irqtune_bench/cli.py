@@ -163,7 +163,7 @@ def main(argv=None, mcload=MCLOAD, shim=SHIM):
     run.add_argument("--name", default="irqtune-bench", help="base name of the result files")
     add_run_options(run, out_default=".")
     r = sub.add_parser("report", help="table, verdicts and plots of a saved run")
-    r.add_argument("json")
+    r.add_argument("json", nargs=1)
     r.add_argument("--out", default=".")
     r.add_argument("--name", default=None, help="base name of the files (default: the JSON's)")
     c = sub.add_parser("compare", help="p99 spread per cell of two runs (or of one run's two topologies)")

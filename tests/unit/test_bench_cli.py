@@ -65,6 +65,19 @@ def test_compare_refuses_a_run_of_one_topology(tmp_path):
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "missing.json" in res.stderr
 
 
+def test_report_redoes_the_files_of_a_saved_run(tmp_path):
+    saved = tmp_path / "run.json"
+    saved.write_text(json.dumps({
+        "settings": {"modes": "base,suspend20", "repeats": 1, "seconds": 2.0, "conns": 1}, "loads": [100],
+        "who_sets": {}, "testbed": {"summary": "a saved run"}, "saturation": None,
+        "runs": [{"mode": m, "offered": 100, "topology": "-", "qps": 100, "p50_us": 50, "p99_us": 90}
+                 for m in ("base", "suspend20")]}))
+    res = bench("report", str(saved), "--out", str(tmp_path / "out"))
+    assert res.returncode == 0, res.stderr
+    assert "memcached on a saved run" in (tmp_path / "out" / "run.txt").read_text()
+    assert "| suspend20 | 1 |" in (tmp_path / "out" / "run.md").read_text()
+
+
 def test_lab_script_takes_the_same_run_options():
     env = {"PYTHONPATH": "%s:%s" % (REPO / "tests", REPO / "bench"), "PATH": "/usr/bin:/bin"}
     script = str(REPO / "tests/lab/bench/memcached_modes.py")
