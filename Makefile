@@ -135,7 +135,8 @@ install-kernel-patches:
 	install -m 0644 kernel-patches/README.md $(DESTDIR)$(DATADIR)/$(NAME)/kernel-patches/
 
 # Man pages: tuned-plugins-irqtune(7) is generated from the plugins'
-# docstrings and option hints (what `tuned-adm list plugins -v` shows);
+# docstrings and the library's option declarations (what `tuned-adm list
+# plugins -v` shows; docs/options.md is made the same way, with --markdown);
 # tuned-profiles-irqtune(7) is written by hand.  (irqtune-busypoll-run(1)
 # belongs to preload/preload.mk.)
 MAN_PLUGINS := build/man/tuned-plugins-irqtune.7
@@ -143,7 +144,7 @@ MAN7_PAGES  := $(MAN_PLUGINS) docs/man/tuned-profiles-irqtune.7
 
 man: $(MAN_PLUGINS)
 
-$(MAN_PLUGINS): docs/man/plugin-man.py docs/man/tuned-plugins-irqtune.7.in $(PLUGIN_FILES)
+$(MAN_PLUGINS): docs/man/plugin-man.py docs/man/tuned-plugins-irqtune.7.in $(PLUGIN_FILES) $(LIB_FILES)
 	$(PYTHON) docs/man/plugin-man.py $(VERSION) $@
 
 install-man: man

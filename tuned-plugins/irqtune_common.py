@@ -21,11 +21,11 @@ import tuned.consts as consts
 from tuned.plugins import base
 from tuned.plugins import irqtune_tunedlog as tunedlog
 
-from irqtune.errors import IrqtuneError, OptionError
+from irqtune.errors import IrqtuneError
 from irqtune.names import option_name
 from irqtune.netlink.links import LinkWatcher
+from irqtune.options import parse_options, tuned_defaults, tuned_hints
 from irqtune.overlay import read_overlay_file
-from irqtune.values import parse_int
 
 log = tunedlog.log
 verify_failed = tunedlog.verify_failed
@@ -174,14 +174,22 @@ class TunerPlugin(Guarded):
 	# Seconds between re-checks for recreated NAPIs/IRQs between link
 	# events; the recheck_interval option overrides it, 0 turns it off.
 	recheck_interval = 5.0
-	# Whether a recheck_interval option exists (device plugins).
-	_has_recheck_option = False
+	# The plugin's options, declared in the library (irqtune.plugin_options).
+	_declared = ()
 	# Whether the watcher may run at all (unit tests turn it off).
 	_watch = True
 
 	def __init__(self, *args, **kwargs):
 		super().__init__(*args, **kwargs)
 		tunedlog.forward_library_log()
+
+	@classmethod
+	def _get_config_options(cls):
+		return tuned_defaults(cls._declared)
+
+	@classmethod
+	def get_config_options_hints(cls):
+		return tuned_hints(cls._declared)
 
 	def _expanded_options(self, instance):
 		return {k: (self._variables.expand(v) if isinstance(v, str) else v)
@@ -197,12 +205,10 @@ class TunerPlugin(Guarded):
 		instance._devices_seen = set()      # devices tuned since the profile applied
 		instance._recheck_interval = self.recheck_interval
 		options = self._expanded_options(instance)
-		text = options.get("recheck_interval") if self._has_recheck_option else None
-		if text is not None and str(text).strip() != "":
-			try:
-				instance._recheck_interval = parse_int("recheck_interval", text, 0, 86400)
-			except OptionError as err:
-				self._option_errors_found(instance, [err])
+		given, errors = parse_options([o for o in self._declared if o.name == "recheck_interval"],
+			options)
+		instance._recheck_interval = given.get("recheck_interval", self.recheck_interval)
+		self._option_errors_found(instance, errors)
 		try:
 			instance._tuner = self._make_tuner(instance, options)
 		finally:

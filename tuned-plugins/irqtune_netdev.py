@@ -27,8 +27,6 @@ class NetDevicePlugin(common.TunerPlugin, hotplug.Plugin):
 	also reaches virtual devices (veth, ...), except lo.
 	"""
 
-	_has_recheck_option = True
-
 	def _init_devices(self):
 		self._devices_supported = True
 		self._free_devices = set()

@@ -7,6 +7,7 @@ from irqtune.caps import detect_napi_capabilities
 from irqtune.errors import OptionError
 from irqtune.measure import auto
 from irqtune.napi import NapiConfig, NapiTuner, parse_queues
+from irqtune.plugin_options import PLUGINS
 from irqtune.ledger import Ledger
 
 log = tuned.logs.get()
@@ -89,31 +90,7 @@ class NapiPlugin(netdev.NetDevicePlugin):
 	====
 	"""
 
-	@classmethod
-	def _get_config_options(cls):
-		return {
-			"defer_hard_irqs": None,
-			"gro_flush_timeout": None,
-			"irq_suspend_timeout": None,
-			"threaded": None,
-			"queues": None,
-			"recheck_interval": None,
-			"auto_services": None,
-			"auto_interval": None,
-		}
-
-	@classmethod
-	def get_config_options_hints(cls):
-		return {
-			"defer_hard_irqs": "0-2147483647 polls that keep the IRQ masked",
-			"gro_flush_timeout": "duration (ns, or with unit ns/us/ms/s), at most 1s; or auto",
-			"irq_suspend_timeout": "duration (ns, or with unit ns/us/ms/s), at most 1s; or auto",
-			"threaded": "disabled, enabled or busy-poll",
-			"queues": "rx queue indexes 0-65535, e.g. 0-3,8 (default: all NAPIs)",
-			"recheck_interval": "seconds between re-checks for recreated NAPIs, 0 = link events only (default 5)",
-			"auto_services": "systemd services or pid files whose epoll loops the auto values follow",
-			"auto_interval": "seconds between measurements for auto values, 10-86400 (default 600)",
-		}
+	_declared = PLUGINS["napi"]
 
 	def _make_tuner(self, instance, options):
 		instance._auto = None

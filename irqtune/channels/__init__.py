@@ -25,12 +25,12 @@ affinity), tuner (HousekeepingTuner, the contract and the ledger).
 
 from ..tuner import Check  # noqa: F401 - verify records, re-exported
 from .affinity import QueueAffinity
-from .config import (HOUSEKEEPING, MAX_CHANNELS, HousekeepingConfig, parse_channels,
+from .config import (HOUSEKEEPING, MAX_CHANNELS, OPTIONS, HousekeepingConfig, parse_channels,
                      parse_irq_affinity)
 from .counts import ChannelCounts
 from .plan import plan_channels, refusal_reason
 from .tuner import HousekeepingTuner, housekeeping_tuner
 
-__all__ = ["Check", "QueueAffinity", "HOUSEKEEPING", "MAX_CHANNELS", "HousekeepingConfig",
-           "parse_channels", "parse_irq_affinity", "ChannelCounts", "plan_channels",
+__all__ = ["Check", "QueueAffinity", "HOUSEKEEPING", "MAX_CHANNELS", "OPTIONS",
+           "HousekeepingConfig", "parse_channels", "parse_irq_affinity", "ChannelCounts", "plan_channels",
            "refusal_reason", "HousekeepingTuner", "housekeeping_tuner"]

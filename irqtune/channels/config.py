@@ -5,6 +5,7 @@ from dataclasses import dataclass
 
 from ..cpus import parse_cpulist_option
 from ..errors import OptionError
+from ..options import Option, parse_options
 from ..values import CPU_LIST, MAX_CPU, parse_index_list, parse_int
 
 HOUSEKEEPING = "housekeeping"
@@ -36,6 +37,16 @@ def parse_irq_affinity(option, text):
         raise OptionError(option, text, "housekeeping, or a CPU list such as 0-1,4") from None
 
 
+OPTIONS = (
+    Option("channels", parse_channels, "housekeeping, or a channel count",
+           "the channel count; housekeeping: one per housekeeping CPU"),
+    Option("irq_affinity", parse_irq_affinity, "housekeeping, or a CPU list such as 0-1",
+           "the CPUs of the queue interrupts"),
+    Option("housekeeping_cpus", parse_cpulist_option,
+           "CPU list (unset: online CPUs that are not isolated)", "the housekeeping CPUs"),
+)
+
+
 @dataclass(frozen=True)
 class HousekeepingConfig:
     channels: object = None            # None, HOUSEKEEPING or an int
@@ -45,15 +56,6 @@ class HousekeepingConfig:
     @classmethod
     def from_options(cls, options):
         """(config, [OptionError]); a bad value is left out and reported."""
-        values, errors = {}, []
-        for name, parse in (("channels", parse_channels),
-                            ("irq_affinity", parse_irq_affinity),
-                            ("housekeeping_cpus", parse_cpulist_option)):
-            try:
-                value = parse(name, options.get(name))
-            except OptionError as err:
-                errors.append(err)
-                continue
-            if value is not None:
-                values[name] = tuple(value) if isinstance(value, list) else value
-        return cls(**values), errors
+        values, errors = parse_options(OPTIONS, options)
+        return cls(**{n: tuple(v) if isinstance(v, list) else v for n, v in values.items()
+                      if v is not None}), errors

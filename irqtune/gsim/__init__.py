@@ -8,14 +8,15 @@ profile's options.
 """
 
 from ..interrupts import IrqInfo, parse_interrupts, read_interrupts
-from .interface import (MISSING_MESSAGE, OPTIONS, RT_MISSING_MESSAGE, RANGES, SHAPE_LATEST,
+from .interface import (KNOBS, MISSING_MESSAGE, RT_MISSING_MESSAGE, RANGES, SHAPE_LATEST,
                         SHAPE_NAMES, SHAPE_V1, SHAPE_V4, GsimInterface, GsimWriteError,
                         accepted_range, detect, missing_message, parse_switch)
 from .stats import CpuStats, GsimStats, parse_stats
-from .config import GsimConfig, IrqSelection
+from .config import OPTIONS, OVERLAY_PREFIX, GsimConfig, IrqSelection
 from .tuner import GsimTuner, build_tuner
 
-__all__ = ["IrqInfo", "parse_interrupts", "read_interrupts", "MISSING_MESSAGE", "OPTIONS",
+__all__ = ["IrqInfo", "parse_interrupts", "read_interrupts", "KNOBS", "MISSING_MESSAGE", "OPTIONS",
+           "OVERLAY_PREFIX",
            "RT_MISSING_MESSAGE", "missing_message",
            "RANGES", "SHAPE_LATEST", "SHAPE_NAMES", "SHAPE_V1", "SHAPE_V4", "CpuStats",
            "GsimInterface", "GsimStats", "GsimWriteError", "accepted_range", "detect",

@@ -8,8 +8,34 @@ from dataclasses import dataclass, fields
 from .. import irqs as irqs_mod
 from ..errors import OptionError
 from ..kfs import KFS
+from ..options import Option, parse_options
 from ..values import parse_int
 from .interface import RANGES
+
+
+def _knob(name, unit, doc):
+    low, high = RANGES[name]
+    return Option(name, lambda o, v: parse_int(o, v, low, high), "%d-%d %s" % (low, high, unit),
+                  doc)
+
+
+def _irqs(option, text):
+    return IrqSelection.parse(text, option)
+
+
+OPTIONS = (
+    _knob("delay_us", "us", "the longest moderation delay (0: moderation off)"),
+    _knob("target_intr_rate", "/s", "the global interrupt rate target (0: none)"),
+    _knob("hardirq_percent", "%", "the per-CPU target for time in hard interrupt context "
+          "(0: none)"),
+    _knob("update_ms", "ms", "the control loop period"),
+    Option("irqs", _irqs, "nic:NAMES; name:REGEX; all (selectors separated by ';')",
+           "the interrupts GSIM may moderate (empty: every per-interrupt switch stays)"),
+    Option("variables_file", None, "path", "a file of gsim_<option>=value lines replacing "
+           "the options"),
+)
+# The prefix of the variables_file's lines.
+OVERLAY_PREFIX = "gsim_"
 
 # -- configuration -----------------------------------------------------------
 
@@ -25,15 +51,7 @@ class GsimConfig:
     @classmethod
     def from_options(cls, options):
         """(config, [OptionError]); a bad value is left out and reported."""
-        values, errors = {}, []
-        for option, (low, high) in RANGES.items():
-            text = options.get(option)
-            if text is None or str(text).strip() == "":
-                continue
-            try:
-                values[option] = parse_int(option, text, low, high)
-            except OptionError as err:
-                errors.append(err)
+        values, errors = parse_options(OPTIONS[:len(RANGES)], options)
         return cls(**values), errors
 
     def items(self):

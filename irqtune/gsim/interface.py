@@ -54,7 +54,7 @@ RANGES = {
     "hardirq_percent": (0, 100),
     "update_ms": (1, 100),
 }
-OPTIONS = tuple(RANGES)
+KNOBS = tuple(RANGES)
 # Apply: enabling delay_us last, so that moderation starts with the final
 # targets; restore: delay_us first, so that moderation stops first.
 APPLY_ORDER = ("update_ms", "target_intr_rate", "hardirq_percent", "delay_us")
@@ -137,7 +137,7 @@ class GsimInterface:
         return SHAPE_NAMES[self.shape]
 
     def _kernel_names(self):
-        names = {o: o for o in OPTIONS}
+        names = {o: o for o in KNOBS}
         if self.shape == SHAPE_V4:
             if not os.path.exists(os.path.join(self.base, "target_intr_rate")) and \
                     os.path.exists(os.path.join(self.base, "target_irq_rate")):
@@ -196,7 +196,7 @@ class GsimInterface:
 
     def read_knobs(self):
         values = {}
-        for option in OPTIONS:
+        for option in KNOBS:
             try:
                 values[option] = self.read_knob(option)
             except (OSError, ValueError):

@@ -14,8 +14,8 @@ from ..kfs import KFS
 from ..ledger import first
 from ..overlay import read_overlay_file
 from ..tuner import Check, Tuner
-from .config import GsimConfig, IrqSelection
-from .interface import (APPLY_ORDER, RANGES, RESTORE_ORDER, GsimWriteError,
+from .config import OPTIONS, OVERLAY_PREFIX, GsimConfig, IrqSelection
+from .interface import (APPLY_ORDER, RESTORE_ORDER, GsimWriteError,
                         accepted_range, detect, missing_message)
 from .switches import IrqSwitches
 
@@ -260,9 +260,6 @@ class GsimTuner(Tuner):
 
 # -- from options to a tuner --------------------------------------------------
 
-OPTIONS_WITH_FILE = tuple(RANGES) + ("irqs", "variables_file")
-
-
 def build_tuner(options, ledger=None, kfs=KFS, napi_irqs=irqs_mod.napi_irqs,
                 expand=str.strip):
     """(GsimTuner or None, [OptionError]) from a profile's options.
@@ -275,8 +272,8 @@ def build_tuner(options, ledger=None, kfs=KFS, napi_irqs=irqs_mod.napi_irqs,
     every option as unsupported.
     """
     options = dict(options)
-    options.update(read_overlay_file(options.pop("variables_file", None), "gsim_",
-                                     set(OPTIONS_WITH_FILE) - {"variables_file"}, expand))
+    options.update(read_overlay_file(options.pop("variables_file", None), OVERLAY_PREFIX,
+                                     {o.name for o in OPTIONS} - {"variables_file"}, expand))
     config, errors = GsimConfig.from_options(options)
     try:
         selection = IrqSelection.parse(options.get("irqs"))

@@ -6,7 +6,8 @@ tuner: NapiTuner, which applies them through napi-set or the device-wide
 sysfs fallback, verifies and restores.
 """
 
-from .config import THREADED_CHOICES, NapiConfig, parse_queues
+from .config import OPTIONS, THREADED_CHOICES, VALUES, NapiConfig, parse_queues
 from .tuner import SYSFS_FILES, NapiTuner
 
-__all__ = ["THREADED_CHOICES", "NapiConfig", "parse_queues", "SYSFS_FILES", "NapiTuner"]
+__all__ = ["OPTIONS", "VALUES", "THREADED_CHOICES", "NapiConfig", "parse_queues", "SYSFS_FILES",
+           "NapiTuner"]

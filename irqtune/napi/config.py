@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""The NAPI tuner's configuration: target values from a profile's options
-(range-checked, a bad value left out and reported) and the queues= scope.
+"""The napi plugin's options (VALUES: the per-NAPI values, also zerocopy_rx's
+napi_* options; OPTIONS: the plugin's), its target values (NapiConfig) and
+the queues= scope.
 
 In the napi plugin gro_flush_timeout and irq_suspend_timeout may be
 "auto": the values then start at the series' (irqtune.measure.auto.START)
@@ -10,26 +11,50 @@ the values (zerocopy_rx's napi_* options) measure nothing and refuse it.
 
 from dataclasses import dataclass, fields
 
-from ..errors import OptionError
-from ..measure.auto import START
+from ..measure import auto as measured
 from ..names import attr_name
 from ..netlink.netdev import THREADED_VALUES
+from ..options import AUTO, Option, parse_options
 from ..values import (MAX_QUEUE, S32_MAX, parse_choice, parse_duration_ns, parse_index_list,
                       parse_int)
 
 THREADED_CHOICES = dict(THREADED_VALUES, **{"0": 0, "1": 1, "2": 2, "off": 0, "on": 1})
-AUTO = "auto"
+DURATION = "duration (ns, or with unit ns/us/ms/s), at most 1s"
+
+VALUES = (
+    Option("defer_hard_irqs", lambda o, v: parse_int(o, v, 0, S32_MAX),
+           "0-2147483647", "polls in a row that find work and keep the device IRQ masked"),
+    Option("gro_flush_timeout", parse_duration_ns, DURATION,
+           "the timer that polls again while the IRQ stays masked", auto="auto_services"),
+    Option("irq_suspend_timeout", parse_duration_ns, DURATION,
+           "the longest a busy polling application keeps the IRQ suspended",
+           auto="auto_services"),
+    Option("threaded", lambda o, v: parse_choice(o, v, THREADED_CHOICES),
+           "disabled, enabled or busy-poll", "threaded NAPI polling (busy-poll: Linux 6.19)"),
+)
 
 
-def parse_duration_or_auto(option, text):
-    """A duration in ns (parse_duration_ns), or AUTO."""
-    if str(text).strip().lower() == AUTO:
-        return AUTO
-    try:
-        return parse_duration_ns(option, text)
-    except OptionError as err:
-        raise OptionError(option, text, err.accepted + "; or auto (measured from the "
-                          "services in auto_services)") from None
+def parse_queues(text, option="queues"):
+    if text is None or str(text).strip() == "":
+        return None
+    return parse_index_list(option, text, MAX_QUEUE)
+
+
+OPTIONS = VALUES + (
+    Option("queues", lambda o, v: parse_queues(v, o), "rx queue indexes 0-65535, e.g. 0-3,8",
+           "tune only the NAPIs serving these rx queues (unset: every NAPI)"),
+    Option("recheck_interval", lambda o, v: parse_int(o, v, 0, 86400),
+           "seconds, 0-86400 (unset: 5)",
+           "how often recreated NAPIs are looked for; 0: on link events only"),
+    Option("auto_services", lambda o, v: measured.parse_services(v, o),
+           "systemd services or absolute paths of pid files, separated by commas",
+           "the services whose epoll loops the auto values follow"),
+    Option("auto_interval",
+           lambda o, v: parse_int(o, v, measured.INTERVAL_MIN, measured.INTERVAL_MAX),
+           "seconds, %d-%d (unset: %d)" % (measured.INTERVAL_MIN, measured.INTERVAL_MAX,
+                                           measured.INTERVAL_DEFAULT),
+           "the shortest time between two measurements for the auto values"),
+)
 
 
 @dataclass(frozen=True)
@@ -42,45 +67,20 @@ class NapiConfig:
     threaded: int = None               # 0 disabled, 1 enabled, 2 busy-poll
     auto: frozenset = frozenset()      # attribute names whose value is "auto"
 
-    PARSERS = {
-        "defer_hard_irqs": lambda o, v: parse_int(o, v, 0, S32_MAX),
-        "gro_flush_timeout": parse_duration_ns,
-        "irq_suspend_timeout": parse_duration_ns,
-        "threaded": lambda o, v: parse_choice(o, v, THREADED_CHOICES),
-    }
-    # The values that may be "auto" where something measures (auto=True).
-    AUTO_PARSERS = {
-        "gro_flush_timeout": parse_duration_or_auto,
-        "irq_suspend_timeout": parse_duration_or_auto,
-    }
-
     @classmethod
-    def parser(cls, name, auto=False):
-        """The parser of option name: (option, text) -> value, or OptionError."""
-        return (cls.AUTO_PARSERS if auto and name in cls.AUTO_PARSERS else cls.PARSERS)[name]
-
-    @classmethod
-    def from_options(cls, options, auto=False):
+    def from_options(cls, options, auto=False, declared=VALUES):
         """(config, [OptionError]) from {"defer_hard_irqs": "100", ...}.
 
         A bad value is left out of the config and reported; the rest stands.
         Empty or missing options are not set.  auto: whether the timeouts
         may be "auto" (the napi plugin measures for them): such a value is
-        the series' START and its attribute is in config.auto.
+        the series' START and its attribute is in config.auto.  declared:
+        VALUES, or VALUES renamed (zerocopy_rx's napi_* options).
         """
-        values, errors, automatic = {}, [], set()
-        for name in cls.PARSERS:
-            text = options.get(name)
-            if text is None or str(text).strip() == "":
-                continue
-            try:
-                values[name] = cls.parser(name, auto)(name, text)
-            except OptionError as err:
-                errors.append(err)
-                continue
-            if values[name] == AUTO:
-                automatic.add(attr_name(name))
-                values[name] = START[attr_name(name)]
+        given, errors = parse_options(declared, options, auto)
+        values = {o.name: given[d.name] for o, d in zip(VALUES, declared) if d.name in given}
+        automatic = {attr_name(n) for n, v in values.items() if v == AUTO}
+        values.update({n: measured.START[attr_name(n)] for n, v in values.items() if v == AUTO})
         return cls(auto=frozenset(automatic), **values), errors
 
     def attrs(self):
@@ -91,9 +91,3 @@ class NapiConfig:
     def fixed(self):
         """attrs() without the auto values: what the profile itself sets."""
         return {a: v for a, v in self.attrs().items() if a not in self.auto}
-
-
-def parse_queues(text):
-    if text is None or str(text).strip() == "":
-        return None
-    return parse_index_list("queues", text, MAX_QUEUE)

@@ -6,6 +6,7 @@ import os
 import re
 
 from ..errors import OptionError, UnsupportedError
+from ..options import Option, parse_options
 from ..values import parse_int
 
 LIBRARY_NAME = "libirqtune-busypoll.so"
@@ -57,17 +58,9 @@ class OptInValues:
         """(OptInValues or None, [OptionError]) from {option: text}: every
         bad value is reported, not only the first; empty or missing
         options take the defaults."""
-        values, errors = {}, []
-        for option, (attr, maximum, accepted, default) in VALUE_OPTIONS.items():
-            text = options.get(option)
-            if text is None or str(text).strip() == "":
-                values[attr] = default
-                continue
-            try:
-                values[attr] = _parse_uint(option, text, maximum, accepted)
-            except OptionError as err:
-                errors.append(err)
-        return (None if errors else cls(**values)), errors
+        given, errors = parse_options(OPTIONS, {o: options.get(o) for o in VALUE_OPTIONS})
+        return (None if errors else cls(**{VALUE_OPTIONS[o][0]: v for o, v in given.items()})), \
+            errors
 
     def environment(self):
         return [("IRQTUNE_BUSY_POLL_USECS", str(self.usecs)),
@@ -164,3 +157,21 @@ def check_library_path(path, option="library"):
     return path
 
 
+def _value_option(name, doc):
+    _, maximum, accepted, default = VALUE_OPTIONS[name]
+    return Option(name, lambda o, v: _parse_uint(o, v, maximum, accepted),
+                  "%s (unset: %d)" % (accepted or "0..%d" % maximum, default), doc)
+
+
+OPTIONS = (
+    Option("services", lambda o, v: parse_services(v, o), "systemd services, separated by "
+           "commas", "the services to opt in"),
+    _value_option("busy_poll_usecs", "EPIOCSPARAMS busy_poll_usecs"),
+    _value_option("busy_poll_budget", "EPIOCSPARAMS busy_poll_budget (above %d needs "
+                  "CAP_NET_ADMIN)" % BUDGET_WITHOUT_CAP),
+    _value_option("prefer_busy_poll", "EPIOCSPARAMS prefer_busy_poll"),
+    Option("restart", lambda o, v: parse_bool(v, o), "true or false (unset: false)",
+           "restart running services so that the change takes effect"),
+    Option("library", lambda o, v: check_library_path(v, o), "an absolute path (unset: found "
+           "in the arch libdir)", "the path of libirqtune-busypoll.so"),
+)

@@ -6,6 +6,7 @@ import re
 from dataclasses import dataclass
 
 from ..errors import OptionError
+from ..options import Option, parse_options
 from ..netlink.ethtool_ntuple import FLOW_TYPES, FlowRule
 from ..values import U32_MAX, parse_choice, parse_int
 
@@ -56,6 +57,32 @@ def parse_rules(option, text):
     return tuple(rules)
 
 
+OPTIONS = (
+    Option("queues", lambda o, v: parse_int(o, v, 1, MAX_QUEUES), "1-%d" % MAX_QUEUES,
+           "rx queues to reserve at the end of the queue range", default="1"),
+    Option("channels", lambda o, v: parse_int(o, v, 2, 65535), "2-65535 (unset: the "
+           "original count plus queues)", "the channel count to set"),
+    Option("header_split", lambda o, v: parse_choice(o, v, ON_OFF), "on or off",
+           "header-data split (tcp-data-split)", default="on"),
+    Option("hds_thresh", lambda o, v: parse_int(o, v, 0, U32_MAX), "bytes, 0-%d" % U32_MAX,
+           "header-data split threshold (0: split every packet)", default="0"),
+    Option("ntuple", lambda o, v: parse_choice(o, v, ON_OFF), "on or off",
+           "the rx-ntuple-filter feature", default="on"),
+    Option("rss", lambda o, v: parse_choice(o, v, RSS_CHOICES), "remaining or leave",
+           "remaining: the RSS table spreads over the queues not reserved", default="remaining"),
+    Option("flow_rules", parse_rules, "FLOW:PORT or FLOW:ADDRESS:PORT, FLOW tcp4/udp4/tcp6/udp6",
+           "destinations steered to the reserved queues, in turn"),
+    Option("nics", None, "TuneD device expression (empty: no device)",
+           "the devices, replacing the instance's devices="),
+    Option("variables_file", None, "path", "a file of zerocopy_<option>=value lines "
+           "replacing the options"),
+)
+# The prefix of the variables_file's lines.
+OVERLAY_PREFIX = "zerocopy_"
+# An empty or bad value leaves these settings as the driver has them.
+LEAVE_WHEN_EMPTY = ("header_split", "hds_thresh", "ntuple", "rss")
+
+
 @dataclass(frozen=True)
 class ZeroCopyConfig:
     """None leaves a setting alone."""
@@ -68,36 +95,18 @@ class ZeroCopyConfig:
     rss: str = "remaining"          # spread RSS over the queues not reserved
     rules: tuple = ()
 
-    PARSERS = {
-        "queues": lambda o, v: parse_int(o, v, 1, MAX_QUEUES),
-        "channels": lambda o, v: parse_int(o, v, 2, 65535),
-        "header_split": lambda o, v: parse_choice(o, v, ON_OFF),
-        "hds_thresh": lambda o, v: parse_int(o, v, 0, U32_MAX),
-        "ntuple": lambda o, v: parse_choice(o, v, ON_OFF),
-        "rss": lambda o, v: parse_choice(o, v, RSS_CHOICES),
-        "flow_rules": parse_rules,
-    }
-    # An empty option means "leave alone" for these; queues keeps its default.
-    LEAVE_WHEN_EMPTY = ("header_split", "hds_thresh", "ntuple", "rss")
-
     @classmethod
     def from_options(cls, options):
         """(config, [OptionError]); a bad value is reported and left out
-        (the setting then stays as the driver has it)."""
-        values, errors = {}, []
-        for name, parse in cls.PARSERS.items():
+        (the setting then stays as the driver has it; a bad queues
+        reserves nothing, so RSS and rules stay as they are too)."""
+        values, errors = parse_options(OPTIONS, options)
+        bad = {err.option for err in errors}
+        for name in LEAVE_WHEN_EMPTY + ("queues",):
             text = options.get(name)
-            field = "rules" if name == "flow_rules" else name
-            if text is None or str(text).strip() == "":
-                if text is not None and name in cls.LEAVE_WHEN_EMPTY:
-                    values[field] = None
-                continue
-            try:
-                values[field] = parse(name, text)
-            except OptionError as err:
-                errors.append(err)
-                if name in cls.LEAVE_WHEN_EMPTY or name == "queues":
-                    # no reservation without a valid count: RSS and rules
-                    # then stay as they are, header split etc. still apply
-                    values[field] = None
+            if name in bad or (text is not None and str(text).strip() == ""
+                               and name != "queues"):
+                values[name] = None
+        if "flow_rules" in values:
+            values["rules"] = values.pop("flow_rules")
         return cls(**values), errors
