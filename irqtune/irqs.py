@@ -22,6 +22,7 @@ import os
 import re
 from dataclasses import dataclass
 
+from .errors import describe_os_error
 from .interrupts import read_interrupts
 from .kfs import KFS
 from .values import format_index_list, parse_index_list
@@ -159,16 +160,10 @@ def write_affinity(irq, cpus, kfs=KFS):
 
 
 def affinity_error_reason(err):
-    """Why an affinity write failed, in words for the log and verify."""
-    code = getattr(err, "errno", None)
-    if code in KERNEL_OWNED_AFFINITY:
-        return "managed IRQ: the kernel owns its affinity (%s)" % errno.errorcode[code]
-    if code == errno.EINVAL:
-        return "the CPU list is refused (EINVAL: offline CPUs, or none usable)"
-    if code == errno.EACCES:
-        return "not permitted (EACCES)"
-    if code == errno.ENOSPC:
-        return "no free vectors on the target CPUs (ENOSPC)"
-    if code == errno.ENOENT:
-        return "the IRQ is gone"
-    return str(getattr(err, "strerror", None) or err)
+    """Why an affinity write (an OSError) failed, in words for the log and verify."""
+    return describe_os_error(err, {
+        **dict.fromkeys(KERNEL_OWNED_AFFINITY, "managed IRQ: the kernel owns its affinity (%s)"),
+        errno.EINVAL: "the CPU list is refused (%s: offline CPUs, or none usable)",
+        errno.EACCES: "not permitted (%s)",
+        errno.ENOSPC: "no free vectors on the target CPUs (%s)",
+        errno.ENOENT: "the IRQ is gone (%s)"})

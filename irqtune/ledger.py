@@ -39,10 +39,10 @@ back); each says how its originals look as JSON.
 import json
 import logging
 import os
-import socket
 
 from . import files
 from .errors import IrqtuneError
+from .netdevs import ifindex_of, ifname_of
 
 log = logging.getLogger(__name__)
 
@@ -183,22 +183,6 @@ def device_entry(originals, ifname, ifindex, **empty):
     if saved is None:
         saved = originals[ifname] = dict({"ifindex": ifindex}, **empty)
     return saved
-
-
-def ifindex_of(ifname):
-    """The device's ifindex now, None when there is no such device."""
-    try:
-        return socket.if_nametoindex(ifname)
-    except OSError:
-        return None
-
-
-def ifname_of(ifindex):
-    """The device's name now, None when no device has that ifindex."""
-    try:
-        return socket.if_indextoname(ifindex)
-    except OSError:
-        return None
 
 
 def name_now(name, saved_ifindex, ifindex=ifindex_of, ifname=ifname_of):

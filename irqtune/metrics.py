@@ -22,12 +22,12 @@ libraries of the services the profile opts in to busy polling.
 """
 
 import os
-import socket
 from dataclasses import dataclass, field
 
 from . import files
 from .errors import IrqtuneError
 from .kfs import KFS
+from .netdevs import ifindex_of, ifname_of
 
 
 @dataclass
@@ -111,18 +111,14 @@ def collect(devices=(), kfs=KFS, etc="/etc/tuned", systemctl=None):
         napis = nl.all_napis()
     by_dev = {}
     for n in napis:
-        try:
-            by_dev.setdefault(socket.if_indextoname(n["ifindex"]), []).append(n)
-        except OSError:
-            continue
+        name = ifname_of(n["ifindex"])
+        if name is not None:
+            by_dev.setdefault(name, []).append(n)
     if devices:
         missing = [d for d in devices if d not in by_dev]
         for d in missing:
-            try:
-                socket.if_nametoindex(d)
-            except OSError:
-                raise IrqtuneError("device %s: no such device in this network namespace" % d) \
-                    from None
+            if ifindex_of(d) is None:
+                raise IrqtuneError("device %s: no such device in this network namespace" % d)
         by_dev = {d: by_dev.get(d, []) for d in devices}
     profile, units, _skipped = activeprofile.napi_units(etc)
     unit_ok = {}

@@ -2,8 +2,26 @@
 """What kind of network device a name is, from sysfs (through the kfs seam)."""
 
 import os
+import socket
 
 from .kfs import KFS
+
+
+def ifindex_of(ifname):
+    """The device's ifindex now, None when there is no such device."""
+    try:
+        return socket.if_nametoindex(ifname)
+    except OSError:
+        return None
+
+
+def ifname_of(ifindex):
+    """The device's name now, None when no device has that ifindex (or
+    none is given)."""
+    try:
+        return socket.if_indextoname(ifindex) if ifindex else None
+    except OSError:
+        return None
 
 
 def is_virtual_netdev(ifname, kfs=KFS):

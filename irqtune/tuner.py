@@ -80,7 +80,8 @@ import functools
 import logging
 from dataclasses import dataclass
 
-from .ledger import device_entry, ifindex_of, ifname_of, name_now
+from .ledger import device_entry, name_now
+from .netdevs import ifindex_of, ifname_of
 
 log = logging.getLogger(__name__)
 

@@ -229,8 +229,7 @@ class TunerPlugin(Guarded):
 		consequence = "the option is not applied" if instance._tuner is not None \
 			else self._without_tuner
 		for err in instance._option_errors:
-			origin = option_origin(instance.options.get(getattr(err, "option", None)),
-				getattr(err, "value", ""))
+			origin = option_origin(instance.options.get(err.option), err.value)
 			log.error("instance %s: %s%s; %s" % (instance.name, err, origin, consequence))
 
 	def _instance_cleanup(self, instance):

@@ -14,7 +14,7 @@ import socket
 from tuned.plugins import hotplug
 from tuned.plugins import irqtune_common as common
 
-from irqtune.netdevs import default_selects_physical, is_virtual_netdev, netdev_names
+from irqtune.netdevs import default_selects_physical, ifname_of, is_virtual_netdev, netdev_names
 
 log = common.log
 
@@ -112,7 +112,7 @@ class NetDevicePlugin(common.TunerPlugin, hotplug.Plugin):
 	def _retune_link(self, instance, ifindex):
 		# A name TuneD does not know may be a device renamed without a
 		# move event (TuneD < 2.25): the tuner knows it by its ifindex.
-		name = _ifname(ifindex)
+		name = ifname_of(ifindex)
 		if name not in instance.processed_devices and instance._tuner is not None:
 			name = instance._tuner.known_as(ifindex, instance.processed_devices) or name
 		self._retune(instance, name)
@@ -140,9 +140,3 @@ def _selector(instance):
 		return "devices_udev_regex=%s" % instance.devices_udev_regex
 	return "devices=%s" % (instance.devices_expression or "*").strip()
 
-
-def _ifname(ifindex):
-	try:
-		return socket.if_indextoname(ifindex)
-	except OSError:
-		return None

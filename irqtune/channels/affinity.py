@@ -5,7 +5,7 @@
 import errno
 import logging
 
-from ..errors import OptionError
+from ..errors import OptionError, describe_os_error
 from ..irqs import (KERNEL_OWNED_AFFINITY, affinity_error_reason, nic_queue_irqs, read_affinity,
                     read_effective_affinity, write_affinity)
 from ..ledger import first, vector_keys
@@ -105,7 +105,7 @@ class QueueAffinity:
             except (OSError, OptionError) as err:
                 # unreadable is not "nothing to check": TuneD would pass it
                 out.append(Check(what + " affinity", None, expected, False,
-                                 "cannot read its affinity: %s" % _why(err)))
+                                 "cannot read its affinity: %s" % describe_os_error(err)))
                 continue
             note = problems.get(what, "")
             if note.startswith("managed IRQ"):
@@ -115,7 +115,7 @@ class QueueAffinity:
                     eff = read_effective_affinity(q.irq, self.kfs)
                 except (OSError, OptionError) as err:
                     out.append(Check(what + " effective affinity", None, expected, False,
-                                     "cannot read its effective affinity: %s" % _why(err)))
+                                     "cannot read its effective affinity: %s" % describe_os_error(err)))
                     continue
                 ok = bool(eff) and set(eff) <= target
                 out.append(Check(what + " effective affinity", format_index_list(eff or []),
@@ -155,6 +155,3 @@ class QueueAffinity:
         if restored:
             log.info("%s: affinity of %d queue IRQs restored", ifname, restored)
 
-
-def _why(err):
-    return getattr(err, "strerror", None) or str(err)

@@ -55,7 +55,7 @@ class ChannelCounts:
                 current = fam.channels(ifindex)
             target = plan_channels(current, self.wanted, self.housekeeping_count)
         except (NetlinkRequestError, UnsupportedError) as err:
-            reason = refusal_reason(err) if isinstance(err, NetlinkRequestError) else str(err)
+            reason = refusal_reason(err)
             return [Check("channels", None, self.wanted, False, reason)]
         problems = self.refusals.of(ifname)
         out = []

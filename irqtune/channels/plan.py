@@ -3,7 +3,7 @@
 
 import errno
 
-from ..errors import UnsupportedError
+from ..errors import NOT_PERMITTED, UnsupportedError, describe_os_error
 from .config import HOUSEKEEPING
 
 
@@ -36,16 +36,9 @@ def plan_channels(current, wanted, housekeeping_count):
 
 
 def refusal_reason(err):
-    """A driver's or the kernel's no, in words."""
-    code = getattr(err, "code", None)
-    extack = getattr(err, "extack", None)
-    if code == errno.EOPNOTSUPP:
-        return "the driver cannot report or change channels (EOPNOTSUPP)"
-    if code == errno.EBUSY:
-        return ("the device is busy (EBUSY%s): queues in use by AF_XDP, devmem or an "
-                "RSS context" % (": " + extack if extack else ""))
-    if code == errno.EINVAL:
-        return "refused (EINVAL%s)" % (": " + extack if extack else "")
-    if code in (errno.EPERM, errno.EACCES):
-        return "not permitted (%s): needs CAP_NET_ADMIN" % errno.errorcode[code]
-    return str(err)
+    """A driver's or the kernel's no (an OSError), in words."""
+    return describe_os_error(err, {
+        **NOT_PERMITTED, errno.EOPNOTSUPP: "the driver cannot report or change channels (%s)",
+        errno.EBUSY: "the device is busy (%s): queues in use by AF_XDP, devmem or an "
+                     "RSS context",
+        errno.EINVAL: "refused (%s)"})

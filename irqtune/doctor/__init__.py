@@ -23,6 +23,7 @@ import time
 
 from ..errors import IrqtuneError, NetlinkRequestError
 from ..kfs import KFS
+from ..netdevs import ifname_of
 from .links import EXIT_CANNOT_TELL, Report, format_text  # noqa: F401
 
 
@@ -60,12 +61,12 @@ def diagnose(pids=(), devices=(), seconds=3.0, unit=None, kfs=KFS, measure=None,
             try:
                 napis[nid] = nl.napi(nid)
             except NetlinkRequestError as err:
-                if err.code != errno.ENOENT:
+                if err.errno != errno.ENOENT:
                     raise
-        dev_names = {n["id"]: _ifname(n.get("ifindex")) for n in napis.values()}
+        dev_names = {n["id"]: ifname_of(n.get("ifindex")) for n in napis.values()}
         scope = list(devices) or sorted({d for d in dev_names.values() if d})
         if not scope and not pids:
-            scope = sorted({_ifname(n.get("ifindex")) for n in nl.all_napis()} - {None})
+            scope = sorted({ifname_of(n.get("ifindex")) for n in nl.all_napis()} - {None})
         device_napis = {}
         for dev in scope:
             try:
@@ -132,12 +133,6 @@ def _window(report, pids, devices, seconds, unit, kfs, measure, trace):
     if started is not None:
         recommend.check_service(report, started, subject)
 
-
-def _ifname(ifindex):
-    try:
-        return socket.if_indextoname(ifindex) if ifindex else None
-    except OSError:
-        return None
 
 
 def resolve_targets(service=None, pid=None, kfs=KFS):

@@ -8,7 +8,7 @@ import logging
 from collections import namedtuple
 
 from .. import irqs as irqs_mod
-from ..errors import OptionError
+from ..errors import OptionError, describe_os_error
 from ..interrupts import read_interrupts
 from ..kfs import KFS
 from ..ledger import first
@@ -120,7 +120,7 @@ class GsimTuner(Tuner):
             current = self.iface.read_knob(option)
         except (OSError, ValueError) as err:
             msg = "cannot read %s (%s), so it could not be restored: not changed" % (
-                self.iface.knob_path(option), getattr(err, "strerror", None) or err)
+                self.iface.knob_path(option), describe_os_error(err))
             self.unsupported[option] = msg
             log.error("gsim: %s: %s", option, msg)
             return 0

@@ -191,7 +191,7 @@ class NapiTuner(DeviceTuner):
             self._save_state()      # originals reach the disk before anything changes
             errors = nl.set_napis(changes)
         for napi_id, err in errors.items():
-            if err.code == errno.ENOENT:
+            if err.errno == errno.ENOENT:
                 # Gone between the dump and the set: the device was removed,
                 # or its driver recreated the NAPI - then the link event
                 # brings the new one to apply_new.
@@ -241,7 +241,7 @@ class NapiTuner(DeviceTuner):
                     napis = self._napis_in_scope(nl, [ifname]).get(ifname)
             except NetlinkRequestError as err:
                 napis = []
-                if err.code != errno.ENODEV:        # ENODEV: the device is gone
+                if err.errno != errno.ENODEV:        # ENODEV: the device is gone
                     log.error("%s: %s", ifname, err)
                     results.append(Check("NAPIs", None, "readable", False, str(err)))
             if napis is None and self._ifindex(ifname) is not None:
@@ -336,6 +336,6 @@ def _device_napis(nl, ifindex):
     try:
         return nl.napis(ifindex)
     except NetlinkRequestError as err:
-        if err.code == errno.ENODEV:
+        if err.errno == errno.ENODEV:
             return []
         raise

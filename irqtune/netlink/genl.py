@@ -26,7 +26,7 @@ from pyroute2.netlink import (NLA_F_NESTED, NLM_F_ACK, NLM_F_DUMP, NLM_F_REQUEST
                               NLMSG_DONE, NLMSG_ERROR, genlmsg, nla)
 
 from .. import crashpoint
-from ..errors import NetlinkRequestError, UnsupportedError
+from ..errors import Extack, NetlinkRequestError, UnsupportedError
 from ..names import attr_name, attr_of_nla, nla_name, option_name
 
 NETLINK_GENERIC = 16
@@ -37,7 +37,8 @@ NETLINK_ADD_MEMBERSHIP = 1
 NETLINK_EXT_ACK = 11
 NLM_F_CAPPED = 0x100
 NLM_F_ACK_TLVS = 0x200
-NLMSGERR_ATTR_MSG = 1
+# enum nlmsgerr_attrs (include/uapi/linux/netlink.h)
+NLMSGERR_ATTR_MSG, NLMSGERR_ATTR_OFFS, NLMSGERR_ATTR_MISS_TYPE, NLMSGERR_ATTR_MISS_NEST = 1, 2, 5, 6
 
 
 # -- declarations -----------------------------------------------------------
@@ -200,10 +201,11 @@ def netlink_messages(data):
         offset += (length + 3) & ~3
 
 
-def _ack(msg_type, flags, msg):
-    """(errno, extack text or None) of an NLMSG_ERROR, or of an NLMSG_DONE
+def _ack(msg_type, flags, msg, msg_class=None):
+    """(errno, Extack or None) of an NLMSG_ERROR, or of an NLMSG_DONE
     that ends a dump (its payload is the dump's error code too, with no
-    request echoed)."""
+    request echoed).  A missing attribute of the request's own level is
+    named by msg_class's nla_map."""
     if len(msg) < 20:
         return 0, None
     code = -struct.unpack_from("=i", msg, 16)[0]
@@ -216,8 +218,14 @@ def _ack(msg_type, flags, msg):
                 struct.unpack_from("=I", msg, 20)[0]
             tlv_start = 20 + echoed
         tlvs = dict(parse_nlas(msg[tlv_start:]))
-        if NLMSGERR_ATTR_MSG in tlvs:
-            extack = tlvs[NLMSGERR_ATTR_MSG].rstrip(b"\0").decode(errors="replace")
+        u32 = {k: struct.unpack_from("=I", v)[0] for k, v in tlvs.items() if len(v) == 4}
+        missing, nest = u32.get(NLMSGERR_ATTR_MISS_TYPE), u32.get(NLMSGERR_ATTR_MISS_NEST)
+        if missing is not None and nest is None and msg_class is not None:
+            missing = next((a for a, (n, _) in attr_table(msg_class).items() if n == missing),
+                           missing)
+        text = tlvs.get(NLMSGERR_ATTR_MSG)
+        extack = Extack(text.rstrip(b"\0").decode(errors="replace") if text else None,
+                        missing, nest, u32.get(NLMSGERR_ATTR_OFFS))
     return code, extack
 
 
@@ -341,7 +349,7 @@ class GenlFamily:
                     if msg_type == self.family_id:
                         replies.append(msg)
                     continue
-                code, extack = _ack(msg_type, msg_flags, msg)
+                code, extack = _ack(msg_type, msg_flags, msg, msg_class)
                 if code:
                     errors[seq - first] = (code, extack)
                 if seq == last:

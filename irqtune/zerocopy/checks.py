@@ -10,7 +10,6 @@ originals, napi, _nic, _rules and _ifindex (tuner.py).
 """
 
 from ..netlink.ethtool_rx import TCP_DATA_SPLIT_NAMES
-from ..netlink.genl import NetlinkRequestError
 from ..tuner import Check
 from ..channels.plan import count as _n
 from .plan import ranges, refusal, rule_key
@@ -37,7 +36,7 @@ class NicChecks:
         def read(feature, func, *args):
             try:
                 return func(*args)
-            except (NetlinkRequestError, OSError) as err:
+            except OSError as err:
                 checks.append(Check(feature, None, "readable", False, str(refusal(feature, err))))
                 return None
 

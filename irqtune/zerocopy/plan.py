@@ -5,7 +5,7 @@ device has and which it reserves, the RSS spread, flow rule records."""
 import errno
 
 from ..channels.plan import count
-from ..errors import UnsupportedError
+from ..errors import NOT_PERMITTED, UnsupportedError, describe_os_error
 
 class Refused(Exception):
     """One setting of one device could not be made; `unsupported` when the
@@ -21,23 +21,16 @@ LABELS = {"rss": "an RSS indirection table", "flow rules": "ntuple flow rules",
 
 
 def refusal(feature, err):
-    """A Refused naming what the kernel or driver said."""
+    """A Refused naming what the kernel or driver said (err: an OSError)."""
     feature = LABELS.get(feature, feature)
-    code = getattr(err, "code", None)
-    if code is None:
-        code = getattr(err, "errno", None)
-    extack = getattr(err, "extack", None)
-    detail = (": " + extack) if extack else ""
-    if code == errno.EOPNOTSUPP:
-        return Refused("the driver does not support %s (EOPNOTSUPP%s)" % (feature, detail), True)
-    if code == errno.EINVAL:
-        return Refused("the driver refused %s (EINVAL%s)" % (feature, detail))
-    if code == errno.EBUSY:
-        return Refused("the device is busy (EBUSY%s): a queue in use by a memory "
-                       "provider or AF_XDP" % detail)
-    if code in (errno.EPERM, errno.EACCES):
-        return Refused("not permitted (%s): needs CAP_NET_ADMIN" % errno.errorcode[code])
-    return Refused("%s: %s" % (feature, err))
+    meanings = {
+        **NOT_PERMITTED, errno.EOPNOTSUPP: "the driver does not support %s (%%s)" % feature,
+        errno.EINVAL: "the driver refused %s (%%s)" % feature,
+        errno.EBUSY: "the device is busy (%s): a queue in use by a memory provider or AF_XDP"}
+    words = describe_os_error(err, meanings)
+    if err.errno in meanings:
+        return Refused(words, err.errno == errno.EOPNOTSUPP)
+    return Refused("%s: %s" % (feature, words))
 
 
 def rx_queue_count(channels):

@@ -138,7 +138,7 @@ class NicSteps:
             try:
                 nic.set_rss_indir(ifindex, want)
             except NetlinkRequestError as err:
-                if err.code != errno.EOPNOTSUPP:
+                if err.errno != errno.EOPNOTSUPP:
                     raise
                 del saved["rss"]        # unchanged by us: nothing to put back
                 self._save_state()

@@ -31,7 +31,6 @@ reads and compares per feature in checks.py (NicChecks).
 import logging
 
 from ..errors import IrqtuneError
-from ..netlink.genl import NetlinkRequestError
 from ..ledger import take_device
 from ..tuner import Check, DeviceTuner, on_kernel_name, verify_on_kernel_name
 from .plan import Refused, ranges, refusal, reserve
@@ -119,10 +118,7 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
         except Refused as err:
             self._report(ifname, feature, err)
             return None
-        except NetlinkRequestError as err:
-            self._report(ifname, feature, refusal(feature, err))
-            return None
-        except OSError as err:
+        except OSError as err:     # NetlinkRequestError too
             self._report(ifname, feature, refusal(feature, err))
             return None
         self._resolved(ifname, feature)
@@ -284,7 +280,7 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
     def _undo(self, ifname, what, func, *args, **kwargs):
         try:
             func(*args, **kwargs)
-        except (NetlinkRequestError, OSError) as err:
+        except OSError as err:
             log.error("%s: cannot restore %s: %s", ifname, what, refusal(what, err))
 
 

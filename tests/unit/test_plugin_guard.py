@@ -180,7 +180,7 @@ def test_a_link_event_of_a_device_renamed_without_a_move_event_retunes_it(
     under the name TuneD knows (the tuner maps it to lan0), not skipped as
     a device of no instance."""
     netdev = __import__("tuned.plugins.irqtune_netdev", fromlist=["x"])
-    monkeypatch.setattr(netdev, "_ifname", lambda ifindex: {7: "lan0", 9: "other0"}[ifindex])
+    monkeypatch.setattr(netdev, "ifname_of", lambda ifindex: {7: "lan0", 9: "other0"}[ifindex])
     instance = Instance()
     instance.processed_devices = {"eth0", "eth1"}
     instance._tuner = Retunes(dict(originals, eth1={"ifindex": 8}), renamed)

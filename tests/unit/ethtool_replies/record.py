@@ -34,7 +34,7 @@ def main(device, outdir, source, sets=False):
             try:
                 result, error = call(), None
             except NetlinkRequestError as err:
-                result, error = None, [err.code, err.extack]
+                result, error = None, [err.errno, err.extack.message]
             fam.record = None
             with open(os.path.join(outdir, name + ".json"), "w") as f:
                 json.dump({"source": source, "kernel": release, "device": device,
