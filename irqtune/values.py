@@ -39,8 +39,16 @@ _DURATION = re.compile(r"^(" + _NUMBER + r")[ \t]*(ns|us|ms|s)?$")
 _UNIT_NS = {"ns": 1, "us": 10**3, "ms": 10**6, "s": 10**9}
 
 
-def format_duration_ns(ns):
-    """10**9 -> '1s', 20000 -> '20us'; the largest unit that divides."""
+def format_duration_ns(ns, exact=True):
+    """A duration as a profile takes it (exact: the largest unit that
+    divides, 20000 -> '20us'), or for people: three digits in the largest
+    unit it reaches, 1862500 -> '1.86ms'; None -> '-'."""
+    if ns is None:
+        return "-"
+    if not exact:
+        ns = float("%.3g" % ns)
+        unit = next((u for u in ("s", "ms", "us") if ns >= _UNIT_NS[u]), "ns")
+        return "%g%s" % (ns / _UNIT_NS[unit], unit)
     for unit in ("s", "ms", "us"):
         if ns and ns % _UNIT_NS[unit] == 0:
             return "%d%s" % (ns // _UNIT_NS[unit], unit)

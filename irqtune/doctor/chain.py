@@ -21,6 +21,7 @@ window   under the current traffic, busy polling takes a share of the
 
 from .links import BROKEN, INFO, OK, UNKNOWN
 from ..netdevs import netdev_names
+from ..values import format_duration_ns
 
 # Busy polling must take at least this share of the rx packets in the
 # window for the loop to count as engaged.  On the lab's virtio-net NIC an
@@ -39,12 +40,6 @@ STEERING_FIX = ("give each epoll instance the sockets of one rx queue: one liste
                 "queue (SO_REUSEPORT with SO_INCOMING_CPU or a reuseport BPF program "
                 "choosing by NAPI id), or steer the flows to one queue (RSS indirection "
                 "`ethtool -X`, ntuple rules `ethtool -N`)")
-
-
-def _us(ns):
-    if ns is None:
-        return "-"
-    return "%gus" % (ns / 1000.0) if ns < 1000000 else "%gms" % (ns / 1000000.0)
 
 
 def check_kernel(report, caps, epoll_params):
@@ -78,7 +73,7 @@ def check_napi(report, napi, ifname, units, profile, judged=True):
     gro = napi.get("gro-flush-timeout", 0)
     suspend = napi.get("irq-suspend-timeout", 0)
     held = "defer-hard-irqs=%d gro-flush-timeout=%s irq-suspend-timeout=%s" % (
-        defer, _us(gro), _us(suspend))
+        defer, format_duration_ns(gro), format_duration_ns(suspend))
     values = dict(defer_hard_irqs=defer, gro_flush_timeout=gro, irq_suspend_timeout=suspend)
     problem = None
     if not defer or not gro:
@@ -89,7 +84,7 @@ def check_napi(report, napi, ifname, units, profile, judged=True):
         problem = "irq-suspend-timeout is 0: this NAPI never suspends its IRQ"
     elif suspend <= gro:
         problem = ("irq-suspend-timeout (%s) is not above gro-flush-timeout (%s): the "
-                   "deferral timer fires first" % (_us(suspend), _us(gro)))
+                   "deferral timer fires first" % (format_duration_ns(suspend), format_duration_ns(gro)))
     if not judged:
         report.add("napi", subject, INFO, held + " (no socket of the target receives from it)",
                    **values)

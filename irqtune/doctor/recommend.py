@@ -10,7 +10,8 @@ chain was judged for a process that is gone).
 
 from ..errors import IrqtuneError
 from ..measure import busy, recommend as rule
-from ..measure.recommend import VARIABLES_FILE, short
+from ..measure.recommend import VARIABLES_FILE
+from ..values import format_duration_ns
 from .links import INFO, UNKNOWN
 
 GROUP = "recommend"
@@ -39,10 +40,10 @@ def describe(recorded, figures):
                                                       f.busy_periods)
     if f.busy_periods:
         text += ("; per event p50 %s, p99 %s, max %s; per batch p99 %s, max %s, up to %d "
-                 "event%s" % (short(f.event_ns["p50"]), short(f.event_ns["p99"]),
-                              short(f.event_ns["max"]), short(f.batch_ns["p99"]),
-                              short(f.batch_ns["max"]), f.batch_events["max"],
-                              "" if f.batch_events["max"] == 1 else "s"))
+                 "event%s" % tuple([format_duration_ns(ns, exact=False) for ns in (
+                     f.event_ns["p50"], f.event_ns["p99"], f.event_ns["max"],
+                     f.batch_ns["p99"], f.batch_ns["max"])] + [
+                     f.batch_events["max"], "" if f.batch_events["max"] == 1 else "s"]))
         if f.maxevents:
             text += " (maxevents %d)" % f.maxevents
     if recorded.lost:

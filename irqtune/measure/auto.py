@@ -24,7 +24,7 @@ from .. import files
 from ..errors import IrqtuneError, OptionError
 from ..kfs import KFS
 from ..names import option_name
-from ..values import MAX_TIMEOUT_NS, parse_int
+from ..values import MAX_TIMEOUT_NS, format_duration_ns, parse_int
 from . import busy, recommend
 
 log = logging.getLogger(__name__)
@@ -201,7 +201,8 @@ class Change:
     def line(self):
         """The change as one log line."""
         return "auto: %s (%s)" % (", ".join(
-            "%s %s -> %s" % (option_name(a), recommend.short(old), recommend.short(new))
+            "%s %s -> %s" % (option_name(a), format_duration_ns(old, exact=False),
+                             format_duration_ns(new, exact=False))
             for a, (old, new) in sorted(self.values.items())), self.why)
 
 
@@ -226,7 +227,8 @@ class AutoValues:
         self.last_error = None
 
     def describe(self):
-        return "%s (auto)" % ", ".join("%s=%s" % (option_name(a), recommend.short(v))
+        return "%s (auto)" % ", ".join("%s=%s" % (option_name(a),
+                                                  format_duration_ns(v, exact=False))
                                        for a, v in self.values.items())
 
     def tick(self):
@@ -283,8 +285,10 @@ class AutoValues:
         moved = {a: (self.values[a], wanted[a]) for a in self.auto
                  if not self.values[a] / BAND <= wanted[a] <= self.values[a] * BAND}
         why = ("%d busy periods in %.1f s: per event p99 %s, per batch p99 %s, up to %d events"
-               % (figures.busy_periods, recorded.seconds, recommend.short(figures.event_ns["p99"]),
-                  recommend.short(figures.batch_ns["p99"]), figures.batch_events["max"]))
+               % (figures.busy_periods, recorded.seconds,
+                  format_duration_ns(figures.event_ns["p99"], exact=False),
+                  format_duration_ns(figures.batch_ns["p99"], exact=False),
+                  figures.batch_events["max"]))
         if not moved:
             log.debug("auto: %s within the band of %s; unchanged", why, self.describe())
             return None

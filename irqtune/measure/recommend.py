@@ -16,6 +16,8 @@ defer_hard_irqs      the series' 100 (every suspend case it measured).
 import math
 from dataclasses import dataclass, field
 
+from ..values import format_duration_ns
+
 # Fewer busy periods than this and p99 is the largest few: too little
 # traffic to judge.
 MIN_BUSY_PERIODS = 100
@@ -41,23 +43,6 @@ def _round_up(ns, step):
     return int(math.ceil(ns / step) * step)
 
 
-def duration(ns):
-    """ns as the variables file writes it (irqtune.values.parse_duration_ns)."""
-    for unit, size in (("ms", 10**6), ("us", 10**3)):
-        if ns % size == 0:
-            return "%d%s" % (ns // size, unit)
-    return "%dns" % ns
-
-
-def short(ns):
-    """ns for people: 231us, 1.86ms."""
-    if ns is None:
-        return "-"
-    if ns < 10**6:
-        return "%.0fus" % (ns / 1e3) if ns >= 10**4 else "%.1fus" % (ns / 1e3)
-    return "%.3gms" % (ns / 1e6)
-
-
 @dataclass
 class Recommendation:
     gro_flush_timeout_ns: int
@@ -72,8 +57,8 @@ class Recommendation:
 
     def lines(self):
         """The lines for the latency-suspend variables file."""
-        return ["gro_flush_timeout=%s" % duration(self.gro_flush_timeout_ns),
-                "irq_suspend_timeout=%s" % duration(self.irq_suspend_timeout_ns),
+        return ["gro_flush_timeout=%s" % format_duration_ns(self.gro_flush_timeout_ns),
+                "irq_suspend_timeout=%s" % format_duration_ns(self.irq_suspend_timeout_ns),
                 "defer_hard_irqs=%d" % self.defer_hard_irqs]
 
 
@@ -89,8 +74,8 @@ def recommend(figures):
     elif gro > GRO_MAX_NS:
         notes.append("gro_flush_timeout held at its bound %s: a request takes up to %s (p99), "
                      "longer than deferral should hold packets back; the timer will "
-                     "interrupt the slowest requests" % (short(GRO_MAX_NS),
-                                                         short(figures.event_ns["p99"])))
+                     "interrupt the slowest requests" % (format_duration_ns(GRO_MAX_NS),
+                     format_duration_ns(figures.event_ns["p99"], exact=False)))
         gro = GRO_MAX_NS
     suspend = max(SUSPEND_MARGIN * figures.batch_ns["p99"],
                   gro * figures.batch_events["max"], SUSPEND_MIN_FACTOR * gro)
@@ -98,6 +83,7 @@ def recommend(figures):
     if suspend > SUSPEND_MAX_NS:
         notes.append("irq_suspend_timeout held at its bound %s: a batch takes up to %s (p99); "
                      "the service stalls longer than suspension should keep its queue quiet"
-                     % (short(SUSPEND_MAX_NS), short(figures.batch_ns["p99"])))
+                     % (format_duration_ns(SUSPEND_MAX_NS),
+                        format_duration_ns(figures.batch_ns["p99"], exact=False)))
         suspend = SUSPEND_MAX_NS
     return Recommendation(gro, suspend, DEFER_HARD_IRQS, notes)

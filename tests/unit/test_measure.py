@@ -23,7 +23,7 @@ from irqtune.doctor import recommend as doctor_recommend
 from irqtune.errors import IrqtuneError
 from irqtune.measure import busy, epolltrace, perf, recommend, tracefs
 from irqtune.measure.epolltrace import Recorded
-from irqtune.values import parse_duration_ns
+from irqtune.values import format_duration_ns, parse_duration_ns
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIX = os.path.join(HERE, "measure_fixtures")
@@ -221,9 +221,16 @@ def test_too_little_traffic_gives_no_values():
     assert recommend.recommend(figures(50000, 100000, 2, periods=100)) is not None
 
 
-@pytest.mark.parametrize("ns", [10000, 177000, 1890000, 20000000, 1500])
+@pytest.mark.parametrize("ns", [10000, 177000, 1890000, 20000000, 1500, 10**9])
 def test_lines_read_back_as_the_same_values(ns):
-    assert parse_duration_ns("x", recommend.duration(ns)) == ns
+    assert parse_duration_ns("x", format_duration_ns(ns)) == ns
+
+
+@pytest.mark.parametrize("ns, text", [(None, "-"), (0, "0ns"), (5500, "5.5us"),
+                                      (231000, "231us"), (999999, "1ms"),
+                                      (1862500, "1.86ms"), (2 * 10**9, "2s")])
+def test_durations_for_people_keep_three_digits(ns, text):
+    assert format_duration_ns(ns, exact=False) == text
 
 
 # -- recording plumbing -------------------------------------------------------
