@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """System calls the library makes through libc's syscall(): Python's os
-module does not wrap perf_event_open and pidfd_getfd, and pidfd_open only
-from Python 3.9 on.
+module does not wrap perf_event_open, pidfd_getfd and the mount API
+(fsopen, fsconfig, fsmount), and pidfd_open only from Python 3.9 on.
 
 Their numbers depend on the architecture.  Calls added since Linux 5.1
 share one number on every architecture but alpha, which adds 110, and
@@ -35,6 +35,9 @@ NUMBERS = {
                         "i386": 336, "armv7l": 364},
     "pidfd_open": _shared(434),         # Linux 5.3
     "pidfd_getfd": _shared(438),        # Linux 5.6
+    "fsopen": _shared(430),             # Linux 5.2
+    "fsconfig": _shared(431),
+    "fsmount": _shared(432),
 }
 
 _libc = ctypes.CDLL(None, use_errno=True)

@@ -3,23 +3,19 @@
 (events/<system>/<name>/format), which perf_event_open needs.
 
 Only read: nothing is enabled through tracefs.  When tracefs is mounted
-nowhere (a host without systemd, which mounts it at boot), a child
-process mounts it in a mount namespace of its own, reads the files and
-exits; the mount ends with the namespace, the host's mounts stay as they
-were.
+nowhere (a host without systemd, which mounts it at boot), it is read
+through a mount attached nowhere.
 """
 
-import ctypes
-import json
 import os
 import re
 
-from ..errors import IrqtuneError
+from .. import syscalls
+from ..errors import IrqtuneError, describe_os_error
 
-CLONE_NEWNS = 0x00020000
-MS_REC, MS_PRIVATE = 0x4000, 1 << 18
 MOUNT_POINT = "/sys/kernel/tracing"
-_libc = ctypes.CDLL(None, use_errno=True)
+# include/uapi/linux/mount.h
+FSOPEN_CLOEXEC, FSCONFIG_CMD_CREATE, FSMOUNT_CLOEXEC = 1, 6, 1
 
 _ID = re.compile(r"^ID:\s*(\d+)", re.M)
 _FIELD = re.compile(r"field:(.*?)\s+(\w+)(\[\w*\])?;\s*offset:(\d+);\s*size:(\d+);"
@@ -81,41 +77,26 @@ def _read(system, names):
         roots = [r for r in mounted_tracefs(f.read()) if os.path.isdir(os.path.join(r, "events"))]
     if roots:
         return read_formats(roots[0], system, names)
-    return _formats_in_private_mount(system, names)
+    return _formats_in_detached_mount(system, names)
 
 
-def _formats_in_private_mount(system, names):
-    rfd, wfd = os.pipe()
-    pid = os.fork()
-    if pid == 0:                            # child: no Python-level cleanup, just _exit
-        status = 1
-        try:
-            os.close(rfd)
-            result = _mount_and_read(system, names)
-            os.write(wfd, json.dumps(result).encode())
-            status = 0
-        finally:
-            os._exit(status)
-    os.close(wfd)
-    with os.fdopen(rfd, "rb") as pipe:
-        text = pipe.read()
-    os.waitpid(pid, 0)
+def _formats_in_detached_mount(system, names):
+    """Read through a tracefs mount attached nowhere (fsopen, fsmount:
+    Linux 5.2), gone when its fd closes: the host's mounts stay as they
+    were, and no process is forked - the library runs in TuneD's
+    multi-threaded daemon, where a forked child holds copies of locks
+    other threads held."""
     try:
-        result = json.loads(text.decode())
-    except ValueError:
-        result = {"error": "the child that mounts tracefs failed"}
-    if "error" in result:
-        raise IrqtuneError("tracefs is not mounted and cannot be mounted privately: %s"
-                           % result["error"])
-    return result["formats"]
-
-
-def _mount_and_read(system, names):
-    if _libc.unshare(CLONE_NEWNS) != 0:
-        return {"error": "unshare(CLONE_NEWNS): " + os.strerror(ctypes.get_errno())}
-    # private, so that the mount below is not propagated to the host
-    if _libc.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None) != 0:
-        return {"error": "making / private: " + os.strerror(ctypes.get_errno())}
-    if _libc.mount(b"tracefs", MOUNT_POINT.encode(), b"tracefs", 0, None) != 0:
-        return {"error": "mount -t tracefs: " + os.strerror(ctypes.get_errno())}
-    return {"formats": read_formats(MOUNT_POINT, system, names)}
+        fs = syscalls.call(syscalls.number("fsopen"), b"tracefs", FSOPEN_CLOEXEC)
+        try:
+            syscalls.call(syscalls.number("fsconfig"), fs, FSCONFIG_CMD_CREATE, None, None, 0)
+            mount = syscalls.call(syscalls.number("fsmount"), fs, FSMOUNT_CLOEXEC, 0)
+        finally:
+            os.close(fs)
+    except OSError as err:
+        raise IrqtuneError("tracefs is not mounted and cannot be mounted detached: %s"
+                           % describe_os_error(err)) from None
+    try:
+        return read_formats("/proc/self/fd/%d" % mount, system, names)
+    finally:
+        os.close(mount)

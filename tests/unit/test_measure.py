@@ -49,6 +49,24 @@ def test_formats_from_real_tracefs():
     assert found["sys_enter_epoll_wait"]["fields"]["common_pid"] == [4, 4, True]
 
 
+def test_formats_read_through_a_detached_mount_without_fork(monkeypatch):
+    """Where tracefs is mounted nowhere: read through a mount attached
+    nowhere, never by forking TuneD's threaded daemon; the mounts stay."""
+    def no_fork():
+        raise AssertionError("forked")
+    monkeypatch.setattr(os, "fork", no_fork)
+    with open("/proc/self/mounts") as f:
+        before = f.read()
+    try:
+        found = tracefs._formats_in_detached_mount("syscalls", busy.tracepoint_names())
+    except IrqtuneError as err:
+        pytest.skip("no tracefs mount here: %s" % err)     # not root, no CAP_SYS_ADMIN
+    with open("/proc/self/mounts") as f:
+        assert f.read() == before
+    assert sorted(found) == sorted(busy.tracepoint_names())
+    assert found["sys_enter_epoll_wait"]["fields"]["common_pid"] == [4, 4, True]
+
+
 def test_tracepoints_the_kernel_lacks_are_left_out(tmp_path):
     assert tracefs.read_formats(str(tmp_path), "syscalls", busy.tracepoint_names()) == {}
 
