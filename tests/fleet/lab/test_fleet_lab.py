@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from lab import labvm
-from lab.host7 import BOOT_ARGS, KERNEL, Host7, ssh_key
+from support import labvm
+from support.host7 import BOOT_ARGS, KERNEL, Host7, ssh_key
 
 REPO = Path(__file__).resolve().parents[3]
 PLAYBOOK = REPO / "ansible" / "irqtune-rollout.yml"

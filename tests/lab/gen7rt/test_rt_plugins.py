@@ -15,9 +15,9 @@ import re
 
 import pytest
 
-from lab import labvm
-from lab.gen7rt.rtlab import ABSENT_ON_PREEMPT_RT, KERNEL, verify_on_preempt_rt
-from lab.host7 import BOOT_ARGS, SUSPEND_VALUES, Host7, napi_values
+from support import labvm
+from support.rtlab import ABSENT_ON_PREEMPT_RT, KERNEL, verify_on_preempt_rt
+from support.host7 import BOOT_ARGS, SUSPEND_VALUES, Host7, napi_values
 
 LIB = "libirqtune-busypoll.so"
 DROPIN = "/etc/systemd/system/memcached.service.d/50-irqtune-busypoll.conf"

@@ -17,8 +17,8 @@ import re
 import shlex
 import time
 
-from lab import labvm
-from lab.host7 import Host7
+from support import labvm
+from support.host7 import Host7
 
 KERNEL = os.environ.get("IRQTUNE_LAB7RT_KERNEL", "7.2-lab-rt")
 ISOLATED = (2, 3)

@@ -22,7 +22,7 @@ import sys
 import time
 from pathlib import Path
 
-HERE = Path(__file__).resolve().parent
+LAB = Path(__file__).resolve().parent.parent / "lab"     # its scripts
 
 KERNEL = os.environ.get("IRQTUNE_LAB7_KERNEL", "7.2-lab")
 BOOT_ARGS = "skew_tick=1 tsc=reliable rcupdate.rcu_normal_after_boot=1 " \
@@ -207,7 +207,7 @@ class Host7:
 
     def start_memcached_load(self, rate, seconds, conns=4):
         """The same load in the background: a Popen whose stdout is the JSON."""
-        argv = [sys.executable, str(HERE / "loadgen.py"), "--host", GUEST_IP, "--rate", str(rate),
+        argv = [sys.executable, str(LAB / "loadgen.py"), "--host", GUEST_IP, "--rate", str(rate),
                 "--seconds", str(seconds), "--conns", str(conns)]
         return subprocess.Popen(self.g.netns.exec_argv(argv), stdout=subprocess.PIPE,
                                 stderr=subprocess.PIPE, text=True)

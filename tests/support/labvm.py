@@ -32,8 +32,8 @@ from irqtune_bench.placement import cpu_list  # noqa: F401
 
 log = logging.getLogger("irqtune.lab")
 
-HERE = Path(__file__).resolve().parent
-REPO = HERE.parent.parent
+LAB = Path(__file__).resolve().parent.parent / "lab"     # its scripts and images
+REPO = LAB.parent.parent
 LAB_CACHE = Path(os.environ.get("LAB_CACHE", "/var/cache/irqtune-lab"))
 QEMU = os.environ.get("LAB_QEMU", "qemu-system-x86_64")
 
@@ -655,7 +655,7 @@ class Guest:
         if self.netns is None:
             raise LabError("guest not running")
         argv = self.netns.exec_argv([
-            sys.executable, str(HERE / "flood.py"), "--src", HOST_IP, "--dst", self.ip,
+            sys.executable, str(LAB / "flood.py"), "--src", HOST_IP, "--dst", self.ip,
             "--port", str(port), "--seconds", str(seconds), "--count", str(count),
             "--size", str(size), "--flows", str(flows)])
         res = subprocess.run(argv, capture_output=True, text=True,
