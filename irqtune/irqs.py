@@ -20,11 +20,13 @@ import errno
 import logging
 import os
 import re
+import socket
 from dataclasses import dataclass
 
-from .errors import describe_os_error
+from .errors import IrqtuneError, describe_os_error
 from .interrupts import read_interrupts
 from .kfs import KFS
+from .netlink import netdev
 from .values import format_index_list, parse_index_list
 
 log = logging.getLogger(__name__)
@@ -78,12 +80,9 @@ def msi_irqs(ifname, kfs=KFS):
 
 def napi_irqs(ifname):
     """IRQs napi-get reports for ifname's NAPIs (empty when unknown)."""
-    from .errors import IrqtuneError
-    from .netlink.netdev import NapiFamily
-    import socket
     try:
         ifindex = socket.if_nametoindex(ifname)
-        with NapiFamily() as nl:
+        with netdev.NapiFamily() as nl:
             return {n["irq"] for n in nl.napis(ifindex) if n.get("irq") is not None}
     except (OSError, IrqtuneError) as err:
         log.debug("%s: no NAPI IRQs from netlink: %s", ifname, err)

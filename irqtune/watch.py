@@ -26,6 +26,7 @@ from .errors import IrqtuneError
 from .interrupts import read_interrupts
 from .irqs import nic_queue_irqs
 from .kfs import KFS
+from .netlink import netdev, qstats
 
 _RX_QUEUE = re.compile(r"(?i)(?:input|rx|txrx|combined|queue|que|ch|fp)[-_.]?(\d+)\b")
 _TX_ONLY = re.compile(r"(?i)(?:^|[^a-z])(?:output|tx)[-_.]?\d+")
@@ -59,19 +60,17 @@ def busy_poll_rx_packets(kfs=KFS):
 
 def sample(ifname, kfs=KFS):
     """[NapiCounters] of ifname's NAPIs now."""
-    from .netlink.netdev import NapiFamily, QueueFamily
-    from .netlink.qstats import QstatsFamily
     try:
         ifindex = socket.if_nametoindex(ifname)
     except OSError:     # named on the command line, then removed or renamed
         raise IrqtuneError("device %s: no such device in this network namespace (any more)"
                            % ifname) from None
-    with NapiFamily() as nl:
+    with netdev.NapiFamily() as nl:
         napis = nl.napis(ifindex)
-    with QueueFamily() as ql:
+    with netdev.QueueFamily() as ql:
         queue_of = {napi: q for q, napi in ql.rx_queue_napis(ifindex).items()}
     try:
-        with QstatsFamily() as qs:
+        with qstats.QstatsFamily() as qs:
             packets = qs.rx_packets(ifindex)
     except IrqtuneError:   # drivers without per-queue stats: EOPNOTSUPP
         packets = {}

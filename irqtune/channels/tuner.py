@@ -8,6 +8,7 @@ from ..cpus import housekeeping_cpus
 from ..kfs import KFS
 from ..irqs import interrupt_names
 from ..ledger import take_device, vector_book
+from ..netlink.ethtool import ChannelsFamily
 from ..tuner import DeviceTuner, Refusals, on_kernel_name, verify_on_kernel_name
 from .affinity import QueueAffinity
 from .config import HOUSEKEEPING, HousekeepingConfig
@@ -58,7 +59,6 @@ class HousekeepingTuner(DeviceTuner):
     def _family(self):
         if self._channels is not None:
             return _Borrowed(self._channels)
-        from ..netlink.ethtool import ChannelsFamily
         return ChannelsFamily()
 
     def _from_ledger(self, originals):

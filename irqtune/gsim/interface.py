@@ -31,6 +31,8 @@ the option, value and range.
 import errno
 import logging
 import os
+
+from ..caps import detect_kernel_features
 from ..errors import IrqtuneError
 from ..kfs import KFS, KernelFs
 from .stats import parse_stats
@@ -79,7 +81,6 @@ RT_MISSING_MESSAGE = (
 
 def missing_message(kfs=KFS):
     """The one warning for a kernel without GSIM, naming why."""
-    from ..caps import detect_kernel_features     # netlink modules only when needed
     return RT_MISSING_MESSAGE if detect_kernel_features(kfs).preempt_rt else MISSING_MESSAGE
 
 

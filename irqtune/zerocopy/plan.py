@@ -6,6 +6,8 @@ import errno
 
 from ..channels.plan import count
 from ..errors import NOT_PERMITTED, UnsupportedError, describe_os_error
+from ..netlink.ethtool_ntuple import FlowRule
+from ..values import format_index_list
 
 class Refused(Exception):
     """One setting of one device could not be made; `unsupported` when the
@@ -70,10 +72,8 @@ def rule_key(fields):
 
 
 def as_rule(entry):
-    from ..netlink.ethtool_ntuple import FlowRule
     return FlowRule(**rule_fields(entry))
 
 
 def ranges(indexes):
-    from ..values import format_index_list
     return format_index_list(indexes) if indexes else "none"

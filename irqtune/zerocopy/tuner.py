@@ -32,6 +32,8 @@ import logging
 
 from ..errors import IrqtuneError
 from ..ledger import take_device
+from ..netlink.ethtool_ntuple import NtupleRules
+from ..netlink.ethtool_rx import RxConfigFamily
 from ..tuner import Check, DeviceTuner, on_kernel_name, verify_on_kernel_name
 from .plan import Refused, ranges, refusal, reserve
 from .checks import NicChecks
@@ -284,12 +286,9 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
             log.error("%s: cannot restore %s: %s", ifname, what, refusal(what, err))
 
 
-
 def _ethtool_family():
-    from ..netlink.ethtool_rx import RxConfigFamily
     return RxConfigFamily()
 
 
 def _ntuple_rules(ifname):
-    from ..netlink.ethtool_ntuple import NtupleRules
     return NtupleRules(ifname)
