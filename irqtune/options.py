@@ -32,7 +32,7 @@ class Option:
 
     @property
     def hint(self):
-        """What `tuned-adm list plugins -v` shows."""
+        """The accepted values, as `tuned-adm list plugins -v` shows them."""
         return "%s%s%s" % (self.accepted, "; or auto" if self.auto else "",
                            "" if self.default is None else " (default %s)" % self.default)
 
@@ -70,13 +70,3 @@ def renamed(declared, prefix):
     """The declarations under prefix + name, without auto (the napi values
     of zerocopy_rx: nothing measures for them there)."""
     return tuple(replace(o, name=prefix + o.name, auto=None) for o in declared)
-
-
-def tuned_defaults(declared):
-    """TuneD's _get_config_options()."""
-    return {o.name: o.default for o in declared}
-
-
-def tuned_hints(declared):
-    """TuneD's get_config_options_hints()."""
-    return {o.name: o.hint for o in declared}

@@ -24,7 +24,7 @@ from tuned.plugins import irqtune_tunedlog as tunedlog
 from irqtune.errors import IrqtuneError
 from irqtune.names import option_name
 from irqtune.netlink.links import LinkWatcher
-from irqtune.options import parse_options, tuned_defaults, tuned_hints
+from irqtune.options import parse_options
 from irqtune.overlay import read_overlay_file
 
 log = tunedlog.log
@@ -185,11 +185,11 @@ class TunerPlugin(Guarded):
 
 	@classmethod
 	def _get_config_options(cls):
-		return tuned_defaults(cls._declared)
+		return {o.name: o.default for o in cls._declared}
 
 	@classmethod
 	def get_config_options_hints(cls):
-		return tuned_hints(cls._declared)
+		return {o.name: o.hint for o in cls._declared}
 
 	def _expanded_options(self, instance):
 		return {k: (self._variables.expand(v) if isinstance(v, str) else v)

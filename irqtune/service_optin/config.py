@@ -4,6 +4,7 @@ preload library's path."""
 
 import os
 import re
+from dataclasses import dataclass
 
 from ..errors import OptionError, UnsupportedError
 from ..options import Option, parse_options
@@ -42,16 +43,18 @@ VALUE_OPTIONS = {
 }
 
 
+@dataclass(frozen=True)
 class OptInValues:
-    """Validated EPIOCSPARAMS values for the preload."""
+    """Validated EPIOCSPARAMS values for the preload (numbers, or their text)."""
 
-    __slots__ = ("usecs", "budget", "prefer")
+    usecs: int = DEFAULT_USECS
+    budget: int = DEFAULT_BUDGET
+    prefer: int = DEFAULT_PREFER
 
-    def __init__(self, usecs=DEFAULT_USECS, budget=DEFAULT_BUDGET, prefer=DEFAULT_PREFER):
-        given = {"busy_poll_usecs": usecs, "busy_poll_budget": budget,
-                 "prefer_busy_poll": prefer}
+    def __post_init__(self):
         for option, (attr, maximum, accepted, _) in VALUE_OPTIONS.items():
-            setattr(self, attr, _parse_uint(option, given[option], maximum, accepted))
+            object.__setattr__(self, attr, _parse_uint(option, getattr(self, attr), maximum,
+                                                       accepted))
 
     @classmethod
     def from_options(cls, options):
@@ -66,14 +69,6 @@ class OptInValues:
         return [("IRQTUNE_BUSY_POLL_USECS", str(self.usecs)),
                 ("IRQTUNE_BUSY_POLL_BUDGET", str(self.budget)),
                 ("IRQTUNE_PREFER_BUSY_POLL", str(self.prefer))]
-
-    def __eq__(self, other):
-        return isinstance(other, OptInValues) and \
-            (self.usecs, self.budget, self.prefer) == (other.usecs, other.budget, other.prefer)
-
-    def __repr__(self):
-        return "OptInValues(usecs=%d, budget=%d, prefer=%d)" % (
-            self.usecs, self.budget, self.prefer)
 
 
 def _parse_uint(option, value, maximum, accepted=None):
