@@ -32,5 +32,6 @@ from .plan import plan_channels, refusal_reason
 from .tuner import HousekeepingTuner, housekeeping_tuner
 
 __all__ = ["Check", "QueueAffinity", "HOUSEKEEPING", "MAX_CHANNELS", "OPTIONS",
-           "HousekeepingConfig", "parse_channels", "parse_irq_affinity", "ChannelCounts", "plan_channels",
+           "HousekeepingConfig", "parse_channels", "parse_irq_affinity", "ChannelCounts",
+           "plan_channels",
            "refusal_reason", "HousekeepingTuner", "housekeeping_tuner"]

@@ -115,7 +115,8 @@ class QueueAffinity:
                     eff = read_effective_affinity(q.irq, self.kfs)
                 except (OSError, OptionError) as err:
                     out.append(Check(what + " effective affinity", None, expected, False,
-                                     "cannot read its effective affinity: %s" % describe_os_error(err)))
+                                     "cannot read its effective affinity: %s"
+                                     % describe_os_error(err)))
                     continue
                 ok = bool(eff) and set(eff) <= target
                 out.append(Check(what + " effective affinity", format_index_list(eff or []),

@@ -5,8 +5,9 @@ ethtool netlink family (or a backend the caller lends)."""
 import logging
 
 from ..errors import NetlinkRequestError, UnsupportedError
+from ..netlink.ethtool import channel_count
 from ..tuner import Check
-from .plan import count, plan_channels, refusal_reason
+from .plan import plan_channels, refusal_reason
 
 log = logging.getLogger("irqtune.channels")
 
@@ -30,9 +31,10 @@ class ChannelCounts:
                 target = plan_channels(current, self.wanted, self.housekeeping_count)
                 self.targets[ifname] = target
                 for kind in target:
-                    saved["channels"].setdefault(kind, count(current, kind + "-count"))
+                    saved["channels"].setdefault(kind, channel_count(current, kind + "-count"))
                 save()
-                changes = {k: v for k, v in target.items() if count(current, k + "-count") != v}
+                changes = {k: v for k, v in target.items()
+                           if channel_count(current, k + "-count") != v}
                 if changes:
                     fam.set_channels(ifindex, **changes)
         except NetlinkRequestError as err:
@@ -45,7 +47,7 @@ class ChannelCounts:
         text = ", ".join("%s %d" % kv for kv in sorted(target.items()))
         if changes:
             log.info("%s: channels set to %s (were %s)", ifname, text,
-                     ", ".join("%s %d" % (k, count(current, k + "-count"))
+                     ", ".join("%s %d" % (k, channel_count(current, k + "-count"))
                                for k in sorted(changes)))
         return "channels " + text
 
@@ -60,7 +62,7 @@ class ChannelCounts:
         problems = self.refusals.of(ifname)
         out = []
         for kind, want in sorted(target.items()):
-            have = count(current, kind + "-count")
+            have = channel_count(current, kind + "-count")
             out.append(Check("channels %s" % kind, have, want, have == want,
                              problems.get("channels", "") if have != want else ""))
         return out
@@ -69,7 +71,8 @@ class ChannelCounts:
         try:
             with self.family() as fam:
                 current = fam.channels(ifindex)
-                changes = {k: v for k, v in counts.items() if count(current, k + "-count") != v}
+                changes = {k: v for k, v in counts.items()
+                           if channel_count(current, k + "-count") != v}
                 if changes:
                     fam.set_channels(ifindex, **changes)
                     log.info("%s: channels restored to %s", ifname,

@@ -4,12 +4,8 @@
 import errno
 
 from ..errors import NOT_PERMITTED, UnsupportedError, describe_os_error
+from ..netlink.ethtool import channel_count
 from .config import HOUSEKEEPING
-
-
-def count(channels, key):
-    """One number of an ethtool channels reply (absent: 0)."""
-    return int((channels or {}).get(key) or 0)
 
 
 def plan_channels(current, wanted, housekeeping_count):
@@ -21,15 +17,18 @@ def plan_channels(current, wanted, housekeeping_count):
     given (a count above the maximum is the driver's to refuse).
     Raises UnsupportedError when the driver reports no channels at all.
     """
+    def n(key):
+        return channel_count(current, key)
+
     def target(kind):
         if wanted == HOUSEKEEPING:
-            return max(1, min(count(current, kind + "-max"), housekeeping_count))
+            return max(1, min(n(kind + "-max"), housekeeping_count))
         return wanted
 
-    dedicated = count(current, "rx-count") > 0 or count(current, "tx-count") > 0
-    if count(current, "combined-max") > 0 and (count(current, "combined-count") > 0 or not dedicated):
+    dedicated = n("rx-count") > 0 or n("tx-count") > 0
+    if n("combined-max") > 0 and (n("combined-count") > 0 or not dedicated):
         return {"combined": target("combined")}
-    kinds = [k for k in ("rx", "tx") if count(current, k + "-max") > 0]
+    kinds = [k for k in ("rx", "tx") if n(k + "-max") > 0]
     if not kinds:
         raise UnsupportedError("the driver reports no rx, tx or combined channels")
     return {k: target(k) for k in kinds}

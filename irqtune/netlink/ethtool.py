@@ -179,3 +179,8 @@ class ChannelsFamily(GenlFamily):
                 raise ValueError("unknown channel kind %r" % kind)
             attrs[kind + "-count"] = int(value)
         self.do("setting channels of ifindex %d" % ifindex, CMD_CHANNELS_SET, **attrs)
+
+
+def channel_count(channels, key):
+    """One number of a channels reply ({"combined-count": 4, ...}; absent: 0)."""
+    return int((channels or {}).get(key) or 0)

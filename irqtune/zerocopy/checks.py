@@ -9,9 +9,9 @@ ZeroCopyRxTuner's mixin and uses its config, targets, problems, lacking,
 originals, napi, _nic, _rules and _ifindex (tuner.py).
 """
 
+from ..netlink.ethtool import channel_count
 from ..netlink.ethtool_rx import TCP_DATA_SPLIT_NAMES
 from ..tuner import Check
-from ..channels.plan import count as _n
 from .plan import ranges, refusal, rule_key
 from .steps import NTUPLE
 
@@ -44,7 +44,8 @@ class NicChecks:
             if "channels" in target and "channels" not in skip:
                 channels = read("channels", nic.channels, ifindex)
                 for kind, want in target["channels"].items() if channels is not None else ():
-                    check("%s channels" % kind, "channels", _n(channels, kind + "-count"), want)
+                    check("%s channels" % kind, "channels",
+                          channel_count(channels, kind + "-count"), want)
             rings = {}
             if not {"tcp-data-split", "hds-thresh"} <= set(skip) and \
                     (self.config.header_split is not None or self.config.hds_thresh is not None):

@@ -4,8 +4,8 @@ device has and which it reserves, the RSS spread, flow rule records."""
 
 import errno
 
-from ..channels.plan import count
 from ..errors import NOT_PERMITTED, UnsupportedError, describe_os_error
+from ..netlink.ethtool import channel_count
 from ..netlink.ethtool_ntuple import FlowRule
 from ..values import format_index_list
 
@@ -36,14 +36,14 @@ def refusal(feature, err):
 
 
 def rx_queue_count(channels):
-    return count(channels, "combined-count") + count(channels, "rx-count")
+    return channel_count(channels, "combined-count") + channel_count(channels, "rx-count")
 
 
 def channel_kind(channels):
     """combined where the driver has combined channels, else rx."""
-    if count(channels, "combined-max") > 0:
+    if channel_count(channels, "combined-max") > 0:
         return "combined"
-    if count(channels, "rx-max") > 0:
+    if channel_count(channels, "rx-max") > 0:
         return "rx"
     raise UnsupportedError("the driver reports no rx or combined channels")
 

@@ -15,9 +15,9 @@ import errno
 import logging
 
 from ..errors import UnsupportedError
+from ..netlink.ethtool import channel_count
 from ..netlink.ethtool_rx import TCP_DATA_SPLIT, TCP_DATA_SPLIT_NAMES
 from ..netlink.genl import NetlinkRequestError
-from ..channels.plan import count as _n
 from .plan import (Refused, as_rule, channel_kind, refusal, rule_fields, rx_queue_count,
                    spread)
 
@@ -55,10 +55,10 @@ class NicSteps:
             kind = channel_kind(current)
         except UnsupportedError as err:
             raise Refused(str(err), True) from None
-        have = _n(current, kind + "-count")
+        have = channel_count(current, kind + "-count")
         original = saved.setdefault("channels", {}).setdefault(kind, have)
         self._save_state()
-        maximum = _n(current, kind + "-max")
+        maximum = channel_count(current, kind + "-max")
         want = self.config.channels or (original + self.config.queues)
         if maximum and want > maximum:
             if self.config.channels:
@@ -224,6 +224,6 @@ class NicSteps:
     @staticmethod
     def _restore_channels(nic, ifindex, counts):
         current = nic.channels(ifindex)
-        changes = {k: v for k, v in counts.items() if _n(current, k + "-count") != v}
+        changes = {k: v for k, v in counts.items() if channel_count(current, k + "-count") != v}
         if changes:
             nic.set_channels(ifindex, **changes)
