@@ -165,7 +165,7 @@ def napi_units(etc=ETC, dirs=None):
 def optin_units(etc=ETC, dirs=None):
     """(profile name or None, [(section, (service unit, ...))]) of the
     active profile's busy_poll_optin units."""
-    from .service_optin.config import parse_services
+    from .service_optin.systemd import parse_services
     profile, sections, _skipped = units_of_type("busy_poll_optin", etc, dirs)
     units = []
     for section, values in sections:

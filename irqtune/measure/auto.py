@@ -46,7 +46,7 @@ _PID = re.compile(r"^[0-9]{1,10}$")
 def parse_services(text, option="auto_services"):
     """auto_services: service unit names (as busy_poll_optin's services,
     .service added) or absolute paths of pid files; each once, in order."""
-    from ..service_optin.config import parse_services as unit_names
+    from ..service_optin.systemd import parse_services as unit_names
     entries = []
     for word in str(text or "").split(","):
         word = word.strip()

@@ -9,6 +9,7 @@ from dataclasses import dataclass
 from ..errors import OptionError, UnsupportedError
 from ..options import Option, parse_options
 from ..values import parse_int
+from .systemd import parse_services, reroot
 
 LIBRARY_NAME = "libirqtune-busypoll.so"
 # Where packages install the library: RPM arch libdir, the Makefile's
@@ -29,10 +30,6 @@ DEFAULT_PREFER = 1
 MAX_USECS = 1000000
 MAX_BUDGET = 65535
 BUDGET_WITHOUT_CAP = 64
-
-_UNIT_RE = re.compile(r"^[A-Za-z0-9:_.\\-]+(@[A-Za-z0-9:_.\\-]*)?\.service$")
-_OTHER_UNIT_TYPES = ("socket", "target", "mount", "automount", "swap", "timer",
-                     "path", "slice", "scope", "device")
 
 
 # Option -> (OptInValues attribute, maximum, accepted text, default).
@@ -85,40 +82,6 @@ def _parse_uint(option, value, maximum, accepted=None):
         raise OptionError(option, value, accepted) from None
 
 
-SERVICES_ACCEPTED = ("service unit names separated by commas, each a name or "
-                     "name.service without spaces (e.g. memcached, nginx.service)")
-
-
-def parse_services(text, option="services"):
-    """'memcached, nginx.service,redis-server' -> unit names, in order.
-
-    Names are separated by commas, with any whitespace around them.  A
-    name with whitespace inside ("my unit") is refused rather than split:
-    no unit name holds a space (systemd-escape gives my\\x20unit), so it
-    is a typo or a list written with spaces, and splitting would opt in
-    units nobody named.  A name without a suffix gets ``.service``; other
-    unit types are refused (only services have an environment);
-    duplicates are dropped.
-    """
-    if text is None:
-        return ()
-    units = []
-    for word in str(text).split(","):
-        word = word.strip()
-        if not word:
-            continue
-        if re.search(r"\s", word):
-            raise OptionError(option, text, SERVICES_ACCEPTED)
-        if word.rsplit(".", 1)[-1] in _OTHER_UNIT_TYPES:
-            raise OptionError(option, word, "service unit names (name or name.service)")
-        unit = word if word.endswith(".service") else word + ".service"
-        if not _UNIT_RE.match(unit) or unit.startswith(("-", ".")) or ".." in unit:
-            raise OptionError(option, word, "service unit names (name or name.service)")
-        if unit not in units:
-            units.append(unit)
-    return tuple(units)
-
-
 def parse_bool(value, option="restart"):
     if isinstance(value, bool):
         return value
@@ -128,11 +91,6 @@ def parse_bool(value, option="restart"):
     if text in ("0", "false", "no", "off", "n", ""):
         return False
     raise OptionError(option, value, "true or false")
-
-
-def reroot(root, path):
-    """path (absolute) under root: tests relocate every path."""
-    return os.path.join(root, path.lstrip("/"))
 
 
 def find_library(root="/", candidates=LIBRARY_CANDIDATES):

@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""systemd as the opt-in sees it: whether it runs, and systemctl calls
-(an injectable callable argv -> (returncode, stdout))."""
+"""systemd: whether it runs, service unit names, and systemctl calls (an
+injectable callable argv -> (returncode, stdout)); for the opt-in and for
+the services the auto values measure."""
 
 import logging
 import os
@@ -8,12 +9,53 @@ import re
 import shlex
 import subprocess
 
-from ..errors import IrqtuneError
-from .config import reroot
+from ..errors import IrqtuneError, OptionError
 
 log = logging.getLogger("irqtune.service_optin")
 
 SYSTEMD_RUNNING_MARKER = "run/systemd/system"
+_UNIT_RE = re.compile(r"^[A-Za-z0-9:_.\\-]+(@[A-Za-z0-9:_.\\-]*)?\.service$")
+_OTHER_UNIT_TYPES = ("socket", "target", "mount", "automount", "swap", "timer",
+                     "path", "slice", "scope", "device")
+
+
+def reroot(root, path):
+    """path (absolute) under root: tests relocate every path."""
+    return os.path.join(root, path.lstrip("/"))
+
+
+SERVICES_ACCEPTED = ("service unit names separated by commas, each a name or "
+                     "name.service without spaces (e.g. memcached, nginx.service)")
+
+
+def parse_services(text, option="services"):
+    """'memcached, nginx.service,redis-server' -> unit names, in order.
+
+    Names are separated by commas, with any whitespace around them.  A
+    name with whitespace inside ("my unit") is refused rather than split:
+    no unit name holds a space (systemd-escape gives my\\x20unit), so it
+    is a typo or a list written with spaces, and splitting would opt in
+    units nobody named.  A name without a suffix gets ``.service``; other
+    unit types are refused (only services have an environment);
+    duplicates are dropped.
+    """
+    if text is None:
+        return ()
+    units = []
+    for word in str(text).split(","):
+        word = word.strip()
+        if not word:
+            continue
+        if re.search(r"\s", word):
+            raise OptionError(option, text, SERVICES_ACCEPTED)
+        if word.rsplit(".", 1)[-1] in _OTHER_UNIT_TYPES:
+            raise OptionError(option, word, "service unit names (name or name.service)")
+        unit = word if word.endswith(".service") else word + ".service"
+        if not _UNIT_RE.match(unit) or unit.startswith(("-", ".")) or ".." in unit:
+            raise OptionError(option, word, "service unit names (name or name.service)")
+        if unit not in units:
+            units.append(unit)
+    return tuple(units)
 
 
 def systemd_running(root="/"):
@@ -35,7 +77,6 @@ def default_systemctl(argv):
 def _split_preload(value):
     """ld.so separates LD_PRELOAD entries with spaces and colons."""
     return [item for item in re.split(r"[ :]+", value) if item]
-
 
 
 class Systemctl:
