@@ -134,7 +134,6 @@ def _window(report, pids, devices, seconds, unit, kfs, measure, trace):
         recommend.check_service(report, started, subject)
 
 
-
 def resolve_targets(service=None, pid=None, kfs=KFS):
     """[pid] for the command line's --service / --pid; IrqtuneError naming
     the bad input."""
