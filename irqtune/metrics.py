@@ -103,7 +103,7 @@ def collect(devices=(), kfs=KFS, etc="/etc/tuned", systemctl=None):
     from . import activeprofile
     from .doctor.window import device_rx_packets
     from .netlink.netdev import NapiFamily
-    from .watch import busy_poll_rx_packets, sample
+    from .counters import busy_poll_rx_packets, sample
 
     fam = _families()
     netns = netns_label(kfs)

@@ -2,7 +2,7 @@
 """The measured window of `irqtune doctor`: what the kernel counted in a
 few seconds of the current traffic, per NAPI of the devices in scope.
 
-The counters are those of `irqtune status --watch` (irqtune.watch): queue
+The counters are those of `irqtune status --watch` (irqtune.counters): queue
 vector interrupts (/proc/interrupts), per-queue rx packets (netdev
 qstats) and TcpExt:BusyPollRxPackets, which the kernel keeps per network
 namespace only - so the busy-polled share is that of the devices in scope
@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 
 from ..errors import IrqtuneError
 from ..kfs import KFS
-from ..watch import busy_poll_rx_packets, rates, sample
+from ..counters import busy_poll_rx_packets, rates, sample
 
 MAX_SECONDS = 60.0
 

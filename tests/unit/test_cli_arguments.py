@@ -117,7 +117,7 @@ def test_unexpected_error_is_one_line(monkeypatch, capsys, command, code):
 
 
 def test_watch_of_a_device_removed_meanwhile_is_an_irqtune_error():
-    from irqtune.watch import sample
+    from irqtune.counters import sample
     with pytest.raises(IrqtuneError, match="device nosuchdev: no such device"):
         sample("nosuchdev")
 

@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""irqtune.watch: queue numbers from IRQ names, rates and their summary."""
+"""irqtune.counters and irqtune.watch: queue numbers from IRQ names, rates
+and their summary."""
 
 import pytest
 
 from irqtune.kfs import KernelFs
-from irqtune.watch import NapiCounters, busy_poll_rx_packets, format_rates, rates, rx_queue_of
+from irqtune.counters import NapiCounters, busy_poll_rx_packets, rates, rx_queue_of
+from irqtune.watch import format_rates
 
 
 @pytest.mark.parametrize("name,queue", [

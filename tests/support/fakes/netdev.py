@@ -13,7 +13,7 @@ queue-get of an ifindex no device has answers ENODEV, and napi-set of an
 id no NAPI has answers ENOENT.
 
 install(monkeypatch) makes the library's family classes (as the NAPI
-tuner, irqtune.watch and irqtune.metrics import them) this fake.
+tuner, irqtune.counters and irqtune.metrics import them) this fake.
 """
 
 import errno
