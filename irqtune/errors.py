@@ -94,4 +94,4 @@ def describe_os_error(err, meanings=None):
         return meaning.replace("%s", name + (": %s" % extack if extack else ""))
     if isinstance(err, NetlinkRequestError) or not err.errno:
         return str(err)
-    return "%s (%s)" % (err.strerror, name)
+    return "%s%s (%s)" % ("%s: " % err.filename if err.filename else "", err.strerror, name)

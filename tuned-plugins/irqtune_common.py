@@ -21,7 +21,7 @@ import tuned.consts as consts
 from tuned.plugins import base
 from tuned.plugins import irqtune_tunedlog as tunedlog
 
-from irqtune.errors import IrqtuneError
+from irqtune.errors import IrqtuneError, describe_os_error
 from irqtune.names import option_name
 from irqtune.netlink.links import LinkWatcher
 from irqtune.options import parse_options
@@ -113,7 +113,7 @@ ENTRY_POINTS = {
 def describe_error(err):
 	"""One line for an exception: the library's own say what happened."""
 	if isinstance(err, (IrqtuneError, OSError)):
-		return str(err)
+		return describe_os_error(err)
 	return "%s: %s (a bug in irqtune, please report it)" % (type(err).__name__, err)
 
 

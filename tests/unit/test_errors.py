@@ -31,6 +31,8 @@ def test_the_callers_meaning_then_the_errno_and_the_extack():
     assert describe_os_error(OSError(errno.ENOSPC, "No space left on device"), meanings) == \
         "No space left on device (ENOSPC)"
     assert describe_os_error(err) == str(err)
+    assert describe_os_error(PermissionError(errno.EACCES, "Permission denied", "/sys/x")) == \
+        "/sys/x: Permission denied (EACCES)"
 
 
 def test_other_errors_say_what_happened_themselves():

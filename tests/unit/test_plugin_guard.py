@@ -128,7 +128,7 @@ def test_a_renamed_nic_keeps_its_originals_under_the_new_name(napi_plugin, monke
         raise OSError(19, "No such device")
     monkeypatch.setattr(socket, "if_nametoindex", gone)
     napi_plugin._move_device("gone0")
-    assert any("gone0: following the rename failed: [Errno 19] No such device" in
+    assert any("gone0: following the rename failed: No such device (ENODEV)" in
                r.getMessage() for r in caplog.records), caplog.text
 
 
