@@ -23,6 +23,7 @@ from .errors import IrqtuneError, OptionError
 from .kfs import KFS
 from .napi import NapiConfig, parse_queues
 from .netdevs import default_selects_physical, is_virtual_netdev
+from .service_optin.systemd import parse_services
 
 ETC = "/etc/tuned"
 # Where profiles are looked up, in TuneD's order (a profile in a later
@@ -59,7 +60,8 @@ def active_profile_names(etc=ETC):
 
 
 def _tuned():
-    """TuneD's modules.  tuned.logs makes its logger class (which adds a
+    """TuneD's modules, imported here, when a profile is read: the library
+    imports without TuneD.  tuned.logs makes its logger class (which adds a
     console handler) the class of every logger created afterwards; only
     TuneD's own loggers keep it, irqtune's stay plain."""
     try:
@@ -165,7 +167,6 @@ def napi_units(etc=ETC, dirs=None):
 def optin_units(etc=ETC, dirs=None):
     """(profile name or None, [(section, (service unit, ...))]) of the
     active profile's busy_poll_optin units."""
-    from .service_optin.systemd import parse_services
     profile, sections, _skipped = units_of_type("busy_poll_optin", etc, dirs)
     units = []
     for section, values in sections:
