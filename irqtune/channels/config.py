@@ -43,7 +43,7 @@ OPTIONS = (
     Option("irq_affinity", parse_irq_affinity, "housekeeping, or a CPU list such as 0-1",
            "the CPUs of the queue interrupts"),
     Option("housekeeping_cpus", parse_cpulist_option,
-           "CPU list (unset: online CPUs that are not isolated)", "the housekeeping CPUs"),
+           "CPU list (default: the online CPUs that are not isolated)", "the housekeeping CPUs"),
 )
 
 

@@ -113,7 +113,7 @@ def check_library_path(path, option="library"):
 def _value_option(name, doc):
     _, maximum, accepted, default = VALUE_OPTIONS[name]
     return Option(name, lambda o, v: _parse_uint(o, v, maximum, accepted),
-                  "%s (unset: %d)" % (accepted or "0..%d" % maximum, default), doc)
+                  "%s (default %d)" % (accepted or "0..%d" % maximum, default), doc)
 
 
 OPTIONS = (
@@ -123,8 +123,8 @@ OPTIONS = (
     _value_option("busy_poll_budget", "EPIOCSPARAMS busy_poll_budget (above %d needs "
                   "CAP_NET_ADMIN)" % BUDGET_WITHOUT_CAP),
     _value_option("prefer_busy_poll", "EPIOCSPARAMS prefer_busy_poll"),
-    Option("restart", lambda o, v: parse_bool(v, o), "true or false (unset: false)",
+    Option("restart", lambda o, v: parse_bool(v, o), "true or false (default false)",
            "restart running services so that the change takes effect"),
-    Option("library", lambda o, v: check_library_path(v, o), "an absolute path (unset: found "
+    Option("library", lambda o, v: check_library_path(v, o), "an absolute path (default: found "
            "in the arch libdir)", "the path of libirqtune-busypoll.so"),
 )

@@ -60,7 +60,7 @@ def parse_rules(option, text):
 OPTIONS = (
     Option("queues", lambda o, v: parse_int(o, v, 1, MAX_QUEUES), "1-%d" % MAX_QUEUES,
            "rx queues to reserve at the end of the queue range", default="1"),
-    Option("channels", lambda o, v: parse_int(o, v, 2, 65535), "2-65535 (unset: the "
+    Option("channels", lambda o, v: parse_int(o, v, 2, 65535), "2-65535 (default: the "
            "original count plus queues)", "the channel count to set"),
     Option("header_split", lambda o, v: parse_choice(o, v, ON_OFF), "on or off",
            "header-data split (tcp-data-split)", default="on"),
