@@ -35,12 +35,13 @@ class Extack:
     attribute it found missing (the name where the request's message
     declares it, else the type number) and the offset in the request of
     the nest it was missing from, and the offset of the attribute it
-    refused."""
+    refused, with that attribute's name where the request declares it."""
 
     message: str = None
     missing: object = None
     missing_nest: int = None
     offset: int = None
+    refused: str = None
 
     def __bool__(self):
         return any(v is not None for v in (self.message, self.missing, self.offset))
@@ -51,7 +52,7 @@ class Extack:
             parts.append("attribute %s missing%s" % (self.missing, "" if self.missing_nest is None
                          else " in the nest at offset %d" % self.missing_nest))
         if self.offset is not None:
-            parts.append("refused the attribute at offset %d" % self.offset)
+            parts.append("refused attribute %s" % (self.refused or "at offset %d" % self.offset))
         return ", ".join(parts)
 
 

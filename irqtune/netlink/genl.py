@@ -212,7 +212,7 @@ def _ack(msg_type, flags, msg, msg_class=None):
     extack = None
     if flags & NLM_F_ACK_TLVS:
         if msg_type == NLMSG_DONE:
-            tlv_start = 20
+            tlv_start, echoed = 20, 16
         else:
             echoed = 16 if (flags & NLM_F_CAPPED or not code) else \
                 struct.unpack_from("=I", msg, 20)[0]
@@ -223,10 +223,28 @@ def _ack(msg_type, flags, msg, msg_class=None):
         if missing is not None and nest is None and msg_class is not None:
             missing = next((a for a, (n, _) in attr_table(msg_class).items() if n == missing),
                            missing)
-        text = tlvs.get(NLMSGERR_ATTR_MSG)
+        text, offset = tlvs.get(NLMSGERR_ATTR_MSG), u32.get(NLMSGERR_ATTR_OFFS)
+        refused = None
+        if offset is not None and echoed > 16 and msg_class is not None:
+            refused = _attr_at(msg_class, msg[20:20 + echoed], offset)
         extack = Extack(text.rstrip(b"\0").decode(errors="replace") if text else None,
-                        missing, nest, u32.get(NLMSGERR_ATTR_OFFS))
+                        missing, nest, offset, refused)
     return code, extack
+
+
+def _attr_at(msg_class, request, offset):
+    """The name of the top-level attribute of request (an echoed message)
+    that starts at, or holds, offset; None when none does."""
+    names = {number: attr for attr, (number, _) in attr_table(msg_class).items()}
+    pos = 20        # after the netlink and generic netlink headers
+    while pos + 4 <= len(request):
+        length, nla_type = struct.unpack_from("HH", request, pos)
+        if length < 4:
+            break
+        if pos <= offset < pos + length:
+            return names.get(nla_type & 0x3FFF)
+        pos += (length + 3) & ~3
+    return None
 
 
 # -- sockets and sequence numbers -----------------------------------------

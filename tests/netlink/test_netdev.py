@@ -43,6 +43,7 @@ def test_errors_carry_errno_and_the_kernels_extack(netns):
         # the 16-byte netlink and 4-byte genl headers, then the id attribute
         assert err.value.errno == errno.ERANGE and isinstance(err.value, OSError)
         assert err.value.extack.message and err.value.extack.offset == 16 + 4 + 8
+        assert err.value.extack.refused == "defer-hard-irqs"     # named from the echoed request
         assert str(err.value.extack) in str(err.value)
         with pytest.raises(NetlinkRequestError) as err:
             nl.set_napi(2**31, **{"defer-hard-irqs": 1})
