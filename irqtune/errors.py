@@ -52,7 +52,7 @@ class Extack:
             parts.append("attribute %s missing%s" % (self.missing, "" if self.missing_nest is None
                          else " in the nest at offset %d" % self.missing_nest))
         if self.offset is not None:
-            parts.append("refused attribute %s" % (self.refused or "at offset %d" % self.offset))
+            parts.append("in attribute %s" % (self.refused or "at offset %d" % self.offset))
         return ", ".join(parts)
 
 

@@ -15,9 +15,9 @@ RANGE = Extack("integer out of range", offset=28, refused="defer-hard-irqs")
 def test_a_refused_request_is_an_oserror_with_the_whole_extack():
     err = NetlinkRequestError("setting NAPI 8193", errno.ERANGE, RANGE)
     assert isinstance(err, OSError) and err.errno == errno.ERANGE
-    assert str(err) == ("setting NAPI 8193: integer out of range, refused attribute "
+    assert str(err) == ("setting NAPI 8193: integer out of range, in attribute "
                         "defer-hard-irqs (errno 34)")
-    assert str(Extack(offset=28)) == "refused attribute at offset 28"
+    assert str(Extack(offset=28)) == "in attribute at offset 28"
     missing = NetlinkRequestError("reading a NAPI", errno.EINVAL, Extack(missing="id"))
     assert str(missing) == "reading a NAPI: attribute id missing (errno 22)"
     assert str(NetlinkRequestError("dumping NAPIs", errno.EIO)) == \
