@@ -59,7 +59,11 @@ def check_service(report, trace, subject):
     if isinstance(trace, str):
         report.add(GROUP, subject, INFO, "cannot measure the service's busy periods: %s" % trace)
         return
-    recorded = trace.stop()
+    try:
+        recorded = trace.stop()
+    except IrqtuneError as err:         # the events are closed: the window is lost
+        report.add(GROUP, subject, INFO, "cannot measure the service's busy periods: %s" % err)
+        return
     if recorded.exited:
         report.add(GROUP, subject, UNKNOWN, "pid %s exited during the measured window"
                    % ", ".join(str(p) for p in recorded.exited),
