@@ -65,13 +65,18 @@ class NapiPlugin(netdev.NetDevicePlugin):
 	the services named in [option]`auto_services` (systemd services, or
 	absolute paths of pid files, separated by commas; a pid file is read
 	only when it is a regular file owned by root that no group or other
-	may write, not a symbolic link, else it is refused in one log line and
-	the other services are measured): as soon as those
+	may write, not a symbolic link, and its pid only while its process is
+	the one that wrote it - started before the file was last written, so
+	a pid taken over after the service ended is not measured - else it is
+	refused in one log line, said once per file and cause, and the other
+	services are measured): as soon as those
 	use 5 % of a CPU, and then at most every [option]`auto_interval`
 	seconds (10 to 86400, default 600), the plugin records their
 	`epoll_wait` calls for 3 s, derives the values as `irqtune doctor`
 	recommends them, and sets them when they leave a band of x1.5 around
-	the values set; each change is one log line with its figures. The
+	the values set; each change is one log line with its figures. A
+	window with too few busy periods is tried again after 60 s, then
+	twice as long each time, up to an hour. The
 	measuring rides on the periodic re-check, so
 	[option]`recheck_interval` must not be 0. `tuned-adm verify` checks
 	the values last set; the originals are restored as always.
