@@ -121,34 +121,26 @@ class NapiPlugin(netdev.NetDevicePlugin):
 		}
 
 	def _make_tuner(self, instance, options):
-		instance._auto = None
 		config, errors = NapiConfig.from_options(options, auto=True)
 		try:
 			queues = parse_queues(options.get("queues"))
 		except OptionError as err:
 			self._option_errors_found(instance, errors + [err])
 			return None    # a bad scope must not widen to every NAPI
-		instance._auto, auto_errors = auto.from_options(config, options,
-			instance._recheck_interval)
+		values, auto_errors = auto.from_options(config, options, instance._recheck_interval)
 		self._option_errors_found(instance, errors + auto_errors)
 		return NapiTuner(config, detect_napi_capabilities(), queues=queues,
-			ledger=Ledger("napi-" + instance.name, kin="napi-"))
+			ledger=Ledger("napi-" + instance.name, kin="napi-"), auto=values)
 
 	def _retune_all(self, instance):
 		super()._retune_all(instance)
-		if instance._auto is not None:
+		if instance._tuner is not None:
 			self._follow_measurement(instance)
 
 	def _follow_measurement(self, instance):
-		# The window takes seconds: without the lock, so verify need not wait.
-		change = instance._auto.tick()
-		if change is None:
-			return
-		with instance._lock:
-			# No watcher: the instance is being unapplied, its originals go back.
-			if instance._tuner is None or instance._watcher is None:
-				return
-			instance._tuner.retarget(change.targets(), *sorted(instance.processed_devices))
+		# The tuner measures (gro_flush_timeout=auto) and sets what changed.
+		change = instance._tuner.tick(instance._lock)
+		if change is not None:
 			log.info("instance %s: %s" % (instance.name, change.line()))
 
 	def _describe(self, result):

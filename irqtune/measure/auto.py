@@ -248,7 +248,7 @@ class Change:
     why: str
 
     def targets(self):
-        """{attr: new ns}, for NapiTuner.retarget."""
+        """{attr: new ns}, for the tuner to set."""
         return {a: new for a, (_, new) in self.values.items()}
 
     def line(self):

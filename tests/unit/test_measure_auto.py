@@ -2,9 +2,10 @@
 """gro_flush_timeout=auto / irq_suspend_timeout=auto: the decisions of
 irqtune.measure.auto (when to measure, the band, the bounds) and the
 services it measures, with a fake clock and fake windows; the option
-"auto" and NapiTuner.retarget, on the fake netdev family
-(support/fakes/netdev.py); the napi plugin's options and its re-check,
-and latency-suspend with auto through TuneD's own profile loader.
+"auto" and NapiTuner.tick (the tuner measures and sets what changed), on
+the fake netdev family (support/fakes/netdev.py); the napi plugin's
+options and its re-check, and latency-suspend with auto through TuneD's
+own profile loader.
 
 The /proc/PID/stat line is one of the development host's (Linux 6.18,
 Debian 12: `cat /proc/$(pidof memcached)/stat`, utime 1234 and stime 567
@@ -671,21 +672,38 @@ def netdev(monkeypatch):
     return fake
 
 
-def napi_tuner(tmp_path, caps=FULL):
+def napi_tuner(tmp_path, caps=FULL, values=None):
     config, _ = NapiConfig.from_options({"defer_hard_irqs": "100", "gro_flush_timeout": "auto",
                                          "irq_suspend_timeout": "auto"}, auto=True)
     return NapiTuner(config, caps, ledger=Ledger("napi-auto", str(tmp_path)),
-                     ifindex={"eth0": 7}.get, ifname={7: "eth0"}.get)
+                     ifindex={"eth0": 7}.get, ifname={7: "eth0"}.get, auto=values)
 
 
-def test_retarget_sets_verify_checks_the_new_values_and_restore_is_exact(tmp_path, netdev):
-    t = napi_tuner(tmp_path)
+class Changes:
+    """AutoValues that bring one change on the next tick."""
+
+    def __init__(self, targets):
+        self.change = auto.Change({a: (auto.START[a], v) for a, v in targets.items()}, "test")
+
+    def tick(self):
+        change, self.change = self.change, None
+        return change
+
+
+def test_the_tuner_measures_sets_the_change_and_restore_is_exact(tmp_path, netdev):
+    """The napi tuner owns the auto values: on a tick it measures (the
+    window without the lock), sets what changed on its devices under the
+    lock, and verify checks the new values from then on."""
+    t = napi_tuner(tmp_path, values=loaded())
     t.apply("eth0")
     assert netdev.values(7, "gro-flush-timeout") == [20000, 20000]
-    assert t.retarget({"gro-flush-timeout": 165000, "irq-suspend-timeout": 1760000},
-                      "eth0") == 2
+    lock = threading.Lock()
+    change = t.tick(lock)
+    assert change.targets() == {"gro-flush-timeout": 165000, "irq-suspend-timeout": 1760000}
+    assert not lock.locked()
     assert netdev.values(7, "gro-flush-timeout") == [165000, 165000]
     assert netdev.values(7, "irq-suspend-timeout") == [1760000, 1760000]
+    assert t.tick(lock) is None                         # not due again
     assert all(c.ok for c in t.verify("eth0"))
     netdev.napi(257)["gro-flush-timeout"] = 20000           # the value before the change
     assert [(c.what, c.current, c.expected) for c in t.verify("eth0") if not c.ok] == [
@@ -699,16 +717,32 @@ def test_retarget_sets_verify_checks_the_new_values_and_restore_is_exact(tmp_pat
     assert netdev.values(7, "irq-suspend-timeout") == [7, 7]
 
 
-def test_retarget_on_the_sysfs_fallback_leaves_unsupported_values_out(tmp_path):
+def test_a_change_after_restore_sets_nothing(tmp_path, netdev):
+    """The profile was unapplied while the window ran: its originals are
+    back, and the change must not undo that."""
+    t = napi_tuner(tmp_path, values=Changes({"gro-flush-timeout": 165000}))
+    t.apply("eth0")
+    t.restore_all()
+    assert t.tick(threading.Lock()) is None
+    assert netdev.values(7, "gro-flush-timeout") == [5000, 5000]
+    t = napi_tuner(tmp_path, values=Changes({"gro-flush-timeout": 165000}))
+    t.apply("eth0")
+    t.restore("eth0")                               # the device left the instance
+    assert t.tick(threading.Lock()) is None
+    assert netdev.values(7, "gro-flush-timeout") == [5000, 5000]
+
+
+def test_a_change_on_the_sysfs_fallback_leaves_unsupported_values_out(tmp_path):
     dev = tmp_path / "class/net/lo"
     dev.mkdir(parents=True)
     (dev / "napi_defer_hard_irqs").write_text("2\n")
     (dev / "gro_flush_timeout").write_text("0\n")
     config, _ = NapiConfig.from_options({"defer_hard_irqs": "100", "gro_flush_timeout": "auto",
                                          "irq_suspend_timeout": "auto"}, auto=True)
-    t = NapiTuner(config, OLD_KERNEL, kfs=KernelFs(sys=str(tmp_path)))
+    t = NapiTuner(config, OLD_KERNEL, kfs=KernelFs(sys=str(tmp_path)),
+                  auto=Changes({"gro-flush-timeout": 45000, "irq-suspend-timeout": 1000000}))
     t.apply("lo")
-    t.retarget({"gro-flush-timeout": 45000, "irq-suspend-timeout": 1000000}, "lo")
+    assert t.tick(threading.Lock()) is not None
     assert (dev / "gro_flush_timeout").read_text() == "45000\n"
     assert "irq-suspend-timeout" in t.unsupported and "irq-suspend-timeout" not in t.per_napi
     assert [(c.what, c.expected, c.ok) for c in t.verify("lo")] == [
@@ -717,10 +751,10 @@ def test_retarget_on_the_sysfs_fallback_leaves_unsupported_values_out(tmp_path):
     assert (dev / "gro_flush_timeout").read_text() == "0\n"
 
 
-def test_a_tuner_without_measured_values_refuses_retarget():
+def test_a_tuner_without_measured_values_measures_nothing(tmp_path):
     from irqtune.tuner import Tuner
-    with pytest.raises(NotImplementedError, match="Tuner sets no value that follows"):
-        Tuner().retarget({"gro-flush-timeout": 1})
+    assert Tuner().tick(threading.Lock()) is None
+    assert napi_tuner(tmp_path).tick(threading.Lock()) is None
 
 
 # -- the napi plugin ----------------------------------------------------------
@@ -744,7 +778,7 @@ def test_plugin_measures_the_opted_in_and_the_auto_services(napi_init, caplog):
     instance = napi_init(AUTO_OPTIONS, variables(optin_services="memcached",
                                                  auto_services="/run/x.pid", auto_interval="60"))
     assert tuned_errors(caplog) == []
-    values = instance._auto
+    values = instance._tuner.auto
     assert values.services.entries == ["memcached.service", "/run/x.pid"]
     assert values.auto == ["gro-flush-timeout"] and values.interval == 60
     assert values.fixed == {"defer-hard-irqs": 100, "irq-suspend-timeout": 20000000}
@@ -754,7 +788,7 @@ def test_plugin_measures_the_opted_in_and_the_auto_services(napi_init, caplog):
 def test_plugin_without_auto_values_measures_nothing(napi_init, caplog):
     instance = napi_init(AUTO_OPTIONS, variables(gro_flush_timeout="20us",
                                                  optin_services="memcached"))
-    assert instance._auto is None and tuned_errors(caplog) == []
+    assert instance._tuner.auto is None and tuned_errors(caplog) == []
 
 
 @pytest.mark.parametrize("given, options, line", [
@@ -779,28 +813,30 @@ def test_plugin_option_errors_of_auto_are_one_line(napi_init, caplog, given, opt
     instance = napi_init(dict(AUTO_OPTIONS, **options), variables(**given))
     assert tuned_errors(caplog) == [line]
     assert instance._tuner.per_napi["gro-flush-timeout"] == 20000     # the series' value
-    assert (instance._auto is None) == ("auto_interval" not in given)
+    assert (instance._tuner.auto is None) == ("auto_interval" not in given)
 
 
-class Retargets(DeviceTuner):
-    """A tuner on the contract that records retarget calls."""
+class Ticks(DeviceTuner):
+    """A tuner on the contract whose tick brings change (or raises it)."""
 
-    def __init__(self):
+    def __init__(self, change):
         super().__init__()
-        self.calls = []
+        self.change, self.locks = change, []
 
-    def retarget(self, values, *devices):
-        self.calls.append((values, devices))
+    def tick(self, lock):
+        self.locks.append(lock)
+        if isinstance(self.change, Exception):
+            raise self.change
+        return self.change
 
 
 class Instance:
     name = "napi"
     processed_devices = {"eth1", "eth0"}
 
-    def __init__(self, values):
+    def __init__(self, change):
         self._lock = threading.RLock()
-        self._tuner = Retargets()
-        self._auto = values
+        self._tuner = Ticks(change)
         self._watcher = object()            # applied: the watcher runs
 
 
@@ -821,12 +857,11 @@ def loaded():
     return values
 
 
-def test_plugin_sets_a_change_on_every_device_and_logs_one_line(napi_plugin, caplog):
-    instance = Instance(loaded())
+def test_plugin_forwards_the_tick_and_logs_the_change_in_one_line(napi_plugin, caplog):
+    instance = Instance(loaded().tick())
     caplog.set_level(logging.DEBUG)
     napi_plugin._retune_all(instance)
-    assert instance._tuner.calls == [({"gro-flush-timeout": 165000,
-                                       "irq-suspend-timeout": 1760000}, ("eth0", "eth1"))]
+    assert instance._tuner.locks == [instance._lock]
     lines = [r.getMessage() for r in caplog.records if r.name.startswith("tuned")
              and "auto:" in r.getMessage()]
     assert lines == ["instance napi: auto: gro_flush_timeout 20us -> 165us, "
@@ -834,25 +869,14 @@ def test_plugin_sets_a_change_on_every_device_and_logs_one_line(napi_plugin, cap
                      "event p99 110us, per batch p99 880us, up to 8 events)"]
 
 
-def test_plugin_sets_nothing_while_the_instance_is_unapplied(napi_plugin):
-    instance = Instance(loaded())
-    instance._watcher = None                # _instance_stop_background ran
-    napi_plugin._retune_all(instance)
-    assert instance._tuner.calls == []
-
-
 def test_plugin_turns_a_failed_measurement_into_one_line(napi_plugin, caplog):
-    class Broken:
-        def tick(self):
-            raise RuntimeError("boom")
-    instance = Instance(Broken())
+    instance = Instance(RuntimeError("boom"))
     caplog.set_level(logging.DEBUG)
     napi_plugin._retune_all(instance)
     assert tuned_errors(caplog) == [
         "instance napi: measuring for the auto values failed: RuntimeError: boom (a bug in "
         "irqtune, please report it); the values stay as they are; tuned-adm verify names what "
         "is not set"]
-    assert instance._tuner.calls == []
 
 
 def test_latency_suspend_with_auto_loads_and_measures_its_services(tmp_path, caplog,
