@@ -40,7 +40,7 @@ from ..errors import IrqtuneError, OptionError
 from ..kfs import KFS
 from ..names import option_name
 from ..values import MAX_TIMEOUT_NS, parse_int
-from . import busy, procstat, recommend
+from . import procstat, recommend
 
 log = logging.getLogger(__name__)
 
@@ -328,15 +328,14 @@ class AutoValues:
         self._load_mark = None
         # a pid whose process is not the one whose load was seen (ended
         # and reused between the check and the window) counts as ended
-        gone = list(recorded.exited) + [p for p, t in recorded.started.items()
-                                        if started.get(p, t) != t]
-        if gone:
+        swapped = [p for p, t in recorded.started.items() if started.get(p, t) != t]
+        result = recommend.measured(recorded)
+        if result.exited or swapped:
             log.debug("auto: pid %s ended during the window; nothing set, next try in %d s",
-                      ", ".join(str(p) for p in sorted(set(gone))), RETRY)
+                      ", ".join(str(p) for p in sorted(set(result.exited + swapped))), RETRY)
             self.next_at = now + RETRY
             return None
-        figures = busy.figures(recorded.periods, recorded.maxevents)
-        found = recommend.recommend(figures)
+        figures, found = result.figures, result.found
         if found is None:
             log.debug("auto: %d busy periods in the window, too few; next try in %d s",
                       figures.busy_periods, self._retry)
