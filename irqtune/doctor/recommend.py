@@ -49,7 +49,8 @@ def describe(recorded, figures):
         text += "; %d waits lost by the kernel's buffer (their busy periods left out)" \
             % recorded.lost
     if recorded.truncated:
-        text += "; the window ended early at the recording's size bound"
+        text += "; the window ended early, at the %d busy periods it keeps" \
+            % len(recorded.periods)
     return text
 
 

@@ -278,6 +278,14 @@ def test_recommend_link_and_json():
     assert report.verdict()[0] == 0           # info: the verdict stays that of the chain
 
 
+def test_a_window_that_ended_early_says_so():
+    report = Report()
+    doctor_recommend.check_service(report, FakeTrace(Recorded(1.2, 1, burst_periods(), 64,
+                                                              truncated=True)), "pid 7 (x)")
+    assert "; the window ended early, at the 200 busy periods it keeps; for " in \
+        report.links[0].text
+
+
 def test_too_little_traffic_is_said():
     report = Report()
     doctor_recommend.check_service(report, FakeTrace(Recorded(3.0, 2, burst_periods(n=12), 64)),
