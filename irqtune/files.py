@@ -87,6 +87,12 @@ def read_root_only(path, limit=4096):
     FIFO, so nothing can be swapped in between the check and the read.
     NotRootOnly when the file is not such a file, OSError when it cannot be
     opened or read."""
+    return read_root_only_stat(path, limit)[0]
+
+
+def read_root_only_stat(path, limit=4096):
+    """read_root_only's text and the os.stat_result of the very file read
+    (its mtime: when it was last written)."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as err:
@@ -102,6 +108,6 @@ def read_root_only(path, limit=4096):
         if st.st_mode & (stat.S_IWGRP | stat.S_IWOTH):
             raise NotRootOnly("group or others may write it (mode %04o)"
                               % stat.S_IMODE(st.st_mode))
-        return os.read(fd, limit).decode(errors="replace")
+        return os.read(fd, limit).decode(errors="replace"), st
     finally:
         os.close(fd)

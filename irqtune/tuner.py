@@ -20,13 +20,13 @@ apply_new(device)
     nothing was done.
 verify(device) -> [Check]
     One Check per value in scope; an empty list means nothing to check.
-retarget(values, *devices)
-    New targets {attribute: value} for some of the values the tuner sets
-    (the napi plugin's gro_flush_timeout=auto, irqtune.measure.auto), set
-    on the devices as apply sets them.  The originals stay those saved
-    first, so restore is unchanged; verify checks the values last set.
-    Only a tuner whose values may follow a measurement has it (NapiTuner;
-    the default refuses).
+tick(lock)
+    On the plugin's periodic re-check: a tuner whose values follow a
+    measurement (NapiTuner with gro_flush_timeout=auto,
+    irqtune.measure.auto) measures when due and sets the new values
+    itself, under lock; it returns what changed (for one log line) or
+    None.  The originals stay those saved first, so restore is unchanged;
+    verify checks the values last set.  The default measures nothing.
 restore(device)
     Put back the device's originals, then forget them (device moved to
     another instance, or removed: a device that is gone is only forgotten).
@@ -161,9 +161,8 @@ class Tuner:
     def verify(self, device=None):
         raise NotImplementedError
 
-    def retarget(self, values, *devices):
-        raise NotImplementedError("%s sets no value that follows a measurement"
-                                  % type(self).__name__)
+    def tick(self, lock):
+        return None
 
     def restore(self, device=None):
         self.forget(device)

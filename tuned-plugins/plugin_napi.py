@@ -66,13 +66,18 @@ class NapiPlugin(netdev.NetDevicePlugin):
 	the services named in [option]`auto_services` (systemd services, or
 	absolute paths of pid files, separated by commas; a pid file is read
 	only when it is a regular file owned by root that no group or other
-	may write, not a symbolic link, else it is refused in one log line and
-	the other services are measured): as soon as those
+	may write, not a symbolic link, and its pid only while its process is
+	the one that wrote it - started before the file was last written, so
+	a pid taken over after the service ended is not measured - else it is
+	refused in one log line, said once per file and cause, and the other
+	services are measured): as soon as those
 	use 5 % of a CPU, and then at most every [option]`auto_interval`
 	seconds (10 to 86400, default 600), the plugin records their
 	`epoll_wait` calls for 3 s, derives the values as `irqtune doctor`
 	recommends them, and sets them when they leave a band of x1.5 around
-	the values set; each change is one log line with its figures. The
+	the values set; each change is one log line with its figures. A
+	window with too few busy periods is tried again after 60 s, then
+	twice as long each time, up to an hour. The
 	measuring rides on the periodic re-check, so
 	[option]`recheck_interval` must not be 0. `tuned-adm verify` checks
 	the values last set; the originals are restored as always.
@@ -93,34 +98,26 @@ class NapiPlugin(netdev.NetDevicePlugin):
 	_declared = PLUGINS["napi"]
 
 	def _make_tuner(self, instance, options):
-		instance._auto = None
 		config, errors = NapiConfig.from_options(options, auto=True)
 		try:
 			queues = parse_queues(options.get("queues"))
 		except OptionError as err:
 			self._option_errors_found(instance, errors + [err])
 			return None    # a bad scope must not widen to every NAPI
-		instance._auto, auto_errors = auto.from_options(config, options,
-			instance._recheck_interval)
+		values, auto_errors = auto.from_options(config, options, instance._recheck_interval)
 		self._option_errors_found(instance, errors + auto_errors)
 		return NapiTuner(config, detect_napi_capabilities(), queues=queues,
-			ledger=Ledger("napi-" + instance.name, kin="napi-"))
+			ledger=Ledger("napi-" + instance.name, kin="napi-"), auto=values)
 
 	def _retune_all(self, instance):
 		super()._retune_all(instance)
-		if instance._auto is not None:
+		if instance._tuner is not None:
 			self._follow_measurement(instance)
 
 	def _follow_measurement(self, instance):
-		# The window takes seconds: without the lock, so verify need not wait.
-		change = instance._auto.tick()
-		if change is None:
-			return
-		with instance._lock:
-			# No watcher: the instance is being unapplied, its originals go back.
-			if instance._tuner is None or instance._watcher is None:
-				return
-			instance._tuner.retarget(change.targets(), *sorted(instance.processed_devices))
+		# The tuner measures (gro_flush_timeout=auto) and sets what changed.
+		change = instance._tuner.tick(instance._lock)
+		if change is not None:
 			log.info("instance %s: %s" % (instance.name, change.line()))
 
 	def _describe(self, result):

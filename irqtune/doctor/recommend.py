@@ -9,7 +9,7 @@ chain was judged for a process that is gone).
 """
 
 from ..errors import IrqtuneError
-from ..measure import busy, recommend as rule
+from ..measure import recommend as rule
 from ..measure.recommend import VARIABLES_FILE
 from ..values import format_duration_ns
 from .links import INFO, UNKNOWN
@@ -50,7 +50,8 @@ def describe(recorded, figures):
         text += "; %d waits lost by the kernel's buffer (their busy periods left out)" \
             % recorded.lost
     if recorded.truncated:
-        text += "; the window ended early at the recording's size bound"
+        text += "; the window ended early, at the %d busy periods it keeps" \
+            % len(recorded.periods)
     return text
 
 
@@ -60,15 +61,19 @@ def check_service(report, trace, subject):
     if isinstance(trace, str):
         report.add(GROUP, subject, INFO, "cannot measure the service's busy periods: %s" % trace)
         return
-    recorded = trace.stop()
-    if recorded.exited:
+    try:
+        recorded = trace.stop()
+    except IrqtuneError as err:         # the events are closed: the window is lost
+        report.add(GROUP, subject, INFO, "cannot measure the service's busy periods: %s" % err)
+        return
+    result = rule.measured(recorded)
+    if result.exited:
         report.add(GROUP, subject, UNKNOWN, "pid %s exited during the measured window"
                    % ", ".join(str(p) for p in recorded.exited),
                    "run the doctor again while the service runs")
         return
-    figures = busy.figures(recorded.periods, recorded.maxevents)
+    figures, found = result.figures, result.found
     report.measured = measured(recorded, figures)
-    found = rule.recommend(figures)
     if found is None:
         report.add(GROUP, subject, INFO, "%s: too little traffic to judge (fewer than %d busy "
                    "periods); run the doctor while the service has load, or with a longer "

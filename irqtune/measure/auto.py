@@ -7,11 +7,26 @@ On the napi plugin's periodic re-check (no wake-up of its own) an
 AutoValues decides whether a window is due: the first as soon as the
 services have load, then at most one per interval.  A service has load
 when its processes used at least MIN_LOAD of a CPU since the previous
-re-check.  A window (irqtune.measure.epolltrace) gives the series' rule
+re-check, compared only over the same processes (pid and start time: a
+restarted service starts a new mark).  A window
+(irqtune.measure.epolltrace) gives the series' rule
 (irqtune.measure.recommend); a value changes only when the rule's value
 leaves the band [value / BAND, value x BAND] around the one set, so
 measurements that vary a little never make it flap.  Too little traffic
-in a window changes nothing and the next try comes after RETRY seconds.
+in a window changes nothing and the next try comes after RETRY seconds,
+twice as long after each such window up to RETRY_MAX (or the interval,
+when longer).  A window during which a measured process ended sets
+nothing.
+
+Root measures what a pid file names and sets NIC-wide values from it, so
+a pid is taken only from a file only root could have written, and only
+when its process is the one that wrote it: a running user process that
+started before the file was last written.  A service that ended and left
+its pid file behind, its pid taken over by another process, is refused.
+
+Each warning is said once per subject (a pid file, the services) and
+cause, for as long as the instance is applied, whatever its text: a user
+who can change what lies at a pid file's path cannot flood the log.
 """
 
 import logging
@@ -25,7 +40,7 @@ from ..errors import IrqtuneError, OptionError
 from ..kfs import KFS
 from ..names import option_name
 from ..values import MAX_TIMEOUT_NS, format_duration_ns, parse_int
-from . import busy, recommend
+from . import procstat, recommend
 
 log = logging.getLogger(__name__)
 
@@ -35,12 +50,32 @@ START = {"gro-flush-timeout": 20000, "irq-suspend-timeout": 20000000}
 WINDOW_SECONDS = 3.0
 INTERVAL_DEFAULT, INTERVAL_MIN, INTERVAL_MAX = 600, 10, 86400
 RETRY = 60
+RETRY_MAX = 3600
 MIN_LOAD = 0.05
 BAND = 1.5
 
 SERVICES_ACCEPTED = ("systemd service units (name or name.service) or absolute paths of "
                      "pid files, separated by commas")
 _PID = re.compile(r"^[0-9]{1,10}$")
+# A file's times come from the kernel's coarse clock (up to a jiffy behind
+# the process's start), a start time is truncated to the clock tick: a
+# process that wrote its pid file within this of starting is taken.
+TIMESTAMP_SLACK = 0.02
+
+
+class SaidOnce:
+    """Warnings said once per (subject, cause), not per text; repeats go
+    to the debug log."""
+
+    def __init__(self):
+        self._said = set()
+
+    def warning(self, subject, cause, text):
+        if (subject, cause) in self._said:
+            log.debug("%s (said before)", text)
+            return
+        self._said.add((subject, cause))
+        log.warning("%s", text)
 
 
 def parse_services(text, option="auto_services"):
@@ -102,7 +137,8 @@ class Services:
     systemd once and its cgroup.procs read after that, in systemd's own
     hierarchy (cgroup v2, hybrid or v1, by /proc/self/mountinfo, read
     once); systemctl runs again only when the group is empty, at most
-    every RETRY seconds."""
+    every RETRY seconds.  A pid file's pid is checked on every read
+    (Services._pid_in_file)."""
 
     def __init__(self, entries, kfs=KFS, systemctl=None, clock=time.monotonic):
         self.entries = list(entries)
@@ -112,7 +148,7 @@ class Services:
         self._cgroups = {}          # unit: control group path
         self._asked = {}            # unit: when systemctl was last asked
         self._cgroup_root = None    # systemd's hierarchy: unified, hybrid or legacy
-        self._refused = {}          # pid file: why, said once
+        self.said = SaidOnce()      # a pid file's refusals
 
     def pids(self):
         """Sorted pids of every entry that runs now; IrqtuneError when none."""
@@ -143,25 +179,41 @@ class Services:
         return pids
 
     def _pid_in_file(self, path):
-        """The pid in a pid file that only root could have written: one that
-        another user may write could point the measurement - root's perf
-        events and tracepoint filters - at any process."""
+        """The pid in a pid file, when the file could only have been
+        written by root and its process is the one that wrote it.
+
+        Another user who could write the file could point the measurement -
+        root's perf events and tracepoint filters, and the NIC-wide values
+        set from it - at any process.  A file root wrote can outlive its
+        service (SIGKILL, a crash), and its pid can then be taken by any
+        user's process (fork until the pid comes round): that process
+        started after the file was last written, the service's before.
+        (A wall clock stepped forward since the file was written, as when
+        NTP first syncs after the service started, refuses it too, until
+        the service writes it again.)"""
         try:
-            text = files.read_root_only(path)
+            text, st = files.read_root_only_stat(path)
         except files.NotRootOnly as err:
-            if self._refused.get(path) != str(err):
-                log.warning("auto_services: pid file %s refused: %s (accepted: %s)",
-                            path, err, files.ROOT_ONLY)
-            self._refused[path] = str(err)
+            self.said.warning(path, "not root-only", "auto_services: pid file %s refused: %s "
+                              "(accepted: %s)" % (path, err, files.ROOT_ONLY))
             raise IrqtuneError("%s: pid file refused" % path) from None
         except OSError:
-            text = ""
-        self._refused.pop(path, None)
+            text, st = "", None
         words = text.split()
-        if not words or not _PID.match(words[0]) or \
-                not os.path.isdir(self.kfs.proc_path(int(words[0]))):
+        process = procstat.read(int(words[0]), self.kfs) \
+            if words and _PID.match(words[0]) else None
+        if process is None:
             raise IrqtuneError("%s: no running process in the pid file" % path)
-        return int(words[0])
+        pid = int(words[0])
+        if not process.user_running:
+            raise IrqtuneError("%s: pid %d is not a running user process" % (path, pid))
+        if process.started_at() > st.st_mtime_ns / 1e9 + TIMESTAMP_SLACK:
+            self.said.warning(path, "pid reused", "auto_services: pid file %s refused: pid %d "
+                              "started after the file was last written: not the process that "
+                              "wrote it (its pid was reused after it ended)" % (path, pid))
+            raise IrqtuneError("%s: pid %d started after the file was last written"
+                               % (path, pid))
+        return pid
 
     def _ask_cgroup(self, unit):
         from ..service_optin.systemd import Systemctl, systemd_running
@@ -176,15 +228,16 @@ class Services:
             self._cgroup_root = self.kfs.systemd_cgroup_root()
         return self.kfs.cgroup_procs(cgroup, self._cgroup_root)
 
-    def cpu_seconds(self, pids):
-        """CPU time (user and system) the pids' processes used so far."""
-        total = 0
+    def usage(self, pids):
+        """(CPU seconds (user and system) the pids' processes used so far,
+        {pid: start time}): which processes the time is of."""
+        ticks, started = 0, {}
         for pid in pids:
-            text = self.kfs.read_optional(self.kfs.proc_path(pid, "stat"))
-            if text:
-                fields = text.rpartition(")")[2].split()
-                total += int(fields[11]) + int(fields[12])
-        return total / os.sysconf("SC_CLK_TCK")
+            process = procstat.read(pid, self.kfs)
+            if process is not None:
+                ticks += process.cpu_ticks
+                started[pid] = process.start_ticks
+        return ticks / os.sysconf("SC_CLK_TCK"), started
 
 
 @dataclass
@@ -195,7 +248,7 @@ class Change:
     why: str
 
     def targets(self):
-        """{attr: new ns}, for NapiTuner.retarget."""
+        """{attr: new ns}, for the tuner to set."""
         return {a: new for a, (_, new) in self.values.items()}
 
     def line(self):
@@ -223,8 +276,9 @@ class AutoValues:
         self.clock = clock
         self.record = record
         self.next_at = 0.0              # the first window as soon as there is load
-        self._load_mark = None          # (time, pids, cpu seconds) at the last re-check
-        self.last_error = None
+        self._load_mark = None          # (time, {pid: start}, cpu seconds) at the last re-check
+        self._retry = RETRY             # after a window with too few busy periods
+        self.said = SaidOnce()
 
     def describe(self):
         return "%s (auto)" % ", ".join("%s=%s" % (option_name(a),
@@ -241,44 +295,56 @@ class AutoValues:
         try:
             pids = self.services.pids()
         except IrqtuneError as err:
-            self._say_once(str(err))
+            self._warn("no process", str(err))
             self._load_mark = None
             return None
-        if not self._has_load(now, pids):
+        started = self._has_load(now, pids)
+        if started is None:
             return None
-        return self._measure(now, pids)
+        return self._measure(now, pids, started)
 
-    def _say_once(self, text):
-        if text != self.last_error:
-            log.warning("%s; the auto values stay %s", text, self.describe())
-        self.last_error = text
+    def _warn(self, cause, text):
+        self.said.warning("auto_services", cause,
+                          "%s; the auto values stay %s" % (text, self.describe()))
 
     def _has_load(self, now, pids):
-        cpu = self.services.cpu_seconds(pids)
-        mark, self._load_mark = self._load_mark, (now, pids, cpu)
-        if mark is None or mark[1] != pids or now <= mark[0]:
-            return False
-        return (cpu - mark[2]) / (now - mark[0]) >= MIN_LOAD
+        """{pid: start} of the pids when they used MIN_LOAD of a CPU since
+        the last re-check - the same processes, not a restarted service's
+        new ones - else None."""
+        cpu, started = self.services.usage(pids)
+        mark, self._load_mark = self._load_mark, (now, started, cpu)
+        if mark is None or mark[1] != started or now <= mark[0]:
+            return None
+        return started if (cpu - mark[2]) / (now - mark[0]) >= MIN_LOAD else None
 
-    def _measure(self, now, pids):
+    def _measure(self, now, pids, started):
         if self.record is None:
             from .epolltrace import record
             self.record = record
         try:
             recorded = self.record(pids, WINDOW_SECONDS)
         except IrqtuneError as err:
-            self._say_once("auto_services: cannot measure: %s" % err)
+            self._warn("cannot measure", "auto_services: cannot measure: %s" % err)
             self.next_at = now + max(RETRY, self.interval)
             return None
-        self.last_error = None
         self._load_mark = None
-        figures = busy.figures(recorded.periods, recorded.maxevents)
-        found = recommend.recommend(figures) if not recorded.exited else None
-        if found is None:
-            log.debug("auto: %d busy periods in the window, too few; next try in %d s",
-                      figures.busy_periods, RETRY)
+        # a pid whose process is not the one whose load was seen (ended
+        # and reused between the check and the window) counts as ended
+        swapped = [p for p, t in recorded.started.items() if started.get(p, t) != t]
+        result = recommend.measured(recorded)
+        if result.exited or swapped:
+            log.debug("auto: pid %s ended during the window; nothing set, next try in %d s",
+                      ", ".join(str(p) for p in sorted(set(result.exited + swapped))), RETRY)
             self.next_at = now + RETRY
             return None
+        figures, found = result.figures, result.found
+        if found is None:
+            log.debug("auto: %d busy periods in the window, too few; next try in %d s",
+                      figures.busy_periods, self._retry)
+            self.next_at = now + self._retry
+            self._retry = min(2 * self._retry, max(RETRY_MAX, self.interval))
+            return None
+        self._retry = RETRY
         self.next_at = now + self.interval
         wanted = self._bounded({"gro-flush-timeout": found.gro_flush_timeout_ns,
                                 "irq-suspend-timeout": found.irq_suspend_timeout_ns})

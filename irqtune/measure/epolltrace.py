@@ -4,10 +4,18 @@
 The six syscall tracepoints of epoll_wait, epoll_pwait and epoll_pwait2
 (entry and return, CONFIG_FTRACE_SYSCALLS) on every online CPU, filtered
 in the kernel on the target's thread ids, into perf ring buffers
-(irqtune.measure.perf) that a thread of ours copies out while the window
-runs; decoding waits until the window is over, so that it does not
-compete with the service for CPU.  Threads the target starts during the
-window are not followed.
+(irqtune.measure.perf) that a thread of ours drains while the window
+runs, decoding as it goes (irqtune.measure.busy.Tracker): what is kept is
+the busy periods, compact and at most busy.MAX_PERIODS, never the
+samples, so a target waiting as fast as it can (epoll_wait with timeout
+0 in a loop) costs the daemon CPU time for the window, not memory.  A
+host whose waits come faster than they decode loses samples in the
+kernel (counted, never blocking the target).  Threads the target starts
+during the window are not followed.
+
+Every way out between opening and closing the perf events closes them:
+a copier thread that cannot start, a failed ioctl, a decoding error, an
+exception in the window.
 """
 
 import os
@@ -19,12 +27,9 @@ from dataclasses import dataclass, field
 from ..errors import IrqtuneError
 from ..kfs import KFS
 from ..values import parse_index_list
-from . import busy, perf, tracefs
+from . import busy, perf, procstat, tracefs
 
 MAX_SECONDS = 60.0
-# Copied bytes at which the window ends early: ~56-88 bytes a wait, so
-# about 400 000 waits - plenty for percentiles, and memory stays bounded.
-MAX_BYTES = 64 << 20
 # Per CPU: up to 512 KiB (less on hosts with many CPUs: perf.ring_pages);
 # the copying thread is woken at half of it.
 RING_PAGES = None
@@ -38,8 +43,9 @@ class Recorded:
     periods: list = field(default_factory=list)    # busy.Period
     maxevents: int = 0
     lost: int = 0                                   # samples the kernel dropped
-    truncated: bool = False                         # ended at MAX_BYTES
+    truncated: bool = False                         # ended at busy.MAX_PERIODS
     exited: list = field(default_factory=list)      # pids gone during the window
+    started: dict = field(default_factory=dict)     # pid: start time (ticks) measured
 
 
 def threads_of(pids, kfs=KFS):
@@ -57,10 +63,8 @@ def threads_of(pids, kfs=KFS):
 def start_time(pid, kfs=KFS):
     """The process's start time in clock ticks (/proc/PID/stat field 22):
     tells a pid that was reused from the one measured."""
-    text = kfs.read_optional(kfs.proc_path(pid, "stat"))
-    if not text:
-        return None
-    return int(text.rpartition(")")[2].split()[19])
+    stat = procstat.read(pid, kfs)
+    return None if stat is None else stat.start_ticks
 
 
 def tid_filter(tids):
@@ -82,18 +86,20 @@ def online_cpus(kfs=KFS):
 
 
 class EpollTrace:
-    """EpollTrace(pids).start() ... .stop() -> Recorded.  Opening fails with
-    one IrqtuneError naming what is missing."""
+    """EpollTrace(pids).start() ... .stop() -> Recorded, or .close() to
+    drop it.  Opening fails with one IrqtuneError naming what is missing;
+    a recording that fails later raises IrqtuneError from start() or
+    stop(), the events closed."""
 
-    def __init__(self, pids, kfs=KFS, max_bytes=MAX_BYTES, pages=RING_PAGES):
-        self.pids, self.kfs, self.max_bytes = list(pids), kfs, max_bytes
+    def __init__(self, pids, kfs=KFS, max_periods=busy.MAX_PERIODS, pages=RING_PAGES):
+        self.pids, self.kfs = list(pids), kfs
         self.tids = threads_of(self.pids, kfs)
         self.started = {pid: start_time(pid, kfs) for pid in self.pids}
         formats = tracefs.formats("syscalls", busy.tracepoint_names())
         if not any(name.startswith("sys_exit_") for name in formats):
             raise IrqtuneError("no syscall tracepoints for epoll_wait in tracefs "
                                "(events/syscalls; the kernel needs CONFIG_FTRACE_SYSCALLS)")
-        self.decoder = busy.Decoder.from_formats(formats)
+        self.tracker = busy.Tracker(busy.Decoder.from_formats(formats), max_periods)
         try:
             self.recording = perf.Recording([f["id"] for f in formats.values()],
                                             tid_filter(self.tids), online_cpus(kfs), pages)
@@ -102,32 +108,65 @@ class EpollTrace:
                 from None
         self._stop = threading.Event()
         self._copier = None
+        self._failed = None         # what ended the copier, raised by stop()
+        self.lost = 0
         self.truncated = False
         self.t0 = self.t1 = None
 
     def start(self):
         self.t0 = time.monotonic()
-        self.recording.enable()
-        self._copier = threading.Thread(target=self._copy, name="irqtune-epolltrace",
-                                        daemon=True)
-        self._copier.start()
+        try:
+            self.recording.enable()
+        except BaseException as err:
+            self.close()
+            if isinstance(err, OSError):
+                raise IrqtuneError("enabling the recording: %s" % err) from None
+            raise
+        try:
+            self._copier = threading.Thread(target=self._copy, name="irqtune-epolltrace",
+                                            daemon=True)
+            self._copier.start()
+        except BaseException as err:
+            # thread or pid exhaustion (RuntimeError)
+            self._copier = None
+            self.close()
+            if isinstance(err, Exception):
+                raise IrqtuneError("cannot start the thread that copies the recording: %s"
+                                   % err) from None
+            raise
         return self
 
+    def _consume(self, data):
+        samples, lost = perf.records(data)
+        self.lost += lost
+        self.tracker.add(samples)
+
+    def _drain(self):
+        """Decodes what the rings hold; counts the waits all rings have
+        delivered (older than the settle mark, taken before draining)."""
+        mark = time.monotonic_ns() - busy.SETTLE_NS
+        self.recording.drain(self._consume)
+        self.tracker.settle(mark)
+
     def _copy(self):
-        poller = select.poll()
-        for fd in self.recording.fds():
-            poller.register(fd, select.POLLIN)
-        while not self._stop.is_set():
-            poller.poll(100)
-            self.recording.drain()
-            if self.recording.size >= self.max_bytes:
-                self.recording.enable(False)
-                self.t1 = time.monotonic()
-                self.truncated = True
-                return
+        try:
+            poller = select.poll()
+            for fd in self.recording.fds():
+                poller.register(fd, select.POLLIN)
+            while not self._stop.is_set():
+                poller.poll(100)
+                self._drain()
+                if self.tracker.full:
+                    self.recording.enable(False)
+                    self.t1 = time.monotonic()
+                    self.truncated = True
+                    return
+        except Exception as err:          # raised by stop(), the events closed there
+            self._failed = err
 
     def stop(self):
-        """Ends the window (if MAX_BYTES did not end it first) and decodes."""
+        """Ends the window (if busy.MAX_PERIODS did not end it first),
+        decodes the rest and closes the events."""
         try:
             self._stop.set()
             if self._copier is not None:
@@ -135,18 +174,20 @@ class EpollTrace:
             self.recording.enable(False)
             if self.t1 is None:
                 self.t1 = time.monotonic()
-            self.recording.drain()
-            samples, lost = [], 0
-            for ring in self.recording.rings:
-                got, dropped = perf.records(ring.data())
-                samples.extend(got)
-                lost += dropped
+            if self._failed is None:
+                self.recording.drain(self._consume)
+                self.tracker.finish()
+        except Exception as err:
+            self._failed = self._failed or err
         finally:
             self.recording.close()
-        periods, maxevents = busy.busy_periods(samples, self.decoder)
+        if self._failed is not None:
+            raise IrqtuneError("recording the epoll waits failed: %s: %s"
+                               % (type(self._failed).__name__, self._failed))
         exited = [pid for pid, t in self.started.items() if start_time(pid, self.kfs) != t]
-        return Recorded(self.t1 - self.t0, len(self.tids), periods, maxevents, lost,
-                        self.truncated, exited)
+        return Recorded(self.t1 - self.t0, len(self.tids), self.tracker.periods,
+                        self.tracker.maxevents, self.lost, self.truncated, exited,
+                        dict(self.started))
 
     def close(self):
         """Releases the events without decoding (error paths)."""

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Kernel tracepoints recorded through perf_event_open(2), without the perf
 tool or its Python binding: one event per tracepoint and CPU, each CPU's
-events writing into one mmap ring buffer, copied out while they run.
+events writing into one mmap ring buffer, handed out while they run.
 
 Why perf events and not a tracefs instance: an event lives exactly as long
 as its file descriptor.  When the recording process ends - also by
@@ -92,8 +92,7 @@ class CpuRing:
     def __init__(self, cpu, event_ids, filter_text, pages, nr):
         self.cpu = cpu
         self.fds = []
-        self.chunks = []          # bytes copied out, in order
-        self.size = 0
+        self.size = 0             # bytes copied out so far
         self.map = None
         size = pages * mmap.PAGESIZE
         try:
@@ -116,8 +115,10 @@ class CpuRing:
         for fd in self.fds:
             fcntl.ioctl(fd, PERF_EVENT_IOC_ENABLE if on else PERF_EVENT_IOC_DISABLE, 0)
 
-    def drain(self):
-        """Copy what the kernel wrote since the last call; bytes copied."""
+    def drain(self, consume):
+        """Copies what the kernel wrote since the last call, frees it in the
+        ring and hands it to consume(bytes): nothing is kept here.  Bytes
+        handed."""
         head = _U64.unpack_from(self.map, _HEAD)[0]
         tail = _U64.unpack_from(self.map, _TAIL)[0]
         if head == tail:
@@ -125,16 +126,13 @@ class CpuRing:
         start, end = tail % self.data_size, head % self.data_size
         base = self.data_offset
         if start < end:
-            self.chunks.append(self.map[base + start:base + end])
+            data = self.map[base + start:base + end]
         else:
-            self.chunks.append(self.map[base + start:base + self.data_size]
-                               + self.map[base:base + end])
+            data = self.map[base + start:base + self.data_size] + self.map[base:base + end]
         _U64.pack_into(self.map, _TAIL, head)
         self.size += head - tail
+        consume(data)
         return head - tail
-
-    def data(self):
-        return b"".join(self.chunks)
 
     def close(self):
         if self.map is not None:
@@ -183,7 +181,8 @@ def _room_for_fds(count):
 
 
 class Recording:
-    """Tracepoints on every online CPU, filtered; the caller drains."""
+    """Tracepoints on every online CPU, filtered; the caller drains
+    (Recording.drain) and decodes what it is handed."""
 
     def __init__(self, event_ids, filter_text, cpus, pages=None):
         if len(filter_text) > MAX_FILTER:
@@ -208,8 +207,9 @@ class Recording:
         for ring in self.rings:
             ring.enable(on)
 
-    def drain(self):
-        return sum(ring.drain() for ring in self.rings)
+    def drain(self, consume):
+        """Each ring's new bytes to consume(bytes), ring after ring."""
+        return sum(ring.drain(consume) for ring in self.rings)
 
     @property
     def size(self):

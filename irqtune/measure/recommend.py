@@ -17,6 +17,7 @@ import math
 from dataclasses import dataclass, field
 
 from ..values import format_duration_ns
+from . import busy
 
 # Fewer busy periods than this and p99 is the largest few: too little
 # traffic to judge.
@@ -87,3 +88,28 @@ def recommend(figures):
                         format_duration_ns(figures.batch_ns["p99"], exact=False)))
         suspend = SUSPEND_MAX_NS
     return Recommendation(gro, suspend, DEFER_HARD_IRQS, notes)
+
+
+@dataclass
+class Measured:
+    """What a window says about a service: its recording
+    (irqtune.measure.epolltrace.Recorded), the figures of its busy periods
+    and the rule's values - None when a measured process ended during the
+    window (the figures are of a process that is gone) or there was too
+    little traffic to judge."""
+    recorded: object
+    figures: object = None
+    found: Recommendation = None
+
+    @property
+    def exited(self):
+        return self.recorded.exited
+
+
+def measured(recorded):
+    """The one way from a window's recording to values, for the doctor and
+    for auto: figures, then the rule, unless a process ended meanwhile."""
+    if recorded.exited:
+        return Measured(recorded)
+    figures = busy.figures(recorded.periods, recorded.maxevents)
+    return Measured(recorded, figures, recommend(figures))

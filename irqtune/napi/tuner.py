@@ -48,14 +48,20 @@ class NapiTuner(DeviceTuner):
     """
 
     def __init__(self, config, caps, queues=None, ledger=None, kfs=KFS, ifindex=None,
-                 ifname=None):
+                 ifname=None, auto=None):
         super().__init__(ledger, ifindex, ifname)
         self.config = config
         self.caps = caps
         self.queues = queues
         self.kfs = kfs
+        # the values that follow measured services (irqtune.measure.auto.AutoValues)
+        self.auto = auto
+        self.tuned = {}             # {device: None} applied and not restored: what tick sets
         self.originals = self._load_state()
         self.per_napi, self.per_device, self.unsupported = self._plan()
+
+    def _books(self):
+        return [self.tuned]
 
     # -- planning ---------------------------------------------------------
 
@@ -152,6 +158,7 @@ class NapiTuner(DeviceTuner):
 
     def apply(self, *ifnames):
         """Tune every NAPI in scope of the devices; returns how many NAPIs were set."""
+        self.tuned.update(dict.fromkeys(ifnames))
         count = self._apply_napis(ifnames) if self.per_napi else 0
         for ifname in ifnames:
             for attr, value in self.per_device.items():
@@ -212,13 +219,30 @@ class NapiTuner(DeviceTuner):
             log.error("%s: cannot set %s through %s: %s", ifname, option_name(attr), path,
                       err.strerror or err)
 
-    def retarget(self, values, *ifnames):
-        """New targets {attr: value} (gro_flush_timeout=auto and the like),
-        set on every NAPI in scope of the devices, or their sysfs files
-        where the kernel has no napi-set; a value the kernel cannot take
-        (unsupported) stays out.  The originals are not touched - the first
-        value seen wins - so restore is as before; verify checks these
-        values from now on.  Returns how many NAPIs were set."""
+    def tick(self, lock):
+        """On the plugin's periodic re-check: the auto values' services are
+        measured when a window is due (irqtune.measure.auto.AutoValues; the
+        window runs without lock, so verify need not wait for it) and a
+        change is set on every device tuned, under lock - nothing when the
+        devices were restored meanwhile (the profile is being unapplied).
+        Returns the Change, for the plugin's one log line, or None."""
+        if self.auto is None:
+            return None
+        change = self.auto.tick()
+        if change is None:
+            return None
+        with lock:
+            if not self.tuned:
+                return None
+            self._retarget(change.targets(), sorted(self.tuned))
+        return change
+
+    def _retarget(self, values, ifnames):
+        """New targets {attr: value}, set on every NAPI in scope of the
+        devices, or their sysfs files where the kernel has no napi-set; a
+        value the kernel cannot take (unsupported) stays out.  The
+        originals are not touched - the first value seen wins - so restore
+        is as before; verify checks these values from now on."""
         for attr, value in values.items():
             for planned in (self.per_napi, self.per_device):
                 if attr in planned:
@@ -273,6 +297,7 @@ class NapiTuner(DeviceTuner):
         as its originals.  A device that is gone only has its originals
         dropped.
         """
+        self._drop(ifname)
         dev = self.originals.pop(ifname, None)
         if dev is None:
             return
@@ -281,6 +306,7 @@ class NapiTuner(DeviceTuner):
 
     def restore_all(self):
         """Put back every saved original and forget them."""
+        self.tuned = {}
         self._restore(self.originals)
         self.originals = {}
         self._remove_ledger()

@@ -12,6 +12,13 @@ server has load, set values that cover a request and the largest batch
 (and not absurdly more), log the change once, keep them on the next
 measurement (the band), pass verify, and restore the originals exactly.
 
+A pid file that outlived its service, its pid taken over by another
+user's process serving the same loop under the same load (issue 39's
+probe, made deterministic: support/pidtake.py gives the process that
+pid with clone3's set_tid), must not be measured: one warning, the
+values stay; written again, the same process is measured - the refusal
+alone kept the values.
+
 The daemon's wake-ups while the host is idle are counted (voluntary
 context switches of all its threads over IDLE_SECONDS) with fixed
 values and with auto: auto may not add any.
@@ -20,6 +27,7 @@ values and with auto: auto may not add any.
 import os
 import re
 import subprocess
+import sys
 import time
 
 import pytest
@@ -44,6 +52,14 @@ AUTO_VARIABLES = ("suspend_nics=%s\ngro_flush_timeout=auto\nirq_suspend_timeout=
 CHANGE = re.compile(r"instance napi: auto: gro_flush_timeout 20us -> (\S+), "
                     r"irq_suspend_timeout 20ms -> (\S+) \(.*\)")
 IDLE_SECONDS = 60
+TAKEN_PIDFILE = "/run/irqtune-auto-taken.pid"
+TAKEN_PORT = PORT + 1
+NOBODY = 65534
+PIDTAKE = os.path.join(HERE, "..", "support", "pidtake.py")
+# how long the values must stay: the unfixed daemon changed them about 10 s
+# after the load began (a re-check takes the load's mark, the next one
+# measures), so three times that
+WATCH_SECONDS = 30
 
 
 @pytest.fixture(scope="module")
@@ -76,11 +92,25 @@ def bed(netns):
         netns.exec("ip", "link", "del", DEV, check=False)
 
 
-def load(cli, seconds):
+def load(cli, seconds, port=PORT, fifo=True):
     return cli.popen("taskset", "-c", CPU, "/usr/bin/python3",
-                     os.path.join(HERE, "burst_client.py"), SERVER_ADDR, str(PORT), str(K),
-                     str(seconds), str(GAP_US), "--fifo",
+                     os.path.join(HERE, "burst_client.py"), SERVER_ADDR, str(port), str(K),
+                     str(seconds), str(GAP_US), *(["--fifo"] if fifo else []),
                      stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+
+
+def write_pid_file(path, pid):
+    """As a service running as root writes it: 0644, root's."""
+    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
+    try:
+        os.write(fd, b"%d\n" % pid)
+    finally:
+        os.close(fd)
+
+
+def proc_status(pid, field):
+    with open("/proc/%d/status" % pid) as f:
+        return re.search(r"^%s:\s*(.*)$" % field, f.read(), re.M).group(1)
 
 
 def perf_fds(pid):
@@ -131,6 +161,62 @@ def test_auto_follows_the_measured_server_and_restores_exactly(tuned, bed):
         out, err = client.communicate(timeout=90)
         print(out)
     assert client.returncode == 0, err
+    tuned.off()
+    wait_for(lambda: netns.napis_have([DEV], ORIGINAL), what="the originals after off")
+
+
+def test_a_pid_taken_over_sets_nothing_and_is_said_once(tuned, bed):
+    netns, cli = bed
+    tuned.adm("off", check=False)
+    netns.set_napis([DEV], ORIGINAL)
+    # the service: root's, writes its pid file, is killed and leaves it behind
+    service = netns.popen("sleep", "600")
+    write_pid_file(TAKEN_PIDFILE, service.pid)
+    pid = service.pid
+    service.kill()
+    service.wait()
+    time.sleep(1)           # forking round to the pid takes seconds (about 5 s for 32k)
+    attacker = netns.popen("/usr/bin/python3", PIDTAKE, str(pid), str(NOBODY),
+                           "/usr/bin/python3", os.path.join(HERE, "epoll_server.py"),
+                           SERVER_ADDR, str(TAKEN_PORT), str(COST_NS), str(MAXEVENTS),
+                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    client = None
+    try:
+        assert attacker.stdout.readline().strip() == "ready", attacker.stderr.read()
+        assert proc_status(pid, "Uid").split()[0] == str(NOBODY)
+        tuned.write_variables(AUTO_VARIABLES.replace(PIDFILE, TAKEN_PIDFILE))
+        mark = tuned.profile(PROFILE)
+        wait_for(lambda: netns.napis_have([DEV], SERIES),
+                 what="the series' values before any measurement")
+        client = load(cli, WATCH_SECONDS + 40, TAKEN_PORT, fifo=False)
+        end = time.monotonic() + WATCH_SECONDS
+        while time.monotonic() < end:
+            assert not CHANGE.search(tuned.log_since(mark)), tuned.log_since(mark)
+            assert netns.napis_have([DEV], SERIES), held(netns)
+            time.sleep(1)
+        log = tuned.log_since(mark)
+        refused = "auto_services: pid file %s refused: pid %d started after the file was " \
+                  "last written" % (TAKEN_PIDFILE, pid)
+        warnings = [line for line in log.splitlines() if refused in line]
+        print("\n".join(warnings))
+        # one warning over six re-checks (recheck_interval 5 s)
+        assert len([w for w in warnings if "WARNING" in w]) == 1, warnings
+        # control: the same process, the file now written after it started,
+        # is measured - what kept the values was the refusal alone
+        write_pid_file(TAKEN_PIDFILE, pid)
+        line = wait_for(lambda: CHANGE.search(tuned.log_since(mark)), timeout=40, interval=1,
+                        what="the change once the pid file names its writer")
+        print(line.group(0))
+        assert not netns.napis_have([DEV], SERIES)
+    finally:
+        if client is not None:
+            client.kill()
+            client.communicate(timeout=30)
+        if attacker.poll() is None:
+            os.kill(pid, 9)
+        attacker.communicate(timeout=30)
+        if os.path.exists(TAKEN_PIDFILE):
+            os.unlink(TAKEN_PIDFILE)
     tuned.off()
     wait_for(lambda: netns.napis_have([DEV], ORIGINAL), what="the originals after off")
 

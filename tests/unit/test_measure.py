@@ -170,7 +170,7 @@ def test_busy_period_from_return_with_events_to_next_wait_per_thread():
 def test_returns_without_events_and_open_periods_count_nothing():
     samples = [exit_(1, 100, 0), enter(1, 200), exit_(1, 300, -4), enter(1, 400),
                exit_(1, 500, 3)]            # the last one is still busy at the window's end
-    assert busy.busy_periods(samples, decoder())[0] == []
+    assert list(busy.busy_periods(samples, decoder())[0]) == []
 
 
 def test_a_lost_entry_drops_the_period_instead_of_stretching_it():
@@ -178,7 +178,7 @@ def test_a_lost_entry_drops_the_period_instead_of_stretching_it():
     periods, _ = busy.busy_periods(samples, decoder())
     assert [(p.ns, p.events) for p in periods] == [(50, 1)]
     samples = [exit_(1, 100, 2), exit_(1, 900, 0), enter(1, 950)]
-    assert busy.busy_periods(samples, decoder())[0] == []
+    assert list(busy.busy_periods(samples, decoder())[0]) == []
 
 
 def test_other_tracepoints_are_ignored():
@@ -303,6 +303,14 @@ def test_recommend_link_and_json():
     assert report.verdict()[0] == 0           # info: the verdict stays that of the chain
 
 
+def test_a_window_that_ended_early_says_so():
+    report = Report()
+    doctor_recommend.check_service(report, FakeTrace(Recorded(1.2, 1, burst_periods(), 64,
+                                                              truncated=True)), "pid 7 (x)")
+    assert "; the window ended early, at the 200 busy periods it keeps; for " in \
+        report.links[0].text
+
+
 def test_too_little_traffic_is_said():
     report = Report()
     doctor_recommend.check_service(report, FakeTrace(Recorded(3.0, 2, burst_periods(n=12), 64)),
@@ -324,6 +332,17 @@ def test_no_tracepoints_is_one_info_line():
         "info    recommend pid 7 (x): cannot measure the service's busy periods: no syscall "
         "tracepoints for epoll_wait in tracefs",
         "verdict: suspension engaged"]
+
+
+def test_a_recording_that_failed_is_one_info_line():
+    class Failed:
+        def stop(self):
+            raise IrqtuneError("recording the epoll waits failed: ValueError: bad record")
+    report = Report()
+    doctor_recommend.check_service(report, Failed(), "pid 7 (x)")
+    assert format_text(report).splitlines()[0] == (
+        "info    recommend pid 7 (x): cannot measure the service's busy periods: recording the "
+        "epoll waits failed: ValueError: bad record")
 
 
 def test_target_exiting_during_the_window_cannot_tell():

@@ -2,9 +2,10 @@
 """gro_flush_timeout=auto / irq_suspend_timeout=auto: the decisions of
 irqtune.measure.auto (when to measure, the band, the bounds) and the
 services it measures, with a fake clock and fake windows; the option
-"auto" and NapiTuner.retarget, on the fake netdev family
-(support/fakes/netdev.py); the napi plugin's options and its re-check,
-and latency-suspend with auto through TuneD's own profile loader.
+"auto" and NapiTuner.tick (the tuner measures and sets what changed), on
+the fake netdev family (support/fakes/netdev.py); the napi plugin's
+options and its re-check, and latency-suspend with auto through TuneD's
+own profile loader.
 
 The /proc/PID/stat line is one of the development host's (Linux 6.18,
 Debian 12: `cat /proc/$(pidof memcached)/stat`, utime 1234 and stime 567
@@ -14,6 +15,7 @@ import logging
 import os
 import signal
 import threading
+import time
 
 import pytest
 from support.fakes.netdev import FakeNetdev
@@ -58,6 +60,23 @@ def pid_file(path, text, mode=0o644):
     return str(path)
 
 
+def running(proc, pid, ago=100.0, state="S", flags=4194624):
+    """proc/PID/stat of a process that started `ago` seconds before now, on
+    this host's boot clock: STAT with its pid, state, flags and start time
+    (field 22, clock ticks since boot) replaced."""
+    fields = STAT.split()
+    ticks = int((time.clock_gettime(time.CLOCK_BOOTTIME) - ago) * os.sysconf("SC_CLK_TCK"))
+    fields[0], fields[2], fields[8], fields[21] = str(pid), state, str(flags), str(ticks)
+    (proc / str(pid)).mkdir(parents=True, exist_ok=True)
+    (proc / str(pid) / "stat").write_text(" ".join(fields) + "\n")
+
+
+def written_ago(path, seconds):
+    """The pid file as last written seconds ago."""
+    when = time.time() - seconds
+    os.utime(str(path), (when, when))
+
+
 class Clock:
     def __init__(self):
         self.now = 1000.0
@@ -67,8 +86,7 @@ class Clock:
 
 
 def test_services_from_units_and_pid_files(tmp_path):
-    (tmp_path / "proc" / "42").mkdir(parents=True)
-    (tmp_path / "proc" / "42" / "stat").write_text(STAT)
+    running(tmp_path / "proc", 42)
     pid_file(tmp_path / "srv.pid", "42\n")
     group = tmp_path / "sys" / "fs" / "cgroup" / "system.slice" / "memcached.service"
     group.mkdir(parents=True)
@@ -85,7 +103,8 @@ def test_services_from_units_and_pid_files(tmp_path):
     assert services.pids() == [7, 8, 42]
     assert services.pids() == [7, 8, 42]            # the control group is known: no systemctl
     assert asked == [["show", "--property=ControlGroup", "--value", "--", "memcached.service"]]
-    assert services.cpu_seconds([42]) == pytest.approx((1234 + 567) / 100)
+    cpu, started = services.usage([42, 44])
+    assert cpu == pytest.approx((1234 + 567) / 100) and list(started) == [42]
     (group / "cgroup.procs").write_text("")     # stopped: systemd asked again, not each time
     pid_file(tmp_path / "srv.pid", "43\n")
     with pytest.raises(IrqtuneError, match="no process runs: memcached.service: the unit runs "
@@ -230,8 +249,8 @@ def test_a_pid_file_another_user_could_write_is_refused(tmp_path, caplog, never_
     could have written would let them point root's perf events at any
     process.  Refused in one line, said once; the other services are
     measured; put right, it is read again."""
-    (tmp_path / "proc" / "42").mkdir(parents=True)
-    (tmp_path / "proc" / "43").mkdir(parents=True)
+    running(tmp_path / "proc", 42)
+    running(tmp_path / "proc", 43)
     bad = tmp_path / "srv.pid"
     make(bad)
     good = pid_file(tmp_path / "other.pid", "43\n")
@@ -250,27 +269,114 @@ def test_a_pid_file_another_user_could_write_is_refused(tmp_path, caplog, never_
     assert services.pids() == [42, 43]
 
 
-def test_a_pid_file_refused_again_is_said_again(tmp_path, caplog):
-    (tmp_path / "proc" / "42").mkdir(parents=True)
-    path = pid_file(tmp_path / "srv.pid", "42\n", 0o666)
-    services = auto.Services([path], KernelFs(proc=str(tmp_path / "proc")))
+def test_a_pid_taken_over_after_the_file_was_written_is_refused_once(tmp_path, caplog):
+    """The service that wrote the pid file ended (SIGKILL, a crash) and left
+    it behind; another process - any user's, forking until it gets that
+    pid - now has the pid.  It started after the file was last written, so
+    it is not the process that wrote it: refused, in one line however often
+    the re-check reads it, and the other services are measured.  Written
+    again (the service restarted and got that pid), it is measured."""
+    proc = tmp_path / "proc"
+    running(proc, 42, ago=10)
+    running(proc, 43, ago=100)
+    taken = pid_file(tmp_path / "srv.pid", "42\n")
+    written_ago(taken, 60)
+    good = pid_file(tmp_path / "other.pid", "43\n")
+    written_ago(good, 90)
+    services = auto.Services([taken, good], KernelFs(proc=str(proc)))
     caplog.set_level(logging.DEBUG, logger="irqtune")
-    for mode, running in ((0o666, False), (0o644, True), (0o666, False), (0o646, False)):
-        os.chmod(path, mode)
-        try:
-            assert services.pids() == [42] and running
-        except IrqtuneError:
-            assert not running
-    assert [line.split(": ", 2)[2].split(" (accepted")[0] for line in refused_lines(caplog)] \
-        == ["group or others may write it (mode 0666)", "group or others may write it (mode 0666)",
-            "group or others may write it (mode 0646)"]
+    for _ in range(3):
+        assert services.pids() == [43]
+    assert refused_lines(caplog) == [
+        "auto_services: pid file %s refused: pid 42 started after the file was last written: "
+        "not the process that wrote it (its pid was reused after it ended)" % taken]
+    alone = auto.Services([taken], KernelFs(proc=str(proc)))
+    with pytest.raises(IrqtuneError, match="no process runs: .*srv.pid: pid 42 started after "
+                                           "the file was last written$"):
+        alone.pids()
+    written_ago(taken, 0)
+    assert services.pids() == [42, 43]
+
+
+@pytest.mark.parametrize("started, written, taken", [
+    (60.0, 60.0, False),     # the file written in the tick the process started
+    (59.9, 60.0, True),      # started 100 ms after the file was written
+    (100.0, 60.0, False),
+], ids=["same tick", "100 ms later", "long before"])
+def test_the_start_is_compared_with_the_file_to_the_clock_tick(tmp_path, started, written,
+                                                               taken):
+    running(tmp_path / "proc", 42, ago=started)
+    path = pid_file(tmp_path / "srv.pid", "42\n")
+    written_ago(path, written)
+    services = auto.Services([path], KernelFs(proc=str(tmp_path / "proc")))
+    if taken:
+        with pytest.raises(IrqtuneError, match="started after the file was last written"):
+            services.pids()
+    else:
+        assert services.pids() == [42]
+
+
+@pytest.mark.parametrize("state, flags", [("Z", 4194624), ("X", 4194624), ("I", 0x00208040)],
+                         ids=["zombie", "dead", "kernel thread"])
+def test_a_pid_file_naming_no_running_user_process_is_not_measured(tmp_path, state, flags):
+    running(tmp_path / "proc", 42, state=state, flags=flags)
+    path = pid_file(tmp_path / "srv.pid", "42\n")
+    services = auto.Services([path], KernelFs(proc=str(tmp_path / "proc")))
+    with pytest.raises(IrqtuneError, match="srv.pid: pid 42 is not a running user process"):
+        services.pids()
+
+
+def test_a_refusal_is_said_once_per_path_and_cause_however_the_file_alternates(
+        tmp_path, caplog, never_waits):
+    """A user who owns the pid file's directory can put something else
+    there before every re-check - a symbolic link, a FIFO, a file of their
+    own or one others may write, nothing, or the service's own file back,
+    naming a pid they took over.  Each cause is said once for the path,
+    not once per change of its text: the log cannot be flooded."""
+    if os.geteuid() != 0:
+        pytest.skip("giving a file to another user needs root")
+    proc = tmp_path / "proc"
+    running(proc, 42, ago=10)
+    path = tmp_path / "srv.pid"
+
+    def own_file(p):
+        os.chown(pid_file(p, "42\n"), 65534, 65534)
+
+    def taken_over(p):
+        written_ago(pid_file(p, "42\n"), 60)
+    contents = [symlink_to_a_good_one, fifo, own_file,
+                lambda p: pid_file(p, "42\n", 0o666), lambda p: pid_file(p, "42\n", 0o646),
+                lambda p: None, taken_over]
+    clock = Clock()
+    values = auto.AutoValues(auto.AUTO_ATTRS, {}, auto.Services([str(path)],
+                             KernelFs(proc=str(proc)), clock=clock), 600, clock, Windows())
+    caplog.set_level(logging.DEBUG, logger="irqtune")
+    for _ in range(3):
+        for make_content in contents:
+            if os.path.lexists(str(path)):
+                os.unlink(str(path))
+            make_content(path)
+            clock.now += 5
+            assert values.tick() is None
+    said = refused_lines(caplog)
+    assert said == [
+        "auto_services: pid file %s refused: it is a symbolic link (accepted: a regular file "
+        "owned by root that no group or other may write, not a symbolic link)" % path,
+        "auto_services: no process runs: %s: pid file refused; the auto values stay "
+        "gro_flush_timeout=20us, irq_suspend_timeout=20ms (auto)" % path,
+        "auto_services: pid file %s refused: pid 42 started after the file was last written: "
+        "not the process that wrote it (its pid was reused after it ended)" % path], said
 
 
 # -- decisions ----------------------------------------------------------------
 
 class FakeServices:
+    """running: the pids; started: {pid: start time}, changed by a restart
+    that kept the pid; cpu: their CPU seconds so far."""
+
     def __init__(self, pids=(7,)):
         self.running = list(pids)
+        self.started = {pid: 100 for pid in pids}
         self.cpu = 0.0
 
     def pids(self):
@@ -279,21 +385,24 @@ class FakeServices:
                                "runs no process")
         return self.running
 
-    def cpu_seconds(self, pids):
-        return self.cpu
+    def usage(self, pids):
+        return self.cpu, {pid: self.started.get(pid, 100) for pid in pids}
 
 
 class Windows:
-    """record(): n busy periods of k events of per_event ns each."""
+    """record(): n busy periods of k events of per_event ns each; exited:
+    the pids that ended during the window."""
 
     def __init__(self):
-        self.per_event, self.k, self.n, self.calls = 110000, 8, 500, 0
+        self.per_event, self.k, self.n, self.calls, self.exited = 110000, 8, 500, 0, []
+        self.at = []
 
     def __call__(self, pids, seconds):
         self.calls += 1
         if self.n is None:
             raise IrqtuneError("no syscall tracepoints for epoll_wait in tracefs")
-        return Recorded(3.0, 1, [busy.Period(7, self.k * self.per_event, self.k)] * self.n, 64)
+        return Recorded(3.0, 1, [busy.Period(7, self.k * self.per_event, self.k)] * self.n, 64,
+                        exited=list(self.exited))
 
 
 def make(auto_attrs=auto.AUTO_ATTRS, fixed=None, interval=600):
@@ -360,6 +469,105 @@ def test_too_little_traffic_retries_later_and_changes_nothing():
     windows.n = 500
     busy_for(values, clock, services)
     assert busy_for(values, clock, services) is not None and windows.calls == 2
+
+
+def test_windows_without_busy_periods_back_off_to_a_cap():
+    """A service busy without busy periods (a loop spinning in
+    epoll_wait(timeout 0) has load and never a batch): each window that
+    finds too few waits the next twice as long, up to RETRY_MAX; one
+    with enough periods ends the back-off."""
+    values, clock, services, windows = make(interval=600)
+    windows.n = 0
+    values.tick()
+    taken = []
+    for _ in range(4000):                   # 20 000 s of load, a re-check every 5 s
+        before = windows.calls
+        busy_for(values, clock, services)
+        if windows.calls > before:
+            taken.append(clock.now)
+    # the re-check after a window only takes the load's mark: 5 s more
+    gaps = [round(b - a) - 5 for a, b in zip(taken, taken[1:])]
+    assert gaps[:7] == [60, 120, 240, 480, 960, 1920, 3600], gaps
+    assert set(gaps[6:]) == {auto.RETRY_MAX}
+    windows.n = 500
+    clock.now += auto.RETRY_MAX
+    busy_for(values, clock, services)
+    assert busy_for(values, clock, services) is not None
+    windows.n = 0
+    clock.now += 600
+    busy_for(values, clock, services)
+    calls = windows.calls
+    busy_for(values, clock, services)       # measured: the next try after RETRY again
+    for _ in range(12):
+        busy_for(values, clock, services)
+    assert windows.calls == calls + 1
+
+
+def test_auto_interval_defaults_to_what_the_plugin_documents():
+    config, _ = NapiConfig.from_options({"gro_flush_timeout": "auto"}, auto=True)
+    for given in ({}, {"auto_interval": ""}, {"auto_interval": " "}):
+        values, errors = auto.from_options(config, dict(given, auto_services="memcached"), 5)
+        assert errors == [] and values.interval == 600
+    pytest.importorskip("tuned.plugins")
+    plugin = load_plugin_module("napi").NapiPlugin
+    doc = " ".join(plugin.__doc__.split())
+    assert "[option]`auto_interval` seconds (10 to 86400, default 600)" in doc
+    assert plugin.get_config_options_hints()["auto_interval"].endswith("(default 600)")
+
+
+def test_a_service_at_exactly_the_minimum_load_is_measured():
+    values, clock, services, windows = make()
+    values.tick()
+    assert busy_for(values, clock, services, share=auto.MIN_LOAD * 0.99) is None
+    assert windows.calls == 0
+    assert busy_for(values, clock, services, share=auto.MIN_LOAD) is not None
+    assert windows.calls == 1
+
+
+def test_load_is_compared_only_over_the_same_processes():
+    """A restarted service's CPU time is not set against the old one's:
+    neither when it has new pids nor when it got the old pid again."""
+    values, clock, services, windows = make()
+    values.tick()
+    services.running, services.started = [8], {8: 300}          # new pid
+    assert busy_for(values, clock, services) is None and windows.calls == 0
+    services.started = {8: 400}                                 # the same pid, restarted
+    assert busy_for(values, clock, services) is None and windows.calls == 0
+    assert busy_for(values, clock, services) is not None and windows.calls == 1
+
+
+def test_the_band_holds_on_both_sides():
+    values, clock, services, windows = make()
+    values.tick()
+    busy_for(values, clock, services)
+    assert values.values["gro-flush-timeout"] == 165000
+    for per_event, kept in ((95000, True), (125000, True), (60000, False)):
+        windows.per_event = per_event        # -14 % and +14 %: inside; -45 %: outside
+        clock.now += 600
+        busy_for(values, clock, services)
+        change = busy_for(values, clock, services)
+        assert (change is None) == kept, per_event
+    assert values.values["gro-flush-timeout"] == 90000
+
+
+def test_a_window_in_which_a_measured_process_exited_sets_nothing():
+    values, clock, services, windows = make()
+    windows.exited = [7]
+    values.tick()
+    assert busy_for(values, clock, services) is None
+    assert windows.calls == 1 and values.values == auto.START
+
+
+def test_a_window_over_another_process_than_the_one_with_load_sets_nothing(monkeypatch):
+    """The pid ended and was taken between the load's check and the
+    window's start: the window measured another process."""
+    values, clock, services, windows = make()
+
+    def record(pids, seconds):
+        return Recorded(3.0, 1, [busy.Period(7, 880000, 8)] * 500, 64, started={7: 999})
+    values.record = record
+    values.tick()
+    assert busy_for(values, clock, services) is None and values.values == auto.START
 
 
 def test_a_service_that_is_down_is_said_once(caplog):
@@ -464,21 +672,38 @@ def netdev(monkeypatch):
     return fake
 
 
-def napi_tuner(tmp_path, caps=FULL):
+def napi_tuner(tmp_path, caps=FULL, values=None):
     config, _ = NapiConfig.from_options({"defer_hard_irqs": "100", "gro_flush_timeout": "auto",
                                          "irq_suspend_timeout": "auto"}, auto=True)
     return NapiTuner(config, caps, ledger=Ledger("napi-auto", str(tmp_path)),
-                     ifindex={"eth0": 7}.get, ifname={7: "eth0"}.get)
+                     ifindex={"eth0": 7}.get, ifname={7: "eth0"}.get, auto=values)
 
 
-def test_retarget_sets_verify_checks_the_new_values_and_restore_is_exact(tmp_path, netdev):
-    t = napi_tuner(tmp_path)
+class Changes:
+    """AutoValues that bring one change on the next tick."""
+
+    def __init__(self, targets):
+        self.change = auto.Change({a: (auto.START[a], v) for a, v in targets.items()}, "test")
+
+    def tick(self):
+        change, self.change = self.change, None
+        return change
+
+
+def test_the_tuner_measures_sets_the_change_and_restore_is_exact(tmp_path, netdev):
+    """The napi tuner owns the auto values: on a tick it measures (the
+    window without the lock), sets what changed on its devices under the
+    lock, and verify checks the new values from then on."""
+    t = napi_tuner(tmp_path, values=loaded())
     t.apply("eth0")
     assert netdev.values(7, "gro-flush-timeout") == [20000, 20000]
-    assert t.retarget({"gro-flush-timeout": 165000, "irq-suspend-timeout": 1760000},
-                      "eth0") == 2
+    lock = threading.Lock()
+    change = t.tick(lock)
+    assert change.targets() == {"gro-flush-timeout": 165000, "irq-suspend-timeout": 1760000}
+    assert not lock.locked()
     assert netdev.values(7, "gro-flush-timeout") == [165000, 165000]
     assert netdev.values(7, "irq-suspend-timeout") == [1760000, 1760000]
+    assert t.tick(lock) is None                         # not due again
     assert all(c.ok for c in t.verify("eth0"))
     netdev.napi(257)["gro-flush-timeout"] = 20000           # the value before the change
     assert [(c.what, c.current, c.expected) for c in t.verify("eth0") if not c.ok] == [
@@ -492,16 +717,32 @@ def test_retarget_sets_verify_checks_the_new_values_and_restore_is_exact(tmp_pat
     assert netdev.values(7, "irq-suspend-timeout") == [7, 7]
 
 
-def test_retarget_on_the_sysfs_fallback_leaves_unsupported_values_out(tmp_path):
+def test_a_change_after_restore_sets_nothing(tmp_path, netdev):
+    """The profile was unapplied while the window ran: its originals are
+    back, and the change must not undo that."""
+    t = napi_tuner(tmp_path, values=Changes({"gro-flush-timeout": 165000}))
+    t.apply("eth0")
+    t.restore_all()
+    assert t.tick(threading.Lock()) is None
+    assert netdev.values(7, "gro-flush-timeout") == [5000, 5000]
+    t = napi_tuner(tmp_path, values=Changes({"gro-flush-timeout": 165000}))
+    t.apply("eth0")
+    t.restore("eth0")                               # the device left the instance
+    assert t.tick(threading.Lock()) is None
+    assert netdev.values(7, "gro-flush-timeout") == [5000, 5000]
+
+
+def test_a_change_on_the_sysfs_fallback_leaves_unsupported_values_out(tmp_path):
     dev = tmp_path / "class/net/lo"
     dev.mkdir(parents=True)
     (dev / "napi_defer_hard_irqs").write_text("2\n")
     (dev / "gro_flush_timeout").write_text("0\n")
     config, _ = NapiConfig.from_options({"defer_hard_irqs": "100", "gro_flush_timeout": "auto",
                                          "irq_suspend_timeout": "auto"}, auto=True)
-    t = NapiTuner(config, OLD_KERNEL, kfs=KernelFs(sys=str(tmp_path)))
+    t = NapiTuner(config, OLD_KERNEL, kfs=KernelFs(sys=str(tmp_path)),
+                  auto=Changes({"gro-flush-timeout": 45000, "irq-suspend-timeout": 1000000}))
     t.apply("lo")
-    t.retarget({"gro-flush-timeout": 45000, "irq-suspend-timeout": 1000000}, "lo")
+    assert t.tick(threading.Lock()) is not None
     assert (dev / "gro_flush_timeout").read_text() == "45000\n"
     assert "irq-suspend-timeout" in t.unsupported and "irq-suspend-timeout" not in t.per_napi
     assert [(c.what, c.expected, c.ok) for c in t.verify("lo")] == [
@@ -510,10 +751,10 @@ def test_retarget_on_the_sysfs_fallback_leaves_unsupported_values_out(tmp_path):
     assert (dev / "gro_flush_timeout").read_text() == "0\n"
 
 
-def test_a_tuner_without_measured_values_refuses_retarget():
+def test_a_tuner_without_measured_values_measures_nothing(tmp_path):
     from irqtune.tuner import Tuner
-    with pytest.raises(NotImplementedError, match="Tuner sets no value that follows"):
-        Tuner().retarget({"gro-flush-timeout": 1})
+    assert Tuner().tick(threading.Lock()) is None
+    assert napi_tuner(tmp_path).tick(threading.Lock()) is None
 
 
 # -- the napi plugin ----------------------------------------------------------
@@ -537,7 +778,7 @@ def test_plugin_measures_the_opted_in_and_the_auto_services(napi_init, caplog):
     instance = napi_init(AUTO_OPTIONS, variables(optin_services="memcached",
                                                  auto_services="/run/x.pid", auto_interval="60"))
     assert tuned_errors(caplog) == []
-    values = instance._auto
+    values = instance._tuner.auto
     assert values.services.entries == ["memcached.service", "/run/x.pid"]
     assert values.auto == ["gro-flush-timeout"] and values.interval == 60
     assert values.fixed == {"defer-hard-irqs": 100, "irq-suspend-timeout": 20000000}
@@ -547,7 +788,7 @@ def test_plugin_measures_the_opted_in_and_the_auto_services(napi_init, caplog):
 def test_plugin_without_auto_values_measures_nothing(napi_init, caplog):
     instance = napi_init(AUTO_OPTIONS, variables(gro_flush_timeout="20us",
                                                  optin_services="memcached"))
-    assert instance._auto is None and tuned_errors(caplog) == []
+    assert instance._tuner.auto is None and tuned_errors(caplog) == []
 
 
 @pytest.mark.parametrize("given, options, line", [
@@ -572,28 +813,30 @@ def test_plugin_option_errors_of_auto_are_one_line(napi_init, caplog, given, opt
     instance = napi_init(dict(AUTO_OPTIONS, **options), variables(**given))
     assert tuned_errors(caplog) == [line]
     assert instance._tuner.per_napi["gro-flush-timeout"] == 20000     # the series' value
-    assert (instance._auto is None) == ("auto_interval" not in given)
+    assert (instance._tuner.auto is None) == ("auto_interval" not in given)
 
 
-class Retargets(DeviceTuner):
-    """A tuner on the contract that records retarget calls."""
+class Ticks(DeviceTuner):
+    """A tuner on the contract whose tick brings change (or raises it)."""
 
-    def __init__(self):
+    def __init__(self, change):
         super().__init__()
-        self.calls = []
+        self.change, self.locks = change, []
 
-    def retarget(self, values, *devices):
-        self.calls.append((values, devices))
+    def tick(self, lock):
+        self.locks.append(lock)
+        if isinstance(self.change, Exception):
+            raise self.change
+        return self.change
 
 
 class Instance:
     name = "napi"
     processed_devices = {"eth1", "eth0"}
 
-    def __init__(self, values):
+    def __init__(self, change):
         self._lock = threading.RLock()
-        self._tuner = Retargets()
-        self._auto = values
+        self._tuner = Ticks(change)
         self._watcher = object()            # applied: the watcher runs
 
 
@@ -614,12 +857,11 @@ def loaded():
     return values
 
 
-def test_plugin_sets_a_change_on_every_device_and_logs_one_line(napi_plugin, caplog):
-    instance = Instance(loaded())
+def test_plugin_forwards_the_tick_and_logs_the_change_in_one_line(napi_plugin, caplog):
+    instance = Instance(loaded().tick())
     caplog.set_level(logging.DEBUG)
     napi_plugin._retune_all(instance)
-    assert instance._tuner.calls == [({"gro-flush-timeout": 165000,
-                                       "irq-suspend-timeout": 1760000}, ("eth0", "eth1"))]
+    assert instance._tuner.locks == [instance._lock]
     lines = [r.getMessage() for r in caplog.records if r.name.startswith("tuned")
              and "auto:" in r.getMessage()]
     assert lines == ["instance napi: auto: gro_flush_timeout 20us -> 165us, "
@@ -627,25 +869,14 @@ def test_plugin_sets_a_change_on_every_device_and_logs_one_line(napi_plugin, cap
                      "event p99 110us, per batch p99 880us, up to 8 events)"]
 
 
-def test_plugin_sets_nothing_while_the_instance_is_unapplied(napi_plugin):
-    instance = Instance(loaded())
-    instance._watcher = None                # _instance_stop_background ran
-    napi_plugin._retune_all(instance)
-    assert instance._tuner.calls == []
-
-
 def test_plugin_turns_a_failed_measurement_into_one_line(napi_plugin, caplog):
-    class Broken:
-        def tick(self):
-            raise RuntimeError("boom")
-    instance = Instance(Broken())
+    instance = Instance(RuntimeError("boom"))
     caplog.set_level(logging.DEBUG)
     napi_plugin._retune_all(instance)
     assert tuned_errors(caplog) == [
         "instance napi: measuring for the auto values failed: RuntimeError: boom (a bug in "
         "irqtune, please report it); the values stay as they are; tuned-adm verify names what "
         "is not set"]
-    assert instance._tuner.calls == []
 
 
 def test_latency_suspend_with_auto_loads_and_measures_its_services(tmp_path, caplog,
