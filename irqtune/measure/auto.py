@@ -39,8 +39,9 @@ from .. import files
 from ..errors import IrqtuneError, OptionError
 from ..kfs import KFS
 from ..names import option_name
+from ..service_optin import systemd
 from ..values import MAX_TIMEOUT_NS, format_duration_ns, parse_int
-from . import procstat, recommend
+from . import epolltrace, procstat, recommend
 
 log = logging.getLogger(__name__)
 
@@ -81,7 +82,6 @@ class SaidOnce:
 def parse_services(text, option="auto_services"):
     """auto_services: service unit names (as busy_poll_optin's services,
     .service added) or absolute paths of pid files; each once, in order."""
-    from ..service_optin.systemd import parse_services as unit_names
     entries = []
     for word in str(text or "").split(","):
         word = word.strip()
@@ -93,7 +93,7 @@ def parse_services(text, option="auto_services"):
             entry = word
         else:
             try:
-                (entry,) = unit_names(word, option)
+                (entry,) = systemd.parse_services(word, option)
             except OptionError:
                 raise OptionError(option, word, SERVICES_ACCEPTED) from None
         if entry not in entries:
@@ -216,10 +216,9 @@ class Services:
         return pid
 
     def _ask_cgroup(self, unit):
-        from ..service_optin.systemd import Systemctl, systemd_running
-        if self._systemctl is None and not systemd_running():
+        if self._systemctl is None and not systemd.systemd_running():
             raise IrqtuneError("%s: systemd is not running; name a pid file instead" % unit)
-        return Systemctl(self._systemctl).show(unit, "ControlGroup") or None
+        return systemd.Systemctl(self._systemctl).show(unit, "ControlGroup") or None
 
     def _cgroup_pids(self, cgroup):
         if not cgroup:
@@ -319,8 +318,7 @@ class AutoValues:
 
     def _measure(self, now, pids, started):
         if self.record is None:
-            from .epolltrace import record
-            self.record = record
+            self.record = epolltrace.record
         try:
             recorded = self.record(pids, WINDOW_SECONDS)
         except IrqtuneError as err:
