@@ -20,6 +20,7 @@ from dataclasses import dataclass
 
 from .errors import OptionError
 from .kfs import KFS
+from .names import shown
 from .values import CPU_LIST, MAX_CPU, format_index_list, parse_index_list
 
 log = logging.getLogger(__name__)
@@ -51,7 +52,7 @@ def _cpulist(what, text):
     try:
         return parse_index_list(what, text)
     except OptionError:
-        log.warning("cannot parse %s %r; ignoring it", what, text)
+        log.warning("cannot parse %s '%s'; ignoring it", what, shown(text))
         return []
 
 

@@ -8,6 +8,7 @@ import os
 
 from ..errors import IrqtuneError
 from ..kfs import KFS
+from ..names import shown
 from ..service_optin.systemd import default_systemctl, systemd_running
 
 CLONE_NEWNET = 0x40000000
@@ -15,6 +16,8 @@ _libc = ctypes.CDLL(None, use_errno=True)
 
 
 def comm(pid, kfs=KFS):
+    """The process's name as its owner set it (any characters, escape
+    sequences too): shown through irqtune.names.shown."""
     return kfs.read_optional(kfs.proc_path(pid, "comm")) or "?"
 
 
@@ -35,12 +38,12 @@ def service_pids(unit, systemctl=None, kfs=KFS, root="/"):
     """The pids of a running unit: its cgroup's processes, else MainPID."""
     if not systemd_running(root):
         raise IrqtuneError("--service %s: systemd is not running on this host; name the "
-                           "process with --pid instead" % unit)
+                           "process with --pid instead" % shown(unit, quote=True))
     systemctl = systemctl or default_systemctl
     load = _show(systemctl, unit, "LoadState")
     if load is None or load == "not-found":
         raise IrqtuneError("--service %s: no such unit (systemctl show: LoadState=%s)"
-                           % (unit, load or "?"))
+                           % (shown(unit, quote=True), shown(load or "?")))
     main = _show(systemctl, unit, "MainPID") or "0"
     cgroup = _show(systemctl, unit, "ControlGroup") or ""
     pids = []
@@ -50,7 +53,8 @@ def service_pids(unit, systemctl=None, kfs=KFS, root="/"):
         pids = [int(main)]
     if not pids:
         raise IrqtuneError("--service %s: the unit runs no process (ActiveState=%s)"
-                           % (unit, _show(systemctl, unit, "ActiveState") or "?"))
+                           % (shown(unit, quote=True),
+                              shown(_show(systemctl, unit, "ActiveState") or "?")))
     return sorted(pids)
 
 

@@ -6,6 +6,7 @@ import pytest
 from irqtune import cpus
 from irqtune.errors import OptionError
 from irqtune.kfs import KernelFs
+from irqtune.names import shown
 
 
 @pytest.fixture
@@ -180,4 +181,4 @@ def test_tuned_cpulist_beyond_any_cpu_or_unreadable_is_refused(text):
     with pytest.raises(OptionError) as err:
         cpus.check_tuned_cpulist("isolated_cores", text)
     assert str(err.value) == "isolated_cores: invalid value '%s' (accepted: %s)" % (
-        text, TUNED_ACCEPTED)
+        shown(text), TUNED_ACCEPTED)
