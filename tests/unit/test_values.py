@@ -81,8 +81,17 @@ def test_index_list_refused_with_its_bound(text):
 
 
 def test_index_list_cost_is_bounded_by_the_maximum():
-    """Ranges are merged before they are expanded: 20000 copies of the
-    whole range cost one."""
-    assert parse_index_list("x", ",".join(["0-8191"] * 20000)) == list(range(8192))
+    """Ranges are merged before they are expanded: 9000 copies of the
+    whole range (63 KB, below MAX_LIST_CHARS) cost one."""
+    assert parse_index_list("x", ",".join(["0-8191"] * 9000)) == list(range(8192))
     with pytest.raises(OptionError, match="each at most 8191"):
         parse_index_list("x", "0-8192")
+
+
+@pytest.mark.parametrize("text", ["0," * 40000, " " * 70000 + "0"], ids=["80KB", "blanks"])
+def test_index_list_text_bounded_before_it_is_split(text):
+    """issue 39 item 7: 80 KB of "0," was split into 40,000 items first."""
+    from irqtune.values import MAX_LIST_CHARS
+    with pytest.raises(OptionError) as err:
+        parse_index_list("queues", text, 65535)
+    assert "at most %d characters" % MAX_LIST_CHARS in str(err.value)
