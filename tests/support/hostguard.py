@@ -113,14 +113,28 @@ def _runs_tuned(pid):
     return script is not None and os.path.isabs(script) and os.path.realpath(script) == program
 
 
+def _tuned_daemons():
+    """Pids of root's processes running TuneD's program in the initial
+    network namespace (a test's daemon runs in one of its own)."""
+    pids = []
+    for entry in os.listdir("/proc"):
+        if re.fullmatch(r"[0-9]+", entry) and _runs_tuned(int(entry)) \
+                and _in_init_netns(int(entry)):
+            pids.append(int(entry))
+    return pids
+
+
 def _host_daemon_pid():
-    """The host's daemon, or None: the process TuneD's root-owned pid file
-    names, running TuneD's program, in the initial network namespace (a
-    test's daemon runs in one of its own, and also writes the pid file)."""
-    pid = _pid_file_pid()
-    if pid is None or not _runs_tuned(pid) or not _in_init_netns(pid):
-        return None
-    return pid
+    """The host's daemon, or None: a root process running TuneD's program
+    in the initial network namespace - the one TuneD's root-owned pid file
+    names, else the only such process.  The file alone does not do: TuneD
+    always writes it, a test's daemon too, and deletes it when it exits,
+    so a host daemon left running beside a test's daemon loses it."""
+    daemons = _tuned_daemons()
+    named = _pid_file_pid()
+    if named in daemons:
+        return named
+    return daemons[0] if len(daemons) == 1 else None
 
 
 def _wait_gone(pid, timeout):

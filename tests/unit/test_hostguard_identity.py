@@ -1,15 +1,16 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """hostguard takes the host's TuneD daemon for what it is - TuneD's
-program run by root, named by TuneD's root-owned pid file, in the host's
-network namespace - and not a process that calls itself tuned (issue 39
-item 9: a user's `exec -a tuned sleep` made the guard stop it and start
-TuneD at the end on a host where no daemon ran).
+program run by root in the host's network namespace, the one TuneD's
+root-owned pid file names where two run - and not a process that calls
+itself tuned (issue 39 item 9: a user's `exec -a tuned sleep` made the
+guard stop it and start TuneD at the end on a host where no daemon ran).
 
 Real processes (bash's exec -a, a python script), a pid file under the
 test's own directory; no daemon is started or stopped: the guard's stop
 and start are replaced by recorders."""
 
 import os
+import shutil
 import subprocess
 import sys
 
@@ -106,13 +107,14 @@ def test_a_fake_daemon_is_neither_stopped_nor_started_for(guard):
     os.kill(fake, 0)                                     # the user's process lives on
 
 
-def test_the_daemon_is_known_by_program_pid_file_and_owner(guard):
+def test_the_daemon_is_known_by_program_owner_and_pid_file(guard):
     """Positive control: TuneD's program run by python as the kernel runs
-    it, named by a root-owned pid file - and each part taken away once."""
+    it, by root, in this network namespace; it is stopped and, as it ran,
+    started again at the end."""
     start, pid_file, calls, tmp_path = guard
     daemon = start([sys.executable, "-Es", hostguard.TUNED_PROGRAM, "-l", "-P"])
     wait_exec(daemon, hostguard.TUNED_PROGRAM)
-    assert hostguard._host_daemon_pid() is None          # no pid file: not told apart
+    assert hostguard._host_daemon_pid() == daemon
     pid_file(daemon)
     assert hostguard._host_daemon_pid() == daemon
     assert hostguard.host_daemon_running()
@@ -121,17 +123,54 @@ def test_the_daemon_is_known_by_program_pid_file_and_owner(guard):
     hostguard.restore()
     assert calls == ["stop", "stop", "start"]            # it ran: it is started again
 
-    pid_file(daemon, uid=65534)                          # a pid file a user could write
+
+def test_the_pid_file_tells_two_daemons_apart_only_when_root_wrote_it(guard):
+    """Two processes run TuneD's program: the root-owned pid file names the
+    daemon; without one that only root could have written, neither is
+    taken."""
+    start, pid_file, calls, tmp_path = guard
+    first = start([sys.executable, "-Es", hostguard.TUNED_PROGRAM])
+    second = start([sys.executable, "-Es", hostguard.TUNED_PROGRAM, "--daemon"])
+    wait_exec(first, hostguard.TUNED_PROGRAM)
+    wait_exec(second, hostguard.TUNED_PROGRAM)
+    assert hostguard._host_daemon_pid() is None          # no pid file
+    pid_file(second)
+    assert hostguard._host_daemon_pid() == second
+    pid_file(second, uid=65534)                          # a pid file a user could write
     assert hostguard._host_daemon_pid() is None
-    pid_file(daemon, mode=0o666)
+    pid_file(second, mode=0o666)
     assert hostguard._host_daemon_pid() is None
-    pid_file(daemon)
+    pid_file(second)
     os.rename(tmp_path / "tuned.pid", tmp_path / "real.pid")
     os.symlink(tmp_path / "real.pid", tmp_path / "tuned.pid")     # a link to it
     assert hostguard._host_daemon_pid() is None
     os.unlink(tmp_path / "tuned.pid")
     pid_file(os.getpid())                                # names another (root) process
     assert hostguard._host_daemon_pid() is None
+
+
+def test_a_users_copy_of_the_program_is_not_the_daemon(guard, tmp_path_factory):
+    """TuneD's program run by another user (its pid file, even, naming it)."""
+    import tempfile
+    start, pid_file, calls, _ = guard
+    shared = tempfile.mkdtemp(prefix="irqtune-hostguard-")
+    try:
+        os.chmod(shared, 0o755)
+        program = os.path.join(shared, "tuned")
+        with open(program, "w") as f:
+            f.write(PROGRAM)
+        os.chmod(program, 0o644)
+        hostguard.TUNED_PROGRAM = program            # undone by the fixture's monkeypatch
+        proc = subprocess.Popen([sys.executable, "-Es", program], user=65534, group=65534)
+        try:
+            wait_exec(proc.pid, program)
+            pid_file(proc.pid)
+            assert hostguard._host_daemon_pid() is None
+        finally:
+            proc.kill()
+            proc.wait()
+    finally:
+        shutil.rmtree(shared)
 
 
 @pytest.mark.parametrize("text", ["\u0663\u0664", "+12", " ", "", "12abc", "9" * 30])
