@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 from . import files
 from .errors import IrqtuneError
 from .kfs import KFS
+from .names import shown
 
 
 @dataclass
@@ -121,8 +122,8 @@ def collect(devices=(), kfs=KFS, etc="/etc/tuned", systemctl=None):
             try:
                 socket.if_nametoindex(d)
             except OSError:
-                raise IrqtuneError("device %s: no such device in this network namespace" % d) \
-                    from None
+                raise IrqtuneError("device %s: no such device in this network namespace"
+                                   % shown(d, quote=True)) from None
         by_dev = {d: by_dev.get(d, []) for d in devices}
     profile, units, _skipped = activeprofile.napi_units(etc)
     unit_ok = {}
@@ -187,7 +188,10 @@ def _optin_state(family, etc, kfs, systemctl):
 
 
 def _escape(value):
-    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+    """A label value: a name someone chose (a device, a unit) is shown
+    escaped and cut (irqtune.names.shown), then in the exposition format's
+    own escapes."""
+    return shown(value).replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _number(value):

@@ -26,6 +26,7 @@ from .errors import IrqtuneError
 from .interrupts import read_interrupts
 from .irqs import nic_queue_irqs
 from .kfs import KFS
+from .names import shown
 
 _RX_QUEUE = re.compile(r"(?i)(?:input|rx|txrx|combined|queue|que|ch|fp)[-_.]?(\d+)\b")
 _TX_ONLY = re.compile(r"(?i)(?:^|[^a-z])(?:output|tx)[-_.]?\d+")
@@ -65,7 +66,7 @@ def sample(ifname, kfs=KFS):
         ifindex = socket.if_nametoindex(ifname)
     except OSError:     # named on the command line, then removed or renamed
         raise IrqtuneError("device %s: no such device in this network namespace (any more)"
-                           % ifname) from None
+                           % shown(ifname, quote=True)) from None
     with NapiFamily() as nl:
         napis = nl.napis(ifindex)
     with QueueFamily() as ql:
@@ -116,6 +117,7 @@ def _fmt(value, spec):
 
 
 def format_rates(ifname, rows, summary):
+    ifname = shown(ifname)
     lines = ["%-12s %6s %5s %5s %10s %10s %8s" % ("device", "napi", "queue", "irq", "irq/s",
                                                    "rx pkt/s", "pkt/irq")]
     for r in rows:

@@ -33,6 +33,7 @@ import logging
 import os
 from ..errors import IrqtuneError
 from ..kfs import KFS, KernelFs
+from ..names import shown
 from .stats import parse_stats
 
 log = logging.getLogger(__name__)
@@ -261,7 +262,7 @@ def parse_switch(text):
         return True
     if word in _FALSE_WORDS:
         return False
-    raise ValueError("not a switch state: %r" % text)
+    raise ValueError("not a switch state: '%s'" % shown(text))
 
 
 def detect(kfs=KFS):
