@@ -8,16 +8,18 @@ Prometheus and PCP.
 
 Bad arguments are refused in one line naming the argument, the value and
 what is accepted (exit 2); nothing else leaves the command as a traceback
-unless IRQTUNE_DEBUG is set in the environment."""
+unless IRQTUNE_DEBUG is set in the environment.  Names and values the
+commands print go through irqtune.names.shown (escaped, cut)."""
 
 import argparse
-import math
 import os
+import re
 import socket
 import sys
 
 from .caps import detect_napi_capabilities
 from .errors import IrqtuneError
+from .names import LINE_MAX, shown
 from .netlink.netdev import NapiFamily
 from . import verify_report
 
@@ -29,6 +31,25 @@ EXIT_BAD_ARGUMENT = 2           # argparse's own
 INTERVAL_MIN, INTERVAL_MAX, INTERVAL_DEFAULT = 0.1, 3600.0, 1.0
 SECONDS_MIN, SECONDS_MAX = 0.5, 60.0      # doctor --seconds
 LISTED_DEVICES = 12
+
+# Numbers are ASCII digits only: Python's int() and float() also take
+# digits of other scripts ("--pid \u0661\u0663\u0661\u0660\u0662" inspected pid 13102), "_"
+# separators, a "+", surrounding blanks and exponents, none of which
+# anyone means.  A leading "-" is parsed, so that "--count -1" is refused
+# by its range, in the range's words.
+_INTEGER = re.compile(r"-?[0-9]{1,20}\Z")
+_DECIMAL = re.compile(r"-?(?:[0-9]{1,20}(?:\.[0-9]{0,20})?|\.[0-9]{1,20})\Z")
+# Each numeric option: (command, attribute) -> (option, integer?, lowest,
+# highest or None, what is accepted).  The ranges include their ends.
+NUMBERS = {
+    ("status", "interval"): ("--interval", False, INTERVAL_MIN, INTERVAL_MAX,
+                             "accepted %g to %g (seconds)" % (INTERVAL_MIN, INTERVAL_MAX)),
+    ("status", "count"): ("--count", True, 1, None,
+                          "accepted 1 or more (without --count: until interrupted)"),
+    ("doctor", "seconds"): ("--seconds", False, SECONDS_MIN, SECONDS_MAX,
+                            "accepted %g to %g" % (SECONDS_MIN, SECONDS_MAX)),
+    ("doctor", "pid"): ("--pid", True, 1, None, "accepted a process id (1 or more)"),
+}
 
 
 class Parser(argparse.ArgumentParser):
@@ -44,45 +65,51 @@ def interfaces():
     return {name: index for index, name in sorted(socket.if_nameindex())}
 
 
-def shown(value):
-    """value as typed, quoted when it would not read as one word on one line."""
-    return value if value.isprintable() and value and " " not in value else repr(value)
-
-
 def unknown_device(names, known):
     """The line refusing the first name that is not a network device here."""
     for name in names:
         if name not in known:
             there = list(known)
-            listed = ", ".join(there[:LISTED_DEVICES]) + (", ..." if len(there) > LISTED_DEVICES else "")
+            listed = ", ".join(shown(d) for d in there[:LISTED_DEVICES]) + (
+                ", ..." if len(there) > LISTED_DEVICES else "")
             return ("device %s: no such device in this network namespace (accepted: %s)"
-                    % (shown(name), listed or "none"))
+                    % (shown(name, quote=True), listed or "none"))
     return None
 
 
-def _in_range(value, low, high):
-    return math.isfinite(value) and low <= value <= high      # nan compares false anyway
+def number(text, option, integer, low, high, accepted):
+    """(the number text spells, None) or (None, the line refusing it)."""
+    if (_INTEGER if integer else _DECIMAL).match(text):
+        value = int(text) if integer else float(text)
+        if low <= value and (high is None or value <= high):
+            return value, None
+    return None, "%s %s: %s" % (option, shown(text, quote=True), accepted)
+
+
+def with_numbers(args):
+    """(a copy of args whose numeric options hold their numbers, None), or
+    (None, the line refusing the first that is not one)."""
+    values = {}
+    for (command, attr), spec in NUMBERS.items():
+        text = getattr(args, attr) if args.command == command else None
+        if text is not None:
+            values[attr], problem = number(text, *spec)
+            if problem:
+                return None, problem
+    return argparse.Namespace(**dict(vars(args), **values)), None
 
 
 def bad_argument(args):
-    """The line refusing a value argparse's types let through, or None."""
+    """The line refusing a value argparse let through, or None (numbers:
+    with_numbers)."""
     if args.command == "status":
         if args.watch and not args.devices:
             return "--watch: accepted one or more devices to watch"
         if not args.watch and (args.interval is not None or args.count is not None):
             return "--interval/--count: accepted only with --watch"
-        if args.interval is not None and not _in_range(args.interval, INTERVAL_MIN, INTERVAL_MAX):
-            return "--interval %g: accepted %g to %g (seconds)" % (args.interval, INTERVAL_MIN,
-                                                                    INTERVAL_MAX)
-        if args.count is not None and args.count < 1:
-            return "--count %d: accepted 1 or more (without --count: until interrupted)" % args.count
     elif args.command == "doctor":
-        if not _in_range(args.seconds, SECONDS_MIN, SECONDS_MAX):
-            return "--seconds %g: accepted %g to %g" % (args.seconds, SECONDS_MIN, SECONDS_MAX)
         if args.service is not None and not args.service:
             return "--service '': accepted a systemd unit name"
-        if args.pid is not None and args.pid < 1:
-            return "--pid %d: accepted a process id (1 or more)" % args.pid
     elif args.command == "metrics":
         if args.output == "":
             return ("--output '': accepted a file name (without --output the metrics go to "
@@ -101,14 +128,14 @@ def status(devices):
           % (caps.netdev_family, caps.napi_set, ", ".join(sorted(caps.settable)) or "-"))
     print("kernel: %s" % caps.kernel.describe())
     for line in caps.lacking():
-        print("missing: %s" % line)
+        print("missing: %s" % shown(line, LINE_MAX))
     if not caps.napi_get:
         return 0
     print("%-12s %6s " % ("device", "napi") + " ".join("%20s" % c for c in COLUMNS))
     with NapiFamily() as nl:
         for dev in devices or known:
             for napi in nl.napis(known[dev]):
-                print("%-12s %6d " % (dev, napi["id"])
+                print("%-12s %6d " % (shown(dev), napi["id"])
                       + " ".join("%20s" % napi.get(c, "-") for c in COLUMNS))
     return 0
 
@@ -134,7 +161,7 @@ def doctor(args):
         pids = resolve_targets(args.service, args.pid)
         report = diagnose(pids, args.devices, args.seconds, unit=args.service)
     except IrqtuneError as err:
-        print("irqtune doctor: %s" % err, file=sys.stderr)
+        print("irqtune doctor: %s" % shown(err, LINE_MAX), file=sys.stderr)
         return EXIT_CANNOT_TELL
     if args.json:
         print(json.dumps(report.as_dict(), indent=1, sort_keys=True))
@@ -145,6 +172,10 @@ def doctor(args):
 
 def metrics(args):
     from .metrics import collect, render, write_atomically
+    problem = unknown_device(args.devices, interfaces())
+    if problem:
+        print("irqtune metrics: %s" % problem, file=sys.stderr)
+        return EXIT_BAD_ARGUMENT
     try:
         fmt = args.format or ("prometheus" if (args.output or "").endswith(".prom")
                               else "openmetrics")
@@ -154,7 +185,7 @@ def metrics(args):
         else:
             sys.stdout.write(text)
     except (IrqtuneError, OSError) as err:
-        print("irqtune metrics: %s" % err, file=sys.stderr)
+        print("irqtune metrics: %s" % shown(err, LINE_MAX), file=sys.stderr)
         return 1
     return 0
 
@@ -166,10 +197,10 @@ def build_parser():
     st.add_argument("devices", nargs="*", help="network devices (default: all)")
     st.add_argument("--watch", action="store_true",
                     help="per NAPI: interrupts/s, rx packets/s and the busy-polled share")
-    st.add_argument("--interval", type=float, default=None,
+    st.add_argument("--interval", default=None,
                     help="seconds between samples (--watch; %g to %g, default %g)"
                          % (INTERVAL_MIN, INTERVAL_MAX, INTERVAL_DEFAULT))
-    st.add_argument("--count", type=int, default=None,
+    st.add_argument("--count", default=None,
                     help="samples to print (--watch; 1 or more, default: until ^C)")
     vf = sub.add_parser("verify", help="tuned-adm verify; kernel arguments that wait for "
                         "the next boot are listed, not failed")
@@ -178,10 +209,10 @@ def build_parser():
     dr = sub.add_parser("doctor", help="why IRQ suspension does or does not engage")
     who = dr.add_mutually_exclusive_group()
     who.add_argument("--service", metavar="UNIT", help="the systemd unit whose processes to check")
-    who.add_argument("--pid", type=int, help="the process to check")
+    who.add_argument("--pid", help="the process to check")
     dr.add_argument("devices", nargs="*",
                     help="network devices (default: those the process's sockets receive from)")
-    dr.add_argument("--seconds", type=float, default=3.0,
+    dr.add_argument("--seconds", default="3",
                     help="length of the measured window (0.5-60, default 3)")
     dr.add_argument("--json", action="store_true", help="the report as JSON")
     mt = sub.add_parser("metrics", help="per-NAPI metrics in the OpenMetrics text format")
@@ -209,17 +240,20 @@ def run(args):
             return watch_status(args.devices, interval, args.count)
         return status(args.devices)
     except IrqtuneError as err:
-        print("irqtune status: %s" % err, file=sys.stderr)
+        print("irqtune status: %s" % shown(err, LINE_MAX), file=sys.stderr)
         return 1
 
 
 def checked_run(args):
     """Refuse a bad argument value in one line, else run the command."""
     problem = bad_argument(args)
+    parsed = None
+    if problem is None:
+        parsed, problem = with_numbers(args)
     if problem:
         print("irqtune %s: %s" % (args.command, problem), file=sys.stderr)
         return EXIT_BAD_ARGUMENT
-    return run(args)
+    return run(parsed)
 
 
 def main(argv=None):
@@ -241,8 +275,8 @@ def main(argv=None):
         if os.environ.get(DEBUG_ENV):
             raise
         print("irqtune%s: unexpected error: %s: %s (%s=1 shows where)"
-              % (" " + command if command else "", type(err).__name__, err, DEBUG_ENV),
-              file=sys.stderr)
+              % (" " + command if command else "", type(err).__name__, shown(err, LINE_MAX),
+                 DEBUG_ENV), file=sys.stderr)
         return 2 if command == "doctor" else 1      # doctor: "could not tell"
 
 

@@ -26,6 +26,7 @@ from .errors import IrqtuneError
 from .interrupts import read_interrupts
 from .irqs import nic_queue_irqs
 from .kfs import KFS
+from .names import shown
 from .netlink import netdev, qstats
 
 _RX_QUEUE = re.compile(r"(?i)(?:input|rx|txrx|combined|queue|que|ch|fp)[-_.]?(\d+)\b")
@@ -64,7 +65,7 @@ def sample(ifname, kfs=KFS):
         ifindex = socket.if_nametoindex(ifname)
     except OSError:     # named on the command line, then removed or renamed
         raise IrqtuneError("device %s: no such device in this network namespace (any more)"
-                           % ifname) from None
+                           % shown(ifname, quote=True)) from None
     with netdev.NapiFamily() as nl:
         napis = nl.napis(ifindex)
     with netdev.QueueFamily() as ql:

@@ -5,6 +5,8 @@ import errno
 import os
 from dataclasses import dataclass
 
+from .names import shown
+
 
 class IrqtuneError(Exception):
     """Base class of every error the library raises on purpose."""
@@ -13,15 +15,17 @@ class IrqtuneError(Exception):
 class OptionError(IrqtuneError, ValueError):
     """A configured value is not acceptable.
 
-    The message names the option, the value and what is accepted, so the
-    TuneD adapters can log it as it is.
+    The message names the option, the value (escaped and cut: it may be a
+    100 KB variable or hold a newline; irqtune.names.shown) and what is
+    accepted, so the TuneD adapters can log it as it is.
     """
 
     def __init__(self, option, value, accepted):
         self.option = option
         self.value = value
         self.accepted = accepted
-        super().__init__("%s: invalid value '%s' (accepted: %s)" % (option, value, accepted))
+        super().__init__("%s: invalid value '%s' (accepted: %s)"
+                         % (option, shown(value), accepted))
 
 
 class UnsupportedError(IrqtuneError):

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from . import files
 from .errors import IrqtuneError
 from .kfs import KFS
+from .names import shown
 from .netdevs import ifindex_of, ifname_of
 
 
@@ -118,7 +119,8 @@ def collect(devices=(), kfs=KFS, etc="/etc/tuned", systemctl=None):
         missing = [d for d in devices if d not in by_dev]
         for d in missing:
             if ifindex_of(d) is None:
-                raise IrqtuneError("device %s: no such device in this network namespace" % d)
+                raise IrqtuneError("device %s: no such device in this network namespace"
+                                   % shown(d, quote=True))
         by_dev = {d: by_dev.get(d, []) for d in devices}
     profile, units, _skipped = activeprofile.napi_units(etc)
     unit_ok = {}
@@ -183,7 +185,10 @@ def _optin_state(family, etc, kfs, systemctl):
 
 
 def _escape(value):
-    return str(value).replace("\\", "\\\\").replace("\n", "\\n").replace('"', '\\"')
+    """A label value: a name someone chose (a device, a unit) is shown
+    escaped and cut (irqtune.names.shown), then in the exposition format's
+    own escapes."""
+    return shown(value).replace("\\", "\\\\").replace('"', '\\"')
 
 
 def _number(value):

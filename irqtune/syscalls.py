@@ -19,8 +19,10 @@ from .errors import UnsupportedError
 # Linux >= 5.1: the number of every architecture in asm-generic's table
 # (and those that follow it), alpha's, and 64-bit MIPS's: its n64 ABI (what
 # Debian's mips64el runs) numbers from __NR_Linux = 5000
-# (arch/mips/include/uapi/asm/unistd.h).
-_SHARED = ("x86_64", "aarch64", "arm64", "armv7l", "i686", "i386", "ppc64le", "ppc64",
+# (arch/mips/include/uapi/asm/unistd.h).  Machines by the names Linux's
+# uname gives them (platform.machine()): arm64 is "aarch64".  Each entry
+# is checked against the kernel's tables (tests/unit/syscall_fixtures).
+_SHARED = ("x86_64", "aarch64", "armv7l", "i686", "i386", "ppc64le", "ppc64",
            "s390x", "riscv64", "loongarch64")
 
 

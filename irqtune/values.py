@@ -89,6 +89,9 @@ def parse_choice(option, text, choices):
 
 
 INDEX_LIST = "a list of numbers and ranges such as 0-3,6"
+# The longest list text taken, checked before it is split: every CPU of
+# MAX_CPU written one by one is 38,911 characters.
+MAX_LIST_CHARS = 65536
 CPU_LIST = INDEX_LIST + ", each at most %d" % MAX_CPU
 _INDEX_RANGE = re.compile(r"^(" + _NUMBER + r")(?:[ \t]*-[ \t]*(" + _NUMBER + r"))?$")
 
@@ -102,6 +105,8 @@ def parse_index_list(option, text, maximum=MAX_CPU, accepted=None):
     so the cost is bounded by maximum however the text is written.
     """
     accepted = accepted or "%s, each at most %d" % (INDEX_LIST, maximum)
+    if len(str(text)) > MAX_LIST_CHARS:
+        raise OptionError(option, text, "%s, at most %d characters" % (accepted, MAX_LIST_CHARS))
     ranges = []
     for part in str(text).split(","):
         part = part.strip()

@@ -22,6 +22,8 @@ import stat
 import subprocess
 from dataclasses import dataclass, field
 
+from .names import LINE_MAX, SHOWN_PATH_MAX, shown
+
 TUNED_LOG = "/var/log/tuned/tuned.log"
 BOOT_CMDLINE_FILE = "/etc/tuned/bootcmdline"       # tuned.consts.BOOT_CMDLINE_FILE
 BOOT_CMDLINE_VAR = "TUNED_BOOT_CMDLINE"            # tuned.consts.BOOT_CMDLINE_TUNED_VAR
@@ -195,9 +197,8 @@ def verify(log=TUNED_LOG, bootcmdline=BOOT_CMDLINE_FILE, run=subprocess.run, out
     the only reasons a failure has)."""
     problem = unreadable(log)
     if problem:
-        shown = log if log.isprintable() and log else repr(log)
         err("irqtune verify: --log %s: %s (accepted: the log file TuneD writes, default %s)"
-            % (shown, problem, TUNED_LOG))
+            % (shown(log, SHOWN_PATH_MAX, quote=True), problem, TUNED_LOG))
         return 2
 
     def run_verify():
@@ -209,18 +210,19 @@ def verify(log=TUNED_LOG, bootcmdline=BOOT_CMDLINE_FILE, run=subprocess.run, out
     except OSError as e:
         err("irqtune verify: cannot run tuned-adm: %s" % e)
         return 1
-    profile = active_profile(run) or "the profile"
+    profile = shown(active_profile(run) or "the profile")
     if verdict.passed:
         out("%s is active and verified." % profile)
         return 0
     pending = pending_text(verdict, bootcmdline)
     if verdict.ok:
         out("%s is active; everything else verified." % profile)
-        out(pending)
+        out(shown(pending, LINE_MAX))
         return 0
-    err("irqtune verify: tuned-adm verify failed for %s (from %s):" % (profile, log))
-    for line in verdict.failures:
-        err(line)
+    err("irqtune verify: tuned-adm verify failed for %s (from %s):"
+        % (profile, shown(log, SHOWN_PATH_MAX, quote=True)))
+    for line in verdict.failures:       # TuneD's log lines: anything a value held
+        err(shown(line, LINE_MAX))
     if verdict.next_boot:
-        err(pending)
+        err(shown(pending, LINE_MAX))
     return 1

@@ -5,6 +5,7 @@ the counters of irqtune.counters."""
 import time
 
 from .counters import busy_poll_rx_packets, rates, sample
+from .names import shown
 
 
 def _fmt(value, spec):
@@ -12,6 +13,7 @@ def _fmt(value, spec):
 
 
 def format_rates(ifname, rows, summary):
+    ifname = shown(ifname)
     lines = ["%-12s %6s %5s %5s %10s %10s %8s" % ("device", "napi", "queue", "irq", "irq/s",
                                                    "rx pkt/s", "pkt/irq")]
     for r in rows:

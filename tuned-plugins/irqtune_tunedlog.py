@@ -2,7 +2,10 @@
 """What the irqtune TuneD plugins write into TuneD's log: the library's
 records (logger "irqtune") and the shared base's lines under the name of
 the plugin whose entry point runs, and a tuner's Checks in TuneD's verify
-format (tuned.consts STR_VERIFY_PROFILE_*).
+format (tuned.consts STR_VERIFY_PROFILE_*).  Every line goes in escaped and
+cut (irqtune.names.shown): device and unit names, values from profiles and
+files end up in these lines, and a newline or an escape sequence in one
+must not forge a line of its own or act on the terminal that shows the log.
 
 Installed beside the plugins in TuneD's plugin package, like
 irqtune_common.py (which uses it); not a plugin (no "plugin_" prefix).
@@ -15,17 +18,42 @@ import threading
 import tuned.consts as consts
 import tuned.logs
 
+from irqtune.names import LINE_MAX, shown
+
 _common_log = tuned.logs.get()
 _calling = threading.local()
+
+
+def _one_line(text):
+	return shown(text, LINE_MAX)
 
 
 class _PluginLog:
 	"""TuneD's logger of the plugin whose entry point this thread runs (set
 	by the guard, see Guarded), else this module's: lines logged by the
-	shared base and by the library carry the plugin's name in TuneD's log."""
+	shared base and by the library carry the plugin's name in TuneD's log.
+	Its lines are formatted by the caller and go in as one line each."""
+
+	def _logger(self):
+		return getattr(_calling, "log", None) or _common_log
+
+	def log(self, level, text):
+		self._logger().log(level, _one_line(text))
+
+	def debug(self, text):
+		self._logger().debug(_one_line(text))
+
+	def info(self, text):
+		self._logger().info(_one_line(text))
+
+	def warning(self, text):
+		self._logger().warning(_one_line(text))
+
+	def error(self, text):
+		self._logger().error(_one_line(text))
 
 	def __getattr__(self, name):
-		return getattr(getattr(_calling, "log", None) or _common_log, name)
+		return getattr(self._logger(), name)
 
 
 log = _PluginLog()

@@ -23,6 +23,7 @@ import time
 
 from ..errors import IrqtuneError, NetlinkRequestError
 from ..kfs import KFS
+from ..names import LINE_MAX, shown
 from ..netdevs import ifname_of
 from .links import EXIT_CANNOT_TELL, Report, format_text  # noqa: F401
 
@@ -72,7 +73,8 @@ def diagnose(pids=(), devices=(), seconds=3.0, unit=None, kfs=KFS, measure=None,
             try:
                 device_napis[dev] = nl.napis(socket.if_nametoindex(dev))
             except OSError:
-                report.add("napi", dev, "unknown", "no such device in this network namespace")
+                report.add("napi", shown(dev), "unknown",
+                           "no such device in this network namespace")
     with QueueFamily() as ql:
         for dev, found in device_napis.items():
             try:
@@ -85,15 +87,15 @@ def diagnose(pids=(), devices=(), seconds=3.0, unit=None, kfs=KFS, measure=None,
 
     profile, units, skipped = activeprofile.napi_units(etc)
     for why in skipped:
-        report.add("napi", "profile %s" % profile, "info", why)
+        report.add("napi", "profile %s" % shown(profile), "info", shown(why, LINE_MAX))
     for dev in scope:
         for napi in sorted(device_napis.get(dev, []), key=lambda n: n["id"]):
             judged = not pids or unread or napi["id"] in napi_ids
             chain.check_napi(report, napi, dev, units, profile, judged)
         if dev in device_napis and not device_napis[dev]:
-            report.add("napi", dev, "broken", "has no NAPI (link down, or a driver without "
-                       "NAPI such as veth with GRO off)", "bring it up / `ethtool -K %s gro on` "
-                       "for veth" % dev)
+            report.add("napi", shown(dev), "broken", "has no NAPI (link down, or a driver "
+                       "without NAPI such as veth with GRO off)", "bring it up / `ethtool -K %s "
+                       "gro on` for veth" % shown(dev))
     for nid in napi_ids:
         if nid not in dev_names:
             report.add("napi", "NAPI %d" % nid, "unknown", "a socket received from it, but "
@@ -119,7 +121,8 @@ def _window(report, pids, devices, seconds, unit, kfs, measure, trace):
     """The counters' window over devices (None: no window) and, for pids,
     the recording of their epoll waits over the same seconds."""
     from . import chain, recommend, targets
-    subject = unit or ", ".join("pid %d (%s)" % (p, targets.comm(p, kfs)) for p in pids)
+    subject = shown(unit) if unit else ", ".join("pid %d (%s)" % (p, shown(targets.comm(p, kfs)))
+                                                 for p in pids)
     started = trace(pids, kfs) if pids else None
     try:
         if devices is not None:
@@ -143,7 +146,8 @@ def resolve_targets(service=None, pid=None, kfs=KFS):
     if os.geteuid() != 0:
         raise IrqtuneError("%s: reading another process's epoll instances needs root "
                            "(pidfd_getfd); run irqtune doctor as root"
-                           % ("--service " + service if service else "--pid %d" % pid))
+                           % ("--service " + shown(service, quote=True) if service
+                              else "--pid %d" % pid))
     pids = targets.service_pids(service, kfs=kfs) if service else targets.check_pid(pid, kfs)
     epoll.check_pidfd_getfd()
     return pids

@@ -20,6 +20,7 @@ window   under the current traffic, busy polling takes a share of the
 """
 
 from .links import BROKEN, INFO, OK, UNKNOWN
+from ..names import shown
 from ..netdevs import netdev_names
 from ..values import format_duration_ns
 
@@ -68,7 +69,7 @@ def check_kernel(report, caps, epoll_params):
 def check_napi(report, napi, ifname, units, profile, judged=True):
     """Links for one NAPI (a napi-get dict); judged=False only lists it
     (a NAPI of the device no epoll instance of the target uses)."""
-    subject = "NAPI %d (%s)" % (napi["id"], ifname)
+    subject = "NAPI %d (%s)" % (napi["id"], shown(ifname))
     defer = napi.get("defer-hard-irqs", 0)
     gro = napi.get("gro-flush-timeout", 0)
     suspend = napi.get("irq-suspend-timeout", 0)
@@ -89,7 +90,7 @@ def check_napi(report, napi, ifname, units, profile, judged=True):
         report.add("napi", subject, INFO, held + " (no socket of the target receives from it)",
                    **values)
     elif problem:
-        report.add("napi", subject, BROKEN, "%s: %s" % (held, problem), PROFILE_FIX % ifname,
+        report.add("napi", subject, BROKEN, "%s: %s" % (held, problem), PROFILE_FIX % shown(ifname),
                    **values)
     else:
         report.add("napi", subject, OK, held + ": deferral on, irq-suspend-timeout above "
@@ -99,12 +100,13 @@ def check_napi(report, napi, ifname, units, profile, judged=True):
 
 def _check_drift(report, subject, napi, ifname, units, profile, judged):
     covering = [u for u in units if u.covers(ifname)]
+    profile_shown = shown(profile) if profile else profile
     if not profile:
         report.add("napi", subject, INFO, "no active TuneD profile: nothing to compare with")
         return
     if not covering:
         report.add("napi", subject, INFO, "no [napi] unit of the active profile (%s) covers %s%s"
-                   % (profile, ifname, _unmatched(units)))
+                   % (profile_shown, shown(ifname), _unmatched(units)))
         return
     for unit in covering:
         if unit.queues is not None and napi.get("_queue") not in unit.queues:
@@ -112,13 +114,14 @@ def _check_drift(report, subject, napi, ifname, units, profile, judged):
         drift = {a: (napi.get(a, 0), v) for a, v in unit.expected().items()
                  if a != "threaded" and napi.get(a, 0) != v}
         if not drift:
-            report.add("napi", subject, OK, "holds what profile %s [%s] sets" % (profile, unit.name))
+            report.add("napi", subject, OK, "holds what profile %s [%s] sets"
+                       % (profile_shown, shown(unit.name)))
         else:
-            text = "drift from profile %s [%s]: %s" % (profile, unit.name, ", ".join(
+            text = "drift from profile %s [%s]: %s" % (profile_shown, shown(unit.name), ", ".join(
                 "%s holds %s, the profile sets %s" % (a, h, w) for a, (h, w) in sorted(drift.items())))
             report.add("napi", subject, BROKEN if judged else INFO, text,
                        "`tuned-adm verify` names it; `tuned-adm profile %s` applies it again "
-                       "(and find what changed it)" % profile.split()[-1],
+                       "(and find what changed it)" % shown(profile.split()[-1]),
                        drift={a: {"holds": h, "profile": w} for a, (h, w) in drift.items()})
 
 
@@ -126,13 +129,15 @@ def _unmatched(units):
     """Why no unit covers a device when a selector matches nothing here (a
     typo, a NIC named otherwise): what irqtune verify fails on too."""
     here = netdev_names()
-    lost = ["[%s] devices=%s matches no network device" % (u.name, u.devices)
+    lost = ["[%s] devices=%s matches no network device" % (shown(u.name), shown(u.devices))
             for u in units if not any(u.covers(d) for d in here)]
-    return "; %s (devices here: %s)" % ("; ".join(lost), ", ".join(here) or "none") if lost else ""
+    return "; %s (devices here: %s)" % ("; ".join(lost), ", ".join(shown(d) for d in here)
+                                        or "none") if lost else ""
 
 
 def check_process(report, pid, comm, instances, preload, unit=None):
-    subject = "pid %d (%s)" % (pid, comm)
+    """comm: the process's name as its owner set it."""
+    subject = "pid %d (%s)" % (pid, shown(comm))
     params = [i.params for i in instances if i.params is not None]
     relevant = [i for i in instances if i.sockets]
     data = dict(preload_loaded=bool(preload), epoll_instances=len(instances),
@@ -164,7 +169,7 @@ def check_process(report, pid, comm, instances, preload, unit=None):
         else:
             text = ("prefer_busy_poll is 0 on epoll fd %s and the preload is not loaded: "
                     "no epoll instance asks for busy polling" % fds)
-            fix = OPTIN_FIX % (unit or "<unit>")
+            fix = OPTIN_FIX % (shown(unit) if unit else "<unit>")
         report.add("process", subject, BROKEN, text, fix, **data)
         return
     p = relevant[0].params
@@ -175,14 +180,15 @@ def check_process(report, pid, comm, instances, preload, unit=None):
 
 
 def check_epoll(report, inst, comm, napi_devices):
-    """napi_devices: {napi id: device name} (None: not in this namespace)."""
-    subject = "pid %d (%s) epoll fd %d" % (inst.pid, comm, inst.fd)
+    """napi_devices: {napi id: device name} (None: not in this namespace);
+    comm: the process's name as its owner set it."""
+    subject = "pid %d (%s) epoll fd %d" % (inst.pid, shown(comm), inst.fd)
     p = inst.params
     params = ("busy_poll_usecs=%d budget=%d prefer_busy_poll=%d"
               % (p.busy_poll_usecs, p.busy_poll_budget, p.prefer_busy_poll)) if p else inst.error
     ids = inst.napi_ids
     data = dict(params=p.__dict__ if p else None, sockets=len(inst.sockets), napi_ids=ids)
-    names = ", ".join("%d (%s)" % (i, napi_devices.get(i) or "?") for i in ids)
+    names = ", ".join("%d (%s)" % (i, shown(napi_devices.get(i) or "?")) for i in ids)
     if not inst.sockets:
         report.add("epoll", subject, INFO, "%s; no sockets" % params, **data)
     elif inst.napi_unread:
@@ -219,13 +225,14 @@ def check_sockets_seen(report, instances_by_pid):
 
 def check_window(report, window):
     for r in window.napis:
-        report.add("window", "NAPI %d (%s)" % (r["napi"], r["device"]), INFO,
+        report.add("window", "NAPI %d (%s)" % (r["napi"], shown(r["device"])), INFO,
                    "%s interrupts/s, %s rx packets/s%s" % (
                        "%.0f" % r["irq_s"] if r["irq"] is not None else "-",
                        "-" if r["rx_s"] is None else "%.0f" % r["rx_s"],
                        "" if r["irq"] is not None else " (no queue vector)"),
                    irq=r["irq"], interrupts_per_s=r["irq_s"], rx_packets_per_s=r["rx_s"])
-    subject = "%.1f s window (%s)" % (window.seconds, ", ".join(sorted(window.devices)) or "-")
+    subject = "%.1f s window (%s)" % (window.seconds,
+                                      ", ".join(shown(d) for d in sorted(window.devices)) or "-")
     data = dict(rx_packets_per_s=window.rx_s, busy_polled_per_s=window.busy_poll_s,
                 busy_share=window.busy_share)
     if not window.rx_s:

@@ -4,6 +4,8 @@ verdict over all of them."""
 
 from dataclasses import asdict, dataclass, field
 
+from ..names import LINE_MAX, shown
+
 OK, BROKEN, UNKNOWN, INFO = "ok", "broken", "unknown", "info"
 
 # The chain in the order suspension needs it; the verdict names the first
@@ -58,13 +60,17 @@ class Report:
 
 
 def format_text(report):
+    """The report for a terminal.  Names in it were escaped where they
+    entered (irqtune.names.shown); each line is passed through it once
+    more, so that whatever a link holds prints as that one line."""
+    def one(line):
+        return shown(line, LINE_MAX)
     lines = []
     for link in report.ordered():
-        line = "%-7s %-8s %s: %s" % (link.state, link.group, link.subject, link.text)
+        lines.append(one("%-7s %-8s %s: %s" % (link.state, link.group, link.subject, link.text)))
         if link.fix and link.state in (BROKEN, UNKNOWN):
-            line += "\n                 fix: " + link.fix
+            lines.append("                 fix: " + one(link.fix))
         for extra in link.data.get("lines", ()):     # e.g. lines for a variables file
-            line += "\n                   " + extra
-        lines.append(line)
-    lines.append("verdict: " + report.verdict()[1])
+            lines.append("                   " + one(extra))
+    lines.append(one("verdict: " + report.verdict()[1]))
     return "\n".join(lines)

@@ -8,19 +8,41 @@ import os
 
 from ..errors import IrqtuneError
 from ..kfs import KFS
+from ..names import shown
 from ..service_optin.systemd import default_systemctl, systemd_running
 
 CLONE_NEWNET = 0x40000000
+PF_KTHREAD = 0x00200000          # include/linux/sched.h
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
 def comm(pid, kfs=KFS):
+    """The process's name as its owner set it (any characters, escape
+    sequences too): shown through irqtune.names.shown."""
     return kfs.read_optional(kfs.proc_path(pid, "comm")) or "?"
 
 
+def _state_and_flags(stat_text):
+    """(state letter, flags) of a /proc/PID/stat line (fs/proc/array.c): the
+    fields after the comm's last ")", which may itself hold ") Z"."""
+    fields = stat_text.rsplit(")", 1)[1].split()
+    return fields[0], int(fields[6])
+
+
 def check_pid(pid, kfs=KFS):
-    if not os.path.isdir(kfs.proc_path(pid)):
+    """[pid] when it is a running user process; IrqtuneError otherwise (a
+    zombie has no fds left to read, a kernel thread has no epoll loop)."""
+    text = kfs.read_optional(kfs.proc_path(pid, "stat"))
+    if text is None:
         raise IrqtuneError("--pid %d: no such process" % pid)
+    state, flags = _state_and_flags(text)
+    why = None
+    if state in ("Z", "X"):
+        why = "a zombie: it has exited and its parent has not reaped it"
+    elif flags & PF_KTHREAD:
+        why = "a kernel thread"
+    if why:
+        raise IrqtuneError("--pid %d: not a running user process (%s)" % (pid, why))
     return [pid]
 
 
@@ -35,12 +57,12 @@ def service_pids(unit, systemctl=None, kfs=KFS, root="/"):
     """The pids of a running unit: its cgroup's processes, else MainPID."""
     if not systemd_running(root):
         raise IrqtuneError("--service %s: systemd is not running on this host; name the "
-                           "process with --pid instead" % unit)
+                           "process with --pid instead" % shown(unit, quote=True))
     systemctl = systemctl or default_systemctl
     load = _show(systemctl, unit, "LoadState")
     if load is None or load == "not-found":
         raise IrqtuneError("--service %s: no such unit (systemctl show: LoadState=%s)"
-                           % (unit, load or "?"))
+                           % (shown(unit, quote=True), shown(load or "?")))
     main = _show(systemctl, unit, "MainPID") or "0"
     cgroup = _show(systemctl, unit, "ControlGroup") or ""
     pids = []
@@ -50,7 +72,8 @@ def service_pids(unit, systemctl=None, kfs=KFS, root="/"):
         pids = [int(main)]
     if not pids:
         raise IrqtuneError("--service %s: the unit runs no process (ActiveState=%s)"
-                           % (unit, _show(systemctl, unit, "ActiveState") or "?"))
+                           % (shown(unit, quote=True),
+                              shown(_show(systemctl, unit, "ActiveState") or "?")))
     return sorted(pids)
 
 

@@ -35,6 +35,7 @@ import os
 from ..caps import detect_kernel_features
 from ..errors import IrqtuneError
 from ..kfs import KFS, KernelFs
+from ..names import shown
 from .stats import parse_stats
 
 log = logging.getLogger(__name__)
@@ -262,7 +263,7 @@ def parse_switch(text):
         return True
     if word in _FALSE_WORDS:
         return False
-    raise ValueError("not a switch state: %r" % text)
+    raise ValueError("not a switch state: '%s'" % shown(text))
 
 
 def detect(kfs=KFS):

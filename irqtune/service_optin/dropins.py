@@ -13,6 +13,7 @@ import os
 
 from .. import crashpoint, files
 from ..errors import IrqtuneError
+from ..names import shown
 
 log = logging.getLogger("irqtune.service_optin")
 
@@ -72,7 +73,7 @@ def entries_from_state(state):
             entries.append(DropIn(str(item["unit"]), str(item["path"]),
                                   str(item["content"]), bool(item["created_dir"])))
         except (KeyError, TypeError) as err:
-            log.error("ignoring unreadable saved drop-in record %r: %s", item, err)
+            log.error("ignoring unreadable saved drop-in record '%s': %s", shown(item), err)
     return entries
 
 

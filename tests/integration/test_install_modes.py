@@ -85,7 +85,7 @@ def installed(tmp_path_factory):
 
 
 @pytest.fixture(scope="module")
-def daemon(netns):
+def daemon(host_tuned, netns):
     netns.add_veth("va0", queues=2)
     workdir = tempfile.mkdtemp(prefix="irqtune-umask-")
     d = Umask0Daemon(netns, workdir)

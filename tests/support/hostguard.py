@@ -23,8 +23,10 @@ import contextlib
 import fcntl
 import json
 import os
+import re
 import shutil
 import signal
+import stat
 import subprocess
 import tarfile
 import time
@@ -35,6 +37,9 @@ LEDGER_DIR = os.environ.get("IRQTUNE_TEST_LEDGER_DIR", "/run/irqtune")
 # The guard's own tests run it against copies, without a daemon to stop.
 MANAGE_DAEMON = os.environ.get("IRQTUNE_TEST_MANAGE_DAEMON", "1") == "1"
 PID_FILE = "/run/tuned/tuned.pid"
+# TuneD's program (Debian and Fedora): a python script the kernel runs as
+# "/usr/bin/python3 -Es /usr/sbin/tuned ...".
+TUNED_PROGRAM = "/usr/sbin/tuned"
 # The namespaces in which the suites start TuneD daemons (and udevd for
 # them): what a killed run leaves running.  Nothing else is touched - lab
 # guests, other runs' namespaces.
@@ -68,27 +73,68 @@ def _in_init_netns(pid):
         return False
 
 
+def _pid_file_pid():
+    """The pid TuneD's pid file names, when the file is one only root could
+    have written (a regular file, not a link, owned by root, writable by
+    no one else) and holds a pid in ASCII digits; else None."""
+    try:
+        fd = os.open(PID_FILE, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
+    except OSError:
+        return None
+    try:
+        st = os.fstat(fd)
+        if not stat.S_ISREG(st.st_mode) or st.st_uid != 0 or st.st_mode & 0o022:
+            return None
+        text = os.read(fd, 64).decode("ascii", "replace").strip()
+    finally:
+        os.close(fd)
+    return int(text) if re.fullmatch(r"[0-9]{1,10}", text) else None
+
+
+def _runs_tuned(pid):
+    """Whether pid is a root process running TuneD's program: its
+    executable a python interpreter whose script is TUNED_PROGRAM (by real
+    path), or the program itself.  A name (argv[0], comm) is anyone's to
+    choose: `exec -a tuned sleep` calls itself tuned."""
+    program = os.path.realpath(TUNED_PROGRAM)
+    try:
+        if os.stat("/proc/%d" % pid).st_uid != 0:
+            return False
+        exe = os.readlink("/proc/%d/exe" % pid)
+        with open("/proc/%d/cmdline" % pid, "rb") as f:
+            argv = [a.decode("utf-8", "replace") for a in f.read().split(b"\0") if a]
+    except OSError:
+        return False
+    if os.path.realpath(exe) == program:
+        return True
+    if not os.path.basename(exe).startswith("python"):
+        return False
+    script = next((a for a in argv[1:] if not a.startswith("-")), None)
+    return script is not None and os.path.isabs(script) and os.path.realpath(script) == program
+
+
 def _tuned_daemons():
-    """Pids of running TuneD daemons (python3 -Es /usr/sbin/tuned ...).  The
-    pid file names only the last one started, which may be a test's."""
+    """Pids of root's processes running TuneD's program in the initial
+    network namespace (a test's daemon runs in one of its own)."""
     pids = []
     for entry in os.listdir("/proc"):
-        if not entry.isdigit():
-            continue
-        try:
-            with open("/proc/%s/cmdline" % entry, "rb") as f:
-                argv = f.read().split(b"\0")
-        except OSError:
-            continue
-        if any(os.path.basename(arg) == b"tuned" for arg in argv[:3]):
+        if re.fullmatch(r"[0-9]+", entry) and _runs_tuned(int(entry)) \
+                and _in_init_netns(int(entry)):
             pids.append(int(entry))
     return pids
 
 
 def _host_daemon_pid():
-    """The daemon in the initial network namespace (a test's runs in one of
-    its own), or None."""
-    return next((pid for pid in _tuned_daemons() if _in_init_netns(pid)), None)
+    """The host's daemon, or None: a root process running TuneD's program
+    in the initial network namespace - the one TuneD's root-owned pid file
+    names, else the only such process.  The file alone does not do: TuneD
+    always writes it, a test's daemon too, and deletes it when it exits,
+    so a host daemon left running beside a test's daemon loses it."""
+    daemons = _tuned_daemons()
+    named = _pid_file_pid()
+    if named in daemons:
+        return named
+    return daemons[0] if len(daemons) == 1 else None
 
 
 def _wait_gone(pid, timeout):
@@ -103,8 +149,9 @@ def _wait_gone(pid, timeout):
 
 
 def host_daemon_running():
-    """The system's daemon: the systemd service, or a pid-file daemon in
-    the initial network namespace (a test's daemon runs in one of its own)."""
+    """The system's daemon: the systemd service, or the pid-file daemon of
+    _host_daemon_pid().  Only a daemon found running is stopped, and
+    started again at the end."""
     if _under_systemd():
         return _run("systemctl", "is-active", "--quiet", "tuned", check=False).returncode == 0
     return _host_daemon_pid() is not None

@@ -6,6 +6,7 @@ import pytest
 from irqtune import cpus
 from irqtune.errors import OptionError
 from irqtune.kfs import KernelFs
+from irqtune.names import shown
 
 
 @pytest.fixture
@@ -180,4 +181,45 @@ def test_tuned_cpulist_beyond_any_cpu_or_unreadable_is_refused(text):
     with pytest.raises(OptionError) as err:
         cpus.check_tuned_cpulist("isolated_cores", text)
     assert str(err.value) == "isolated_cores: invalid value '%s' (accepted: %s)" % (
-        text, TUNED_ACCEPTED)
+        shown(text), TUNED_ACCEPTED)
+
+
+# -- the whole list bounded, not each item (issue 39 item 7) ------------------
+
+@pytest.mark.parametrize("text", [
+    "0-8191," * 400,                        # the probe's 2.8 KB: 152 MB in TuneD's unpacking
+    "0-8191," * 10000,                      # 70 KB: the MemoryError the guard was for
+    "^0-8191," * 3,                         # exclusions are expanded too
+    ("0x" + "f" * 2048 + ",,") * 3,         # three masks of 8192 CPUs each
+    "0," * 40000,                           # 80 KB of one CPU: too long before anything
+    "0-8191,^0-8191,0",                     # one past the bound
+], ids=["probe-2.8KB", "probe-70KB", "exclusions", "masks", "80KB-of-one-CPU", "bound+1"])
+def test_tuned_cpulist_bounded_as_a_whole(text):
+    with pytest.raises(OptionError) as err:
+        cpus.check_tuned_cpulist("isolated_cores", text)
+    assert "at most %d CPUs named in all" % cpus.MAX_CPULIST_NAMED in str(err.value)
+
+
+@pytest.mark.parametrize("text", [
+    "0-8191,^0-8191",                       # every CPU, then every one left out: the bound
+    ",".join(str(c) for c in range(8192)),  # every CPU one by one (38,911 characters)
+    "0x" + "f" * 2048 + ",,0-8191",
+], ids=["all-then-none", "each-CPU", "mask-and-range"])
+def test_tuned_cpulist_at_the_bound_passes(text):
+    assert cpus.check_tuned_cpulist("isolated_cores", text) == text
+
+
+def test_tuned_cpulist_check_costs_little_memory():
+    """The check itself keeps no list per CPU: 63 KB of the probe's text
+    (below the length bound, so it is split and counted) costs it well
+    under a megabyte, where TuneD's unpacking of 2.8 KB took 152 MB."""
+    import tracemalloc
+    tracemalloc.start()
+    try:
+        with pytest.raises(OptionError):
+            cpus.check_tuned_cpulist("isolated_cores", "0-8191," * 9000)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    print("peak while checking 63 KB: %d bytes" % peak)
+    assert peak < 2 * 1024 * 1024, peak

@@ -233,3 +233,35 @@ def test_known_as_names_the_device_by_the_ifindex_of_its_originals():
     assert tuner.known_as(8, {"eth0", "eth1"}) == "eth1"
     assert tuner.known_as(9, {"eth0", "eth1"}) is None
     assert tuner.known_as(7, {"eth1"}) is None               # not one of TuneD's
+
+
+class Unmatched(Instance):
+    """An instance whose selector matches no device (TuneD's sets empty)."""
+
+    devices_udev_regex = None
+    devices_expression = "ens1f0"
+
+    def __init__(self, seen=()):
+        super().__init__()
+        self.assigned_devices = set()
+        self.processed_devices = set()
+        self._devices_seen = set(seen)
+
+
+def test_an_instance_that_never_matched_a_device_fails_verify(napi_plugin, caplog):
+    """issue 39 item 10: a typo in devices= is a failure, not an unplug
+    (TuneD itself counts an instance without devices as passed)."""
+    caplog.set_level(logging.DEBUG)
+    assert napi_plugin.instance_verify_tuning(Unmatched(), False) is False
+    errors = tuned_errors(caplog)
+    assert len(errors) == 1 and "napi: devices=ens1f0 matches no network device; devices " \
+        "here: " in errors[0], errors
+    assert "unplugged" not in " ".join(r.getMessage() for r in caplog.records)
+
+
+def test_an_instance_whose_devices_were_unplugged_is_reported_not_failed(napi_plugin, caplog):
+    caplog.set_level(logging.DEBUG)
+    assert napi_plugin.instance_verify_tuning(Unmatched(seen={"vu0"}), False) is None
+    assert tuned_errors(caplog) == []
+    assert any("devices=ens1f0 matches no device now; it tuned vu0 before (unplugged?)"
+               in r.getMessage() for r in caplog.records)

@@ -30,6 +30,7 @@ from irqtune.napi import NapiConfig, parse_queues
 from irqtune.overlay import read_overlay_file
 from irqtune.service_optin.config import OptInValues, parse_bool, parse_services
 from irqtune.zerocopy.config import ZeroCopyConfig
+from irqtune.names import shown
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FIXTURES = os.path.join(os.path.dirname(__file__), "profile_fixtures")
@@ -218,7 +219,7 @@ def test_rt_profile_refuses_isolated_cores_beyond_any_cpu(tmp_path, caplog, tune
     # what tuned-adm prints: "Cannot load profile(s) '...': <this>"
     assert str(err.value) == ("isolated_cores: invalid value '%s' (accepted: a CPU list such "
                               "as 2-7,10 in TuneD's syntax (numbers and ranges, ^N or !N to "
-                              "leave CPUs out, 0x masks), CPUs 0 to 8191)" % value)
+                              "leave CPUs out, 0x masks), CPUs 0 to 8191)" % shown(value))
     errors = [r.getMessage() for r in caplog.records
               if r.name.startswith("tuned") and r.levelno >= logging.ERROR]
     assert errors == [str(err.value) + "; the profile is not loaded"]

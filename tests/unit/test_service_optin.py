@@ -20,6 +20,7 @@ import tuned_loader
 from irqtune import service_optin as so
 from irqtune.kfs import KernelFs
 from irqtune.errors import IrqtuneError, OptionError, UnsupportedError
+from irqtune.names import shown
 
 LIB = "/usr/lib64/irqtune/libirqtune-busypoll.so"
 
@@ -127,7 +128,7 @@ def test_a_name_with_a_space_is_refused_not_split(text):
     assert str(err.value) == (
         "optin_services: invalid value '%s' (accepted: service unit names separated by "
         "commas, each a name or name.service without spaces (e.g. memcached, "
-        "nginx.service))" % text)
+        "nginx.service))" % shown(text))
 
 
 def test_values():

@@ -2,6 +2,7 @@
 import pytest
 
 from irqtune.errors import OptionError
+from irqtune.names import shown
 from irqtune.values import (U64_MAX, format_index_list, parse_choice, parse_duration_ns,
                             parse_index_list, parse_int)
 
@@ -28,7 +29,7 @@ def test_bad_durations_name_option_value_and_range(text):
     with pytest.raises(OptionError) as err:
         parse_duration_ns("irq_suspend_timeout", text)
     assert str(err.value) == "irq_suspend_timeout: invalid value '%s' (accepted: %s)" % (
-        text, ACCEPTED_DURATION)
+        shown(text), ACCEPTED_DURATION)
 
 
 def test_duration_bound_is_a_parameter():
@@ -43,7 +44,7 @@ def test_bad_ints(text):
     with pytest.raises(OptionError) as err:
         parse_int("defer_hard_irqs", text, 0, 2**31 - 1)
     assert str(err.value) == ("defer_hard_irqs: invalid value '%s' (accepted: an integer "
-                              "from 0 to 2147483647)" % text)
+                              "from 0 to 2147483647)" % shown(text))
 
 
 def test_int_bounds():
@@ -76,12 +77,21 @@ def test_index_list_refused_with_its_bound(text):
     with pytest.raises(OptionError) as err:
         parse_index_list("queues", text, 65535)
     assert str(err.value) == ("queues: invalid value '%s' (accepted: a list of numbers and "
-                              "ranges such as 0-3,6, each at most 65535)" % text)
+                              "ranges such as 0-3,6, each at most 65535)" % shown(text))
 
 
 def test_index_list_cost_is_bounded_by_the_maximum():
-    """Ranges are merged before they are expanded: 20000 copies of the
-    whole range cost one."""
-    assert parse_index_list("x", ",".join(["0-8191"] * 20000)) == list(range(8192))
+    """Ranges are merged before they are expanded: 9000 copies of the
+    whole range (63 KB, below MAX_LIST_CHARS) cost one."""
+    assert parse_index_list("x", ",".join(["0-8191"] * 9000)) == list(range(8192))
     with pytest.raises(OptionError, match="each at most 8191"):
         parse_index_list("x", "0-8192")
+
+
+@pytest.mark.parametrize("text", ["0," * 40000, " " * 70000 + "0"], ids=["80KB", "blanks"])
+def test_index_list_text_bounded_before_it_is_split(text):
+    """issue 39 item 7: 80 KB of "0," was split into 40,000 items first."""
+    from irqtune.values import MAX_LIST_CHARS
+    with pytest.raises(OptionError) as err:
+        parse_index_list("queues", text, 65535)
+    assert "at most %d characters" % MAX_LIST_CHARS in str(err.value)

@@ -23,6 +23,7 @@ from irqtune.ledger import Ledger
 from irqtune.zerocopy import ZeroCopyConfig, ZeroCopyRxTuner
 
 from irqtune.netlink.ethtool_ntuple import NtupleRules
+from irqtune.names import shown
 from support.fakes.ethtool import FakeNic, FakeRuleTable
 
 
@@ -226,7 +227,7 @@ def test_flow_rule_port_in_ascii_digits_only(rule):
     """issue 35: int() read Arabic-Indic digits (and raised on 5000 digits)."""
     _, errors = ZeroCopyConfig.from_options({"flow_rules": rule})
     assert [str(e).split(" (accepted")[0] for e in errors] == [
-        "flow_rules: invalid value '%s'" % rule]
+        "flow_rules: invalid value '%s'" % shown(rule)]
 
 
 def test_rss_goes_back_before_channels(host):
