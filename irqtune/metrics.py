@@ -24,11 +24,14 @@ libraries of the services the profile opts in to busy polling.
 import os
 from dataclasses import dataclass, field
 
-from . import files
+from . import activeprofile, counters, files
+from .doctor import epoll, window
 from .errors import IrqtuneError
 from .kfs import KFS
 from .names import shown
 from .netdevs import ifindex_of, ifname_of
+from .netlink import netdev
+from .service_optin import systemd
 
 
 @dataclass
@@ -101,14 +104,10 @@ def netns_label(kfs=KFS):
 
 def collect(devices=(), kfs=KFS, etc="/etc/tuned", systemctl=None):
     """[Family] of the devices' NAPIs (default: every device with NAPIs)."""
-    from . import activeprofile
-    from .doctor.window import device_rx_packets
-    from .netlink.netdev import NapiFamily
-    from .counters import busy_poll_rx_packets, sample
 
     fam = _families()
     netns = netns_label(kfs)
-    with NapiFamily() as nl:
+    with netdev.NapiFamily() as nl:
         napis = nl.all_napis()
     by_dev = {}
     for n in napis:
@@ -124,12 +123,12 @@ def collect(devices=(), kfs=KFS, etc="/etc/tuned", systemctl=None):
         by_dev = {d: by_dev.get(d, []) for d in devices}
     profile, units, _skipped = activeprofile.napi_units(etc)
     unit_ok = {}
-    rx_dev = device_rx_packets(kfs)
+    rx_dev = window.device_rx_packets(kfs)
     for dev in sorted(by_dev):
         try:
-            counters = {c.napi_id: c for c in sample(dev, kfs)}
+            counted = {c.napi_id: c for c in counters.sample(dev, kfs)}
         except (OSError, IrqtuneError):
-            counters = {}
+            counted = {}
         if dev in rx_dev:
             fam["irqtune_device_rx_packets"].add(rx_dev[dev], device=dev, netns=netns)
         for n in sorted(by_dev[dev], key=lambda n: n["id"]):
@@ -140,7 +139,7 @@ def collect(devices=(), kfs=KFS, etc="/etc/tuned", systemctl=None):
             fam["irqtune_napi_irq_suspend_timeout_seconds"].add(
                 n.get("irq-suspend-timeout", 0) / 1e9, **labels)
             fam["irqtune_napi_threaded"].add(n.get("threaded", 0), **labels)
-            c = counters.get(n["id"])
+            c = counted.get(n["id"])
             if c is not None and c.irq is not None:
                 fam["irqtune_napi_interrupts"].add(c.interrupts, irq=str(c.irq), **labels)
             if c is not None and c.rx_packets is not None:
@@ -157,7 +156,7 @@ def collect(devices=(), kfs=KFS, etc="/etc/tuned", systemctl=None):
         if unit.name in unit_ok:
             fam["irqtune_unit_verified"].add(int(unit_ok[unit.name]), profile=profile,
                                              unit=unit.name, netns=netns)
-    fam["irqtune_busy_poll_rx_packets"].add(busy_poll_rx_packets(kfs), netns=netns)
+    fam["irqtune_busy_poll_rx_packets"].add(counters.busy_poll_rx_packets(kfs), netns=netns)
     _optin_state(fam["irqtune_optin_preload_loaded"], etc, kfs, systemctl)
     return list(fam.values())
 
@@ -166,20 +165,16 @@ def _optin_state(family, etc, kfs, systemctl):
     """Preload state of each opted-in service's main process (systemd only).
     The library is recognised by its name wherever it was loaded from, as
     the doctor does."""
-    from . import activeprofile
-    from .doctor.epoll import preload_loaded
-    from .service_optin import systemd_running
-    from .service_optin.systemd import Systemctl
-    if systemctl is None and not systemd_running():
+    if systemctl is None and not systemd.systemd_running():
         return
-    ctl = Systemctl(systemctl)
+    ctl = systemd.Systemctl(systemctl)
     profile, units = activeprofile.optin_units(etc)
     for section, services in units:
         for service in services:
             pid = ctl.show(service, "MainPID")
             if not pid or not pid.isdigit() or pid == "0":
                 continue
-            loaded = preload_loaded(int(pid), kfs)
+            loaded = epoll.preload_loaded(int(pid), kfs)
             if loaded is not None:
                 family.add(int(loaded), profile=profile, unit=section, service=service)
 

@@ -21,10 +21,13 @@ import os
 import socket
 import time
 
+from .. import activeprofile, caps as kernel_caps
 from ..errors import IrqtuneError, NetlinkRequestError
 from ..kfs import KFS
 from ..names import LINE_MAX, shown
 from ..netdevs import ifname_of
+from ..netlink import netdev
+from . import chain, epoll, recommend, targets, window
 from .links import EXIT_CANNOT_TELL, Report, format_text  # noqa: F401
 
 
@@ -34,15 +37,10 @@ def diagnose(pids=(), devices=(), seconds=3.0, unit=None, kfs=KFS, measure=None,
     the devices the pids' sockets receive from, or every device with NAPIs).
     measure and trace stand in for the window and the epoll recording
     (tests)."""
-    from .. import activeprofile
-    from ..caps import detect_napi_capabilities
-    from ..netlink.netdev import NapiFamily, QueueFamily
-    from . import chain, epoll, recommend, targets, window
-
     report = Report()
     if pids:
         targets.enter_net_namespace_of(pids[0], kfs)
-    caps = detect_napi_capabilities()
+    caps = kernel_caps.detect_napi_capabilities()
     chain.check_kernel(report, caps, epoll.kernel_has_epoll_params())
 
     instances = {}
@@ -57,7 +55,7 @@ def diagnose(pids=(), devices=(), seconds=3.0, unit=None, kfs=KFS, measure=None,
     unread = any(i.napi_unread for insts in instances.values() for i in insts)
 
     napis = {}          # id: napi-get dict
-    with NapiFamily() as nl:
+    with netdev.NapiFamily() as nl:
         for nid in napi_ids:
             try:
                 napis[nid] = nl.napi(nid)
@@ -75,7 +73,7 @@ def diagnose(pids=(), devices=(), seconds=3.0, unit=None, kfs=KFS, measure=None,
             except OSError:
                 report.add("napi", shown(dev), "unknown",
                            "no such device in this network namespace")
-    with QueueFamily() as ql:
+    with netdev.QueueFamily() as ql:
         for dev, found in device_napis.items():
             try:
                 queue_of = {n: q for q, n in ql.rx_queue_napis(socket.if_nametoindex(dev)).items()}
@@ -120,7 +118,6 @@ def diagnose(pids=(), devices=(), seconds=3.0, unit=None, kfs=KFS, measure=None,
 def _window(report, pids, devices, seconds, unit, kfs, measure, trace):
     """The counters' window over devices (None: no window) and, for pids,
     the recording of their epoll waits over the same seconds."""
-    from . import chain, recommend, targets
     subject = shown(unit) if unit else ", ".join("pid %d (%s)" % (p, shown(targets.comm(p, kfs)))
                                                  for p in pids)
     started = trace(pids, kfs) if pids else None
@@ -140,7 +137,6 @@ def _window(report, pids, devices, seconds, unit, kfs, measure, trace):
 def resolve_targets(service=None, pid=None, kfs=KFS):
     """[pid] for the command line's --service / --pid; IrqtuneError naming
     the bad input."""
-    from . import epoll, targets
     if service is None and pid is None:
         return []
     if os.geteuid() != 0:

@@ -9,7 +9,7 @@ chain was judged for a process that is gone).
 """
 
 from ..errors import IrqtuneError
-from ..measure import recommend as rule
+from ..measure import epolltrace, recommend as rule
 from ..measure.recommend import VARIABLES_FILE
 from ..values import format_duration_ns
 from .links import INFO, UNKNOWN
@@ -20,9 +20,8 @@ GROUP = "recommend"
 def start(pids, kfs):
     """A started irqtune.measure.epolltrace.EpollTrace, or the reason there
     is none (a string)."""
-    from ..measure.epolltrace import EpollTrace
     try:
-        return EpollTrace(pids, kfs).start()
+        return epolltrace.EpollTrace(pids, kfs).start()
     except IrqtuneError as err:
         return str(err)
 
