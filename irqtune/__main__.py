@@ -2,14 +2,14 @@
 """`irqtune status` (also `python3 -m irqtune status`): what the kernel offers
 and what each NAPI holds; `--watch` shows suspension at work.  `irqtune
 verify`: TuneD's verify with arguments waiting for a reboot told apart
-(irqtune.verify_report).  `irqtune doctor` names the broken link when
+(irqtune.frontends.verify_report).  `irqtune doctor` names the broken link when
 suspension does not engage; `irqtune metrics` prints per-NAPI metrics for
 Prometheus and PCP.
 
 Bad arguments are refused in one line naming the argument, the value and
 what is accepted (exit 2); nothing else leaves the command as a traceback
 unless IRQTUNE_DEBUG is set in the environment.  Names and values the
-commands print go through irqtune.names.shown (escaped, cut)."""
+commands print go through irqtune.kernel.names.shown (escaped, cut)."""
 
 import argparse
 import json
@@ -18,11 +18,12 @@ import re
 import socket
 import sys
 
-from .caps import detect_napi_capabilities
-from .errors import IrqtuneError
-from .names import LINE_MAX, shown
-from .netlink.netdev import NapiFamily
-from . import doctor as doctor_report, metrics as metrics_export, verify_report, watch as status_watch
+from .kernel.caps import detect_napi_capabilities
+from .kernel.errors import IrqtuneError
+from .kernel.names import LINE_MAX, shown
+from .kernel.netlink.netdev import NapiFamily
+from .frontends import (doctor as doctor_report, metrics as metrics_export, verify_report,
+                        watch as status_watch)
 
 COLUMNS = ("defer-hard-irqs", "gro-flush-timeout", "irq-suspend-timeout", "threaded", "irq")
 DEBUG_ENV = "IRQTUNE_DEBUG"

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """What the irqtune TuneD plugins share: the base that drives a tuner
-(irqtune.tuner's contract) - lock, link watcher, option errors, rollback
+(irqtune.services.tuner's contract) - lock, link watcher, option errors, rollback
 rules, the guard of every entry point -, the TuneD version shims, and the
 base of the system-wide plugins (InstancePlugin).  The net-device base
 (hotplug, renames) is irqtune_netdev.py's; what goes into TuneD's log
@@ -21,11 +21,11 @@ import tuned.consts as consts
 from tuned.plugins import base
 from tuned.plugins import irqtune_tunedlog as tunedlog
 
-from irqtune.errors import IrqtuneError, describe_os_error
-from irqtune.names import option_name
-from irqtune.netlink.links import LinkWatcher
-from irqtune.options import parse_options
-from irqtune.overlay import read_overlay_file
+from irqtune.kernel.errors import IrqtuneError, describe_os_error
+from irqtune.kernel.names import option_name
+from irqtune.kernel.netlink.links import LinkWatcher
+from irqtune.services.options import parse_options
+from irqtune.services.overlay import read_overlay_file
 
 log = tunedlog.log
 verify_failed = tunedlog.verify_failed
@@ -58,7 +58,7 @@ def expanded_option(variables, instance, name):
 
 def overlay_file_options(variables, instance_name, path, prefix, options):
 	"""<prefix><option>=value lines of an overlay's variables file (see
-	irqtune.overlay), with profile variables expanded."""
+	irqtune.services.overlay), with profile variables expanded."""
 	return read_overlay_file(path, prefix, set(options) - {"variables_file"},
 		expand=lambda value: str(variables.expand(value)).strip())
 
@@ -158,7 +158,7 @@ def summarise(names, shown=4):
 
 
 class TunerPlugin(Guarded):
-	"""What every irqtune plugin does around its tuner (irqtune.tuner's
+	"""What every irqtune plugin does around its tuner (irqtune.services.tuner's
 	contract): the lock, the link watcher, option errors, the rollback
 	rules and verify's lines.  A plugin keeps only its options, its docs
 	and _make_tuner(instance, options), which returns the tuner (None
@@ -174,7 +174,7 @@ class TunerPlugin(Guarded):
 	# Seconds between re-checks for recreated NAPIs/IRQs between link
 	# events; the recheck_interval option overrides it, 0 turns it off.
 	recheck_interval = 5.0
-	# The plugin's options, declared in the library (irqtune.plugin_options).
+	# The plugin's options, declared in the library (irqtune.frontends.plugin_options).
 	_declared = ()
 	# Whether the watcher may run at all (unit tests turn it off).
 	_watch = True

@@ -1,15 +1,15 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""TuneD adapter for irqtune.service_optin (see there for the rules)."""
+"""TuneD adapter for irqtune.features.service_optin (see there for the rules)."""
 
 import tuned.consts as consts
 import tuned.logs
 from tuned.plugins import irqtune_common as common
 
-from irqtune import service_optin
-from irqtune.kfs import KernelFs
-from irqtune.ledger import Ledger
-from irqtune.options import parse_options
-from irqtune.plugin_options import PLUGINS
+from irqtune.features import service_optin
+from irqtune.kernel.kfs import KernelFs
+from irqtune.services.ledger import Ledger
+from irqtune.services.options import parse_options
+from irqtune.frontends.plugin_options import PLUGINS
 
 log = tuned.logs.get()
 

@@ -2,10 +2,11 @@
 import tuned.logs
 from tuned.plugins import irqtune_common as common
 
-from irqtune import gsim, irqs
-from irqtune.kfs import KernelFs
-from irqtune.ledger import Ledger
-from irqtune.plugin_options import PLUGINS
+from irqtune.features import gsim
+from irqtune.kernel import irqs
+from irqtune.kernel.kfs import KernelFs
+from irqtune.services.ledger import Ledger
+from irqtune.frontends.plugin_options import PLUGINS
 
 log = tuned.logs.get()
 

@@ -3,12 +3,12 @@ import tuned.logs
 from tuned.plugins import irqtune_common as common
 from tuned.plugins import irqtune_netdev as netdev
 
-from irqtune.caps import detect_napi_capabilities
-from irqtune.errors import OptionError
-from irqtune.measure import auto
-from irqtune.napi import NapiConfig, NapiTuner, parse_queues
-from irqtune.plugin_options import PLUGINS
-from irqtune.ledger import Ledger
+from irqtune.kernel.caps import detect_napi_capabilities
+from irqtune.kernel.errors import OptionError
+from irqtune.services.measure import auto
+from irqtune.features.napi import NapiConfig, NapiTuner, parse_queues
+from irqtune.frontends.plugin_options import PLUGINS
+from irqtune.services.ledger import Ledger
 
 log = tuned.logs.get()
 

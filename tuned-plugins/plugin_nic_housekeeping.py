@@ -3,9 +3,9 @@ import tuned.logs
 from tuned.plugins import irqtune_common as common
 from tuned.plugins import irqtune_netdev as netdev
 
-from irqtune.channels import HousekeepingTuner, housekeeping_tuner
-from irqtune.ledger import Ledger
-from irqtune.plugin_options import PLUGINS
+from irqtune.features.channels import HousekeepingTuner, housekeeping_tuner
+from irqtune.services.ledger import Ledger
+from irqtune.frontends.plugin_options import PLUGINS
 
 log = tuned.logs.get()
 

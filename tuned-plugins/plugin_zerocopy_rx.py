@@ -3,12 +3,12 @@ import tuned.logs
 from tuned.plugins import irqtune_common as common
 from tuned.plugins import irqtune_netdev as netdev
 
-from irqtune.caps import detect_napi_capabilities
-from irqtune.napi import VALUES, NapiConfig, NapiTuner
-from irqtune.options import renamed
-from irqtune.plugin_options import OVERLAY_PREFIXES, PLUGINS
-from irqtune.ledger import Ledger
-from irqtune.zerocopy import ZeroCopyConfig, ZeroCopyRxTuner
+from irqtune.kernel.caps import detect_napi_capabilities
+from irqtune.features.napi import VALUES, NapiConfig, NapiTuner
+from irqtune.services.options import renamed
+from irqtune.frontends.plugin_options import OVERLAY_PREFIXES, PLUGINS
+from irqtune.services.ledger import Ledger
+from irqtune.features.zerocopy import ZeroCopyConfig, ZeroCopyRxTuner
 
 log = tuned.logs.get()
 

@@ -12,8 +12,8 @@ import socket
 
 import pytest
 
-from irqtune.netlink.ethtool_rx import NTF_FEATURES, RxConfigFamily, _Monitor
-from irqtune.netlink.genl import NetlinkRequestError
+from irqtune.kernel.netlink.ethtool_rx import NTF_FEATURES, RxConfigFamily, _Monitor
+from irqtune.kernel.netlink.genl import NetlinkRequestError
 
 
 def test_monitor_sees_a_change_and_not_a_no_op(netns):

@@ -5,7 +5,7 @@ becomes the administrator's words."""
 
 import errno
 
-from irqtune.errors import Extack, NetlinkRequestError, OptionError, describe_os_error
+from irqtune.kernel.errors import Extack, NetlinkRequestError, OptionError, describe_os_error
 
 # What a 6.18 kernel answered a napi-set with defer-hard-irqs 2**31
 # (tests/netlink/test_netdev.py reads it off the kernel).

@@ -16,9 +16,9 @@ import struct
 
 import pytest
 
-from irqtune.netlink import ethtool_rx as ex
-from irqtune.netlink.ethtool import features_msg, rings_msg, rss_msg
-from irqtune.netlink.genl import NetlinkRequestError, decode, encode
+from irqtune.kernel.netlink import ethtool_rx as ex
+from irqtune.kernel.netlink.ethtool import features_msg, rings_msg, rss_msg
+from irqtune.kernel.netlink.genl import NetlinkRequestError, decode, encode
 
 HERE = os.path.join(os.path.dirname(__file__), "ethtool_replies")
 

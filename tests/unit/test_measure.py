@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""irqtune.measure and the doctor's recommend link, on fixtures.
+"""irqtune.services.measure and the doctor's recommend link, on fixtures.
 
 Fixtures in measure_fixtures/, from Linux 6.18 of the development host
 (Debian 12 userland), both from the same boot (tracepoint ids are
 per boot):
 - events/syscalls/sys_{enter,exit}_epoll_{wait,pwait,pwait2}/format:
   the tracefs format files, copied with cat;
-- ring-epoll-6.18.bin: the bytes irqtune.measure.perf copied out of one
+- ring-epoll-6.18.bin: the bytes irqtune.services.measure.perf copied out of one
   CPU's ring buffer while a Python process (epoll over three pipes) did:
   all three pipes written, wait (3 events), spin 2 ms, wait with timeout
   0 (none), one pipe written, wait (1 event), spin 1 ms, wait (none).
@@ -18,12 +18,12 @@ import struct
 
 import pytest
 
-from irqtune.doctor.links import Report, format_text
-from irqtune.doctor import recommend as doctor_recommend
-from irqtune.errors import IrqtuneError
-from irqtune.measure import busy, epolltrace, perf, recommend, tracefs
-from irqtune.measure.epolltrace import Recorded
-from irqtune.values import format_duration_ns, parse_duration_ns
+from irqtune.frontends.doctor.links import Report, format_text
+from irqtune.frontends.doctor import recommend as doctor_recommend
+from irqtune.kernel.errors import IrqtuneError
+from irqtune.services.measure import busy, epolltrace, perf, recommend, tracefs
+from irqtune.services.measure.epolltrace import Recorded
+from irqtune.kernel.values import format_duration_ns, parse_duration_ns
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIX = os.path.join(HERE, "measure_fixtures")
@@ -259,7 +259,7 @@ def test_tid_filter_folds_consecutive_threads():
 
 
 def test_start_time_survives_a_comm_with_spaces(tmp_path):
-    from irqtune.kfs import KernelFs
+    from irqtune.kernel.kfs import KernelFs
     (tmp_path / "42").mkdir()
     stat = "42 (a b) c) S 1 42 42 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 98765 0 0"
     (tmp_path / "42" / "stat").write_text(stat + "\n")

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Each option is declared once, in the library (irqtune.plugin_options):
+"""Each option is declared once, in the library (irqtune.frontends.plugin_options):
 the plugins' option lists and hints, the man page, docs/options.md and the
 Ansible role's checks are derived from the declarations."""
 
@@ -9,10 +9,10 @@ import os
 import pytest
 
 from ansible_collections.irqtune.tuning.plugins.plugin_utils import profile_variables
-from irqtune.errors import OptionError
-from irqtune.options import Option
-from irqtune.plugin_options import PLUGINS
-from irqtune.values import parse_int
+from irqtune.kernel.errors import OptionError
+from irqtune.services.options import Option
+from irqtune.frontends.plugin_options import PLUGINS
+from irqtune.kernel.values import parse_int
 from tuned_loader import load_plugin_module
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
@@ -87,8 +87,8 @@ def test_options_md_is_generated():
 
 
 def test_renamed_values_name_their_option():
-    from irqtune.napi import VALUES, NapiConfig
-    from irqtune.options import renamed
+    from irqtune.features.napi import VALUES, NapiConfig
+    from irqtune.services.options import renamed
     config, errors = NapiConfig.from_options({"napi_defer_hard_irqs": "5",
                                               "napi_gro_flush_timeout": "auto"},
                                              declared=renamed(VALUES, "napi_"))

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from ansible_collections.irqtune.tuning.plugins.plugin_utils import profile_variables as pv
-from irqtune.napi import NapiConfig
+from irqtune.features.napi import NapiConfig
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 

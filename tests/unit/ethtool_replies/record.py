@@ -17,8 +17,8 @@ import os
 import socket
 import sys
 
-from irqtune.netlink.ethtool_rx import RxConfigFamily
-from irqtune.netlink.genl import NetlinkRequestError
+from irqtune.kernel.netlink.ethtool_rx import RxConfigFamily
+from irqtune.kernel.netlink.genl import NetlinkRequestError
 
 
 def main(device, outdir, source, sets=False):

@@ -79,7 +79,7 @@ def load_library(source_dir):
 
 # -- what each variable feeds ---------------------------------------------------
 # A variable is checked by the parser of every plugin option it feeds, as
-# the irqtune library declares it (irqtune.plugin_options): the profile's
+# the irqtune library declares it (irqtune.frontends.plugin_options): the profile's
 # tuned.conf says which ones - ${variable} as an option's whole value, or
 # in a list joined by ',' - and an overlay's variables file feeds the
 # options of its plugin's unit under the plugin's prefix.  TuneD's own
@@ -186,9 +186,9 @@ class ProfileVariables:
         self.source_dir = source_dir
         self.shipped = shipped_variables(source_dir)
         load_library(source_dir)
-        self.option_error = importlib.import_module("irqtune.errors").OptionError
-        declared = importlib.import_module("irqtune.plugin_options")
-        kinds = _tuned_kinds(importlib.import_module("irqtune.values"), self.option_error)
+        self.option_error = importlib.import_module("irqtune.kernel.errors").OptionError
+        declared = importlib.import_module("irqtune.frontends.plugin_options")
+        kinds = _tuned_kinds(importlib.import_module("irqtune.kernel.values"), self.option_error)
         self.checks = {}        # {profile: {variable: [checker]}}
         for profile in self.shipped:
             self.checks[profile] = {name: [kinds[VARIABLE_KINDS[name]]]
