@@ -18,12 +18,12 @@ import re
 import socket
 import sys
 
+from .frontends import (doctor as doctor_report, metrics as metrics_export, verify_report,
+                        watch as status_watch)
 from .kernel.caps import detect_napi_capabilities
 from .kernel.errors import IrqtuneError
 from .kernel.names import LINE_MAX, shown
 from .kernel.netlink.netdev import NapiFamily
-from .frontends import (doctor as doctor_report, metrics as metrics_export, verify_report,
-                        watch as status_watch)
 
 COLUMNS = ("defer-hard-irqs", "gro-flush-timeout", "irq-suspend-timeout", "threaded", "irq")
 DEBUG_ENV = "IRQTUNE_DEBUG"

@@ -19,9 +19,9 @@ import logging
 import os
 from dataclasses import dataclass
 
+from ..features.napi import NapiConfig, parse_queues
 from ..kernel.errors import IrqtuneError, OptionError
 from ..kernel.kfs import KFS
-from ..features.napi import NapiConfig, parse_queues
 from ..kernel.netdevs import default_selects_physical, is_virtual_netdev
 from ..services.systemd import parse_services
 

@@ -24,16 +24,14 @@ libraries of the services the profile opts in to busy polling.
 import os
 from dataclasses import dataclass, field
 
-from . import activeprofile
-from ..services import counters
 from ..kernel import files
-from ..services import epoll, window
 from ..kernel.errors import IrqtuneError
 from ..kernel.kfs import KFS
 from ..kernel.names import shown
 from ..kernel.netdevs import ifindex_of, ifname_of
 from ..kernel.netlink import netdev
-from ..services import systemd
+from ..services import counters, epoll, systemd, window
+from . import activeprofile
 
 
 @dataclass

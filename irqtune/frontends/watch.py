@@ -4,8 +4,8 @@ the counters of irqtune.services.counters."""
 
 import time
 
-from ..services.counters import busy_poll_rx_packets, rates, sample
 from ..kernel.names import shown
+from ..services.counters import busy_poll_rx_packets, rates, sample
 
 
 def _fmt(value, spec):

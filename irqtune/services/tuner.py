@@ -80,8 +80,8 @@ import functools
 import logging
 from dataclasses import dataclass
 
-from .ledger import device_entry, name_now
 from ..kernel.netdevs import ifindex_of, ifname_of
+from .ledger import device_entry, name_now
 
 log = logging.getLogger(__name__)
 

@@ -8,9 +8,9 @@ import logging
 from ...kernel.errors import OptionError, describe_os_error
 from ...kernel.irqs import (KERNEL_OWNED_AFFINITY, affinity_error_reason, nic_queue_irqs,
                             read_affinity, read_effective_affinity, write_affinity)
+from ...kernel.values import format_index_list, parse_index_list
 from ...services.ledger import first, vector_keys
 from ...services.tuner import Check
-from ...kernel.values import format_index_list, parse_index_list
 
 log = logging.getLogger("irqtune.features.channels")
 

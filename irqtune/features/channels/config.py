@@ -5,8 +5,8 @@ from dataclasses import dataclass
 
 from ...kernel.cpus import parse_cpulist_option
 from ...kernel.errors import OptionError
-from ...services.options import Option, parse_options
 from ...kernel.values import CPU_LIST, MAX_CPU, parse_index_list, parse_int
+from ...services.options import Option, parse_options
 
 HOUSEKEEPING = "housekeeping"
 MAX_CHANNELS = 65535

@@ -5,10 +5,10 @@ the tuner contract (irqtune.services.tuner) with one ledger of originals."""
 import logging
 
 from ...kernel.cpus import housekeeping_cpus
-from ...kernel.kfs import KFS
 from ...kernel.irqs import interrupt_names
-from ...services.ledger import take_device, vector_book
+from ...kernel.kfs import KFS
 from ...kernel.netlink.ethtool import ChannelsFamily
+from ...services.ledger import take_device, vector_book
 from ...services.tuner import DeviceTuner, Refusals, on_kernel_name, verify_on_kernel_name
 from .affinity import QueueAffinity
 from .config import HOUSEKEEPING, HousekeepingConfig

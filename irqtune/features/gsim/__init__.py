@@ -8,11 +8,11 @@ profile's options.
 """
 
 from ...kernel.interrupts import IrqInfo, parse_interrupts, read_interrupts
+from .config import OPTIONS, OVERLAY_PREFIX, GsimConfig, IrqSelection
 from .interface import (KNOBS, MISSING_MESSAGE, RT_MISSING_MESSAGE, RANGES, SHAPE_LATEST,
                         SHAPE_NAMES, SHAPE_V1, SHAPE_V4, GsimInterface, GsimWriteError,
                         accepted_range, detect, missing_message, parse_switch)
 from .stats import CpuStats, GsimStats, parse_stats
-from .config import OPTIONS, OVERLAY_PREFIX, GsimConfig, IrqSelection
 from .tuner import GsimTuner, build_tuner
 
 __all__ = ["IrqInfo", "parse_interrupts", "read_interrupts", "KNOBS", "MISSING_MESSAGE", "OPTIONS",

@@ -8,8 +8,8 @@ from dataclasses import dataclass, fields
 from ...kernel import irqs as irqs_mod
 from ...kernel.errors import OptionError
 from ...kernel.kfs import KFS
-from ...services.options import Option, parse_options
 from ...kernel.values import parse_int
+from ...services.options import Option, parse_options
 from .interface import RANGES
 
 

@@ -11,12 +11,12 @@ the values (zerocopy_rx's napi_* options) measure nothing and refuse it.
 
 from dataclasses import dataclass, fields
 
-from ...services.measure import auto as measured
 from ...kernel.names import attr_name
 from ...kernel.netlink.netdev import THREADED_VALUES
-from ...services.options import AUTO, Option, parse_options
 from ...kernel.values import (MAX_QUEUE, S32_MAX, parse_choice, parse_duration_ns, parse_index_list,
                               parse_int)
+from ...services.measure import auto as measured
+from ...services.options import AUTO, Option, parse_options
 
 THREADED_CHOICES = dict(THREADED_VALUES, **{"0": 0, "1": 1, "2": 2, "off": 0, "on": 1})
 DURATION = "duration (ns, or with unit ns/us/ms/s), at most 1s"

@@ -13,11 +13,11 @@ from dataclasses import replace
 
 from ...kernel.kfs import KFS
 from ...kernel.names import option_name
-from ...services.ledger import positioned
 from ...kernel.netlink.genl import NetlinkRequestError
 from ...kernel.netlink.netdev import NapiFamily, QueueFamily
-from ...services.tuner import Check, DeviceTuner, on_kernel_name, verify_on_kernel_name
 from ...kernel.values import format_index_list
+from ...services.ledger import positioned
+from ...services.tuner import Check, DeviceTuner, on_kernel_name, verify_on_kernel_name
 
 log = logging.getLogger(__name__)
 

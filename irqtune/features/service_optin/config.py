@@ -7,8 +7,8 @@ import re
 from dataclasses import dataclass
 
 from ...kernel.errors import OptionError, UnsupportedError
-from ...services.options import Option, parse_options
 from ...kernel.values import parse_int
+from ...services.options import Option, parse_options
 from ...services.systemd import parse_services, reroot
 
 LIBRARY_NAME = "libirqtune-busypoll.so"

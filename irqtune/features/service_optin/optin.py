@@ -8,11 +8,11 @@ import os
 from ...kernel.caps import NO_BUSY_POLL, detect_kernel_features
 from ...kernel.errors import IrqtuneError, UnsupportedError
 from ...kernel.kfs import KFS
+from ...services.systemd import SYSTEMD_RUNNING_MARKER, Systemctl, systemd_running
 from .config import (BUDGET_WITHOUT_CAP, LIBRARY_NAME, OptInValues, check_library_path,
                      find_library, parse_services, reroot)
 from .dropins import (DROPIN_NAME, UNIT_DIR, _CLAIMED, DropIn, dropin_content, entries_from_state,
                       read_dropin, remove_dropins, roll_back, write_dropin)
-from ...services.systemd import SYSTEMD_RUNNING_MARKER, Systemctl, systemd_running
 
 log = logging.getLogger("irqtune.features.service_optin")
 

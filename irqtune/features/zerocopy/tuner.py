@@ -31,12 +31,12 @@ reads and compares per feature in checks.py (NicChecks).
 import logging
 
 from ...kernel.errors import IrqtuneError
-from ...services.ledger import take_device
 from ...kernel.netlink.ethtool_ntuple import NtupleRules
 from ...kernel.netlink.ethtool_rx import RxConfigFamily
+from ...services.ledger import take_device
 from ...services.tuner import Check, DeviceTuner, on_kernel_name, verify_on_kernel_name
-from .plan import Refused, ranges, refusal, reserve
 from .checks import NicChecks
+from .plan import Refused, ranges, refusal, reserve
 from .steps import NTUPLE, NicSteps
 
 log = logging.getLogger(__name__)

@@ -21,15 +21,15 @@ import os
 import socket
 import time
 
-from .. import activeprofile
 from ...kernel import caps as kernel_caps
 from ...kernel.errors import IrqtuneError, NetlinkRequestError
 from ...kernel.kfs import KFS
 from ...kernel.names import LINE_MAX, shown
 from ...kernel.netdevs import ifname_of
 from ...kernel.netlink import netdev
-from . import chain, recommend, targets
 from ...services import epoll, window
+from .. import activeprofile
+from . import chain, recommend, targets
 from .links import EXIT_CANNOT_TELL, Report, format_text  # noqa: F401
 
 

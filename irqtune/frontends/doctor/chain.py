@@ -19,10 +19,10 @@ window   under the current traffic, busy polling takes a share of the
          packets (TcpExt:BusyPollRxPackets): the loop keeps finding events.
 """
 
-from .links import BROKEN, INFO, OK, UNKNOWN
 from ...kernel.names import shown
 from ...kernel.netdevs import netdev_names
 from ...kernel.values import format_duration_ns
+from .links import BROKEN, INFO, OK, UNKNOWN
 
 # Busy polling must take at least this share of the rx packets in the
 # window for the loop to count as engaged.  On the lab's virtio-net NIC an

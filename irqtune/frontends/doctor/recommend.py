@@ -9,9 +9,9 @@ chain was judged for a process that is gone).
 """
 
 from ...kernel.errors import IrqtuneError
+from ...kernel.values import format_duration_ns
 from ...services.measure import epolltrace, recommend as rule
 from ...services.measure.recommend import VARIABLES_FILE
-from ...kernel.values import format_duration_ns
 from .links import INFO, UNKNOWN
 
 GROUP = "recommend"

@@ -39,8 +39,8 @@ from ...kernel import files
 from ...kernel.errors import IrqtuneError, OptionError
 from ...kernel.kfs import KFS
 from ...kernel.names import option_name
-from .. import systemd
 from ...kernel.values import MAX_TIMEOUT_NS, format_duration_ns, parse_int
+from .. import systemd
 from . import epolltrace, procstat, recommend
 
 log = logging.getLogger(__name__)
