@@ -9,10 +9,10 @@ import os
 from ...kernel.errors import IrqtuneError
 from ...kernel.kfs import KFS
 from ...kernel.names import shown
+from ...services.measure import procstat
 from ...services.systemd import default_systemctl, systemd_running
 
 CLONE_NEWNET = 0x40000000
-PF_KTHREAD = 0x00200000          # include/linux/sched.h
 _libc = ctypes.CDLL(None, use_errno=True)
 
 
@@ -22,26 +22,15 @@ def comm(pid, kfs=KFS):
     return kfs.read_optional(kfs.proc_path(pid, "comm")) or "?"
 
 
-def _state_and_flags(stat_text):
-    """(state letter, flags) of a /proc/PID/stat line (fs/proc/array.c): the
-    fields after the comm's last ")", which may itself hold ") Z"."""
-    fields = stat_text.rsplit(")", 1)[1].split()
-    return fields[0], int(fields[6])
-
-
 def check_pid(pid, kfs=KFS):
     """[pid] when it is a running user process; IrqtuneError otherwise (a
     zombie has no fds left to read, a kernel thread has no epoll loop)."""
-    text = kfs.read_optional(kfs.proc_path(pid, "stat"))
-    if text is None:
+    stat = procstat.read(pid, kfs)
+    if stat is None:
         raise IrqtuneError("--pid %d: no such process" % pid)
-    state, flags = _state_and_flags(text)
-    why = None
-    if state in ("Z", "X"):
-        why = "a zombie: it has exited and its parent has not reaped it"
-    elif flags & PF_KTHREAD:
-        why = "a kernel thread"
-    if why:
+    if not stat.user_running:
+        why = ("a kernel thread" if stat.flags & procstat.PF_KTHREAD else
+               "a zombie: it has exited and its parent has not reaped it")
         raise IrqtuneError("--pid %d: not a running user process (%s)" % (pid, why))
     return [pid]
 
