@@ -249,7 +249,7 @@ $(VENV)/bin/lint-imports: $(VENV)/bin/python
 	$(VENV)/bin/pip install -q import-linter
 
 check: deps install $(VENV)/bin/python $(VENV)/bin/lint-imports $(TUNED_SID)/.unpacked
-	cd $(CURDIR) && $(VENV)/bin/lint-imports
+	cd $(CURDIR) && $(VENV)/bin/lint-imports --no-cache
 	$(PYTHON) -m pytest -v -p no:cacheprovider $(PYTEST_ARGS)
 	$(VENV)/bin/python -m pytest -v -p no:cacheprovider tests/unit tests/netlink $(PYTEST_ARGS)
 	PYTHONPATH=$(CURDIR)/$(TUNED_SID)/root/usr/lib/python3/dist-packages \
