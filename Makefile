@@ -20,7 +20,7 @@ LIBDIR     ?= /usr/lib
 MANDIR     ?= /usr/share/man
 DATADIR    ?= /usr/share
 
-LIB_FILES     := $(wildcard irqtune/*.py irqtune/*/*.py)
+LIB_FILES     := $(wildcard irqtune/*.py irqtune/*/*.py irqtune/*/*/*.py irqtune/*/*/*/*.py)
 PLUGIN_FILES  := $(wildcard tuned-plugins/*.py)
 FUNCTION_FILES := $(wildcard tuned-functions/function_*.py)
 PROFILES      := $(notdir $(wildcard profiles/*))
@@ -87,7 +87,8 @@ compile-bytecode = (umask 022 && $(PYTHON) -m compileall -q \
 	$(if $(DESTDIR),-s $(DESTDIR) -p /) $(1))
 
 # The installed library is replaced whole: a module that became a package
-# (irqtune/napi.py -> irqtune/napi/) must not linger beside it.
+# (irqtune/napi.py -> irqtune/napi/, irqtune/napi/ -> irqtune/features/napi/) must
+# not linger beside it.
 install-library:
 	@test -n "$(PYTHON_SITELIB)" || { echo "TuneD not found for $(PYTHON)" >&2; exit 1; }
 	rm -rf $(DESTDIR)$(PYTHON_SITELIB)/irqtune
@@ -135,7 +136,8 @@ install-kernel-patches:
 	install -m 0644 kernel-patches/README.md $(DESTDIR)$(DATADIR)/$(NAME)/kernel-patches/
 
 # Man pages: tuned-plugins-irqtune(7) is generated from the plugins'
-# docstrings and option hints (what `tuned-adm list plugins -v` shows);
+# docstrings and the library's option declarations (what `tuned-adm list
+# plugins -v` shows; docs/options.md is made the same way, with --markdown);
 # tuned-profiles-irqtune(7) is written by hand.  (irqtune-busypoll-run(1)
 # belongs to preload/preload.mk.)
 MAN_PLUGINS := build/man/tuned-plugins-irqtune.7
@@ -143,7 +145,7 @@ MAN7_PAGES  := $(MAN_PLUGINS) docs/man/tuned-profiles-irqtune.7
 
 man: $(MAN_PLUGINS)
 
-$(MAN_PLUGINS): docs/man/plugin-man.py docs/man/tuned-plugins-irqtune.7.in $(PLUGIN_FILES)
+$(MAN_PLUGINS): docs/man/plugin-man.py docs/man/tuned-plugins-irqtune.7.in $(PLUGIN_FILES) $(LIB_FILES)
 	$(PYTHON) docs/man/plugin-man.py $(VERSION) $@
 
 install-man: man
@@ -198,7 +200,7 @@ uninstall: uninstall-preload uninstall-man uninstall-metrics
 # verified latency-suspend profile, then the per-NAPI values.  `irqtune
 # verify` passes when the only verify failures are kernel command-line
 # arguments TuneD installed for the next boot (it lists them) and fails,
-# showing TuneD's log lines, on anything else (irqtune/verify_report.py).
+# showing TuneD's log lines, on anything else (irqtune/frontends/verify_report.py).
 deploy: deploy-deps install start-tuned
 	tuned-adm profile latency-suspend
 	$(BINDIR)/irqtune verify
@@ -241,7 +243,13 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv --system-site-packages $(VENV)
 	$(VENV)/bin/pip install -q "pyroute2>=0.9,<0.10" pytest
 
-check: deps install $(VENV)/bin/python $(TUNED_SID)/.unpacked
+# The library's layers (.importlinter, docs/architecture.md) are checked
+# by import-linter, from PyPI into the same virtualenv.
+$(VENV)/bin/lint-imports: $(VENV)/bin/python
+	$(VENV)/bin/pip install -q import-linter
+
+check: deps install $(VENV)/bin/python $(VENV)/bin/lint-imports $(TUNED_SID)/.unpacked
+	cd $(CURDIR) && $(VENV)/bin/lint-imports --no-cache
 	$(PYTHON) -m pytest -v -p no:cacheprovider $(PYTEST_ARGS)
 	$(VENV)/bin/python -m pytest -v -p no:cacheprovider tests/unit tests/netlink $(PYTEST_ARGS)
 	PYTHONPATH=$(CURDIR)/$(TUNED_SID)/root/usr/lib/python3/dist-packages \

@@ -2,26 +2,28 @@
 """`irqtune status` (also `python3 -m irqtune status`): what the kernel offers
 and what each NAPI holds; `--watch` shows suspension at work.  `irqtune
 verify`: TuneD's verify with arguments waiting for a reboot told apart
-(irqtune.verify_report).  `irqtune doctor` names the broken link when
+(irqtune.frontends.verify_report).  `irqtune doctor` names the broken link when
 suspension does not engage; `irqtune metrics` prints per-NAPI metrics for
 Prometheus and PCP.
 
 Bad arguments are refused in one line naming the argument, the value and
 what is accepted (exit 2); nothing else leaves the command as a traceback
 unless IRQTUNE_DEBUG is set in the environment.  Names and values the
-commands print go through irqtune.names.shown (escaped, cut)."""
+commands print go through irqtune.kernel.names.shown (escaped, cut)."""
 
 import argparse
+import json
 import os
 import re
 import socket
 import sys
 
-from .caps import detect_napi_capabilities
-from .errors import IrqtuneError
-from .names import LINE_MAX, shown
-from .netlink.netdev import NapiFamily
-from . import verify_report
+from .frontends import (doctor as doctor_report, metrics as metrics_export, verify_report,
+                        watch as status_watch)
+from .kernel.caps import detect_napi_capabilities
+from .kernel.errors import IrqtuneError
+from .kernel.names import LINE_MAX, shown
+from .kernel.netlink.netdev import NapiFamily
 
 COLUMNS = ("defer-hard-irqs", "gro-flush-timeout", "irq-suspend-timeout", "threaded", "irq")
 DEBUG_ENV = "IRQTUNE_DEBUG"
@@ -141,13 +143,12 @@ def status(devices):
 
 
 def watch_status(devices, interval, count):
-    from .watch import watch
     problem = unknown_device(devices, interfaces())
     if problem:
         print("irqtune status: %s" % problem, file=sys.stderr)
         return EXIT_BAD_ARGUMENT
     try:
-        watch(devices, interval, count, out=lambda s: print(s, flush=True))
+        status_watch.watch(devices, interval, count, out=lambda s: print(s, flush=True))
     except KeyboardInterrupt:
         pass
     return 0
@@ -155,23 +156,20 @@ def watch_status(devices, interval, count):
 
 def doctor(args):
     """Exit 0 engaged, 1 not engaged, 2 could not tell (bad input included)."""
-    import json
-    from .doctor import EXIT_CANNOT_TELL, diagnose, format_text, resolve_targets
     try:
-        pids = resolve_targets(args.service, args.pid)
-        report = diagnose(pids, args.devices, args.seconds, unit=args.service)
+        pids = doctor_report.resolve_targets(args.service, args.pid)
+        report = doctor_report.diagnose(pids, args.devices, args.seconds, unit=args.service)
     except IrqtuneError as err:
         print("irqtune doctor: %s" % shown(err, LINE_MAX), file=sys.stderr)
-        return EXIT_CANNOT_TELL
+        return doctor_report.EXIT_CANNOT_TELL
     if args.json:
         print(json.dumps(report.as_dict(), indent=1, sort_keys=True))
     else:
-        print(format_text(report))
+        print(doctor_report.format_text(report))
     return report.verdict()[0]
 
 
 def metrics(args):
-    from .metrics import collect, render, write_atomically
     problem = unknown_device(args.devices, interfaces())
     if problem:
         print("irqtune metrics: %s" % problem, file=sys.stderr)
@@ -179,9 +177,10 @@ def metrics(args):
     try:
         fmt = args.format or ("prometheus" if (args.output or "").endswith(".prom")
                               else "openmetrics")
-        text = render(collect(args.devices), openmetrics=fmt == "openmetrics")
+        text = metrics_export.render(metrics_export.collect(args.devices),
+                                     openmetrics=fmt == "openmetrics")
         if args.output:
-            write_atomically(args.output, text)
+            metrics_export.write_atomically(args.output, text)
         else:
             sys.stdout.write(text)
     except (IrqtuneError, OSError) as err:

@@ -2,7 +2,7 @@
 """TuneD profile function ${f:irqtune_cpulist:OPTION:${variable}}.
 
 Expands to the variable's value when it is a CPU list TuneD can expand
-(irqtune.cpus.check_tuned_cpulist: TuneD's syntax, no CPU above 8191).
+(irqtune.kernel.cpus.check_tuned_cpulist: TuneD's syntax, no CPU above 8191).
 Otherwise it logs one ERROR naming OPTION, the value and what is
 accepted, and stops the profile from loading, as TuneD's own assertion
 functions do (InvalidProfileException; tuned-adm prints the same line).
@@ -21,8 +21,8 @@ import tuned.logs
 from tuned.profiles.exceptions import InvalidProfileException
 from tuned.profiles.functions import base
 
-from irqtune.cpus import check_tuned_cpulist
-from irqtune.errors import OptionError
+from irqtune.kernel.cpus import check_tuned_cpulist
+from irqtune.kernel.errors import OptionError
 
 log = tuned.logs.get()
 

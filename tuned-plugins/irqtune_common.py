@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """What the irqtune TuneD plugins share: the base that drives a tuner
-(irqtune.tuner's contract) - lock, link watcher, option errors, rollback
+(irqtune.services.tuner's contract) - lock, link watcher, option errors, rollback
 rules, the guard of every entry point -, the TuneD version shims, and the
 base of the system-wide plugins (InstancePlugin).  The net-device base
 (hotplug, renames) is irqtune_netdev.py's; what goes into TuneD's log
@@ -21,11 +21,11 @@ import tuned.consts as consts
 from tuned.plugins import base
 from tuned.plugins import irqtune_tunedlog as tunedlog
 
-from irqtune.errors import IrqtuneError, OptionError
-from irqtune.names import option_name
-from irqtune.netlink.links import LinkWatcher
-from irqtune.overlay import read_overlay_file
-from irqtune.values import parse_int
+from irqtune.kernel.errors import IrqtuneError, describe_os_error
+from irqtune.kernel.names import option_name
+from irqtune.kernel.netlink.links import LinkWatcher
+from irqtune.services.options import parse_options
+from irqtune.services.overlay import read_overlay_file
 
 log = tunedlog.log
 verify_failed = tunedlog.verify_failed
@@ -58,7 +58,7 @@ def expanded_option(variables, instance, name):
 
 def overlay_file_options(variables, instance_name, path, prefix, options):
 	"""<prefix><option>=value lines of an overlay's variables file (see
-	irqtune.overlay), with profile variables expanded."""
+	irqtune.services.overlay), with profile variables expanded."""
 	return read_overlay_file(path, prefix, set(options) - {"variables_file"},
 		expand=lambda value: str(variables.expand(value)).strip())
 
@@ -113,7 +113,7 @@ ENTRY_POINTS = {
 def describe_error(err):
 	"""One line for an exception: the library's own say what happened."""
 	if isinstance(err, (IrqtuneError, OSError)):
-		return str(err)
+		return describe_os_error(err)
 	return "%s: %s (a bug in irqtune, please report it)" % (type(err).__name__, err)
 
 
@@ -158,7 +158,7 @@ def summarise(names, shown=4):
 
 
 class TunerPlugin(Guarded):
-	"""What every irqtune plugin does around its tuner (irqtune.tuner's
+	"""What every irqtune plugin does around its tuner (irqtune.services.tuner's
 	contract): the lock, the link watcher, option errors, the rollback
 	rules and verify's lines.  A plugin keeps only its options, its docs
 	and _make_tuner(instance, options), which returns the tuner (None
@@ -174,14 +174,22 @@ class TunerPlugin(Guarded):
 	# Seconds between re-checks for recreated NAPIs/IRQs between link
 	# events; the recheck_interval option overrides it, 0 turns it off.
 	recheck_interval = 5.0
-	# Whether a recheck_interval option exists (device plugins).
-	_has_recheck_option = False
+	# The plugin's options, declared in the library (irqtune.frontends.plugin_options).
+	_declared = ()
 	# Whether the watcher may run at all (unit tests turn it off).
 	_watch = True
 
 	def __init__(self, *args, **kwargs):
 		super().__init__(*args, **kwargs)
 		tunedlog.forward_library_log()
+
+	@classmethod
+	def _get_config_options(cls):
+		return {o.name: o.default for o in cls._declared}
+
+	@classmethod
+	def get_config_options_hints(cls):
+		return {o.name: o.hint for o in cls._declared}
 
 	def _expanded_options(self, instance):
 		return {k: (self._variables.expand(v) if isinstance(v, str) else v)
@@ -197,12 +205,10 @@ class TunerPlugin(Guarded):
 		instance._devices_seen = set()      # devices tuned since the profile applied
 		instance._recheck_interval = self.recheck_interval
 		options = self._expanded_options(instance)
-		text = options.get("recheck_interval") if self._has_recheck_option else None
-		if text is not None and str(text).strip() != "":
-			try:
-				instance._recheck_interval = parse_int("recheck_interval", text, 0, 86400)
-			except OptionError as err:
-				self._option_errors_found(instance, [err])
+		given, errors = parse_options([o for o in self._declared if o.name == "recheck_interval"],
+			options)
+		instance._recheck_interval = given.get("recheck_interval", self.recheck_interval)
+		self._option_errors_found(instance, errors)
 		try:
 			instance._tuner = self._make_tuner(instance, options)
 		finally:
@@ -223,8 +229,7 @@ class TunerPlugin(Guarded):
 		consequence = "the option is not applied" if instance._tuner is not None \
 			else self._without_tuner
 		for err in instance._option_errors:
-			origin = option_origin(instance.options.get(getattr(err, "option", None)),
-				getattr(err, "value", ""))
+			origin = option_origin(instance.options.get(err.option), err.value)
 			log.error("instance %s: %s%s; %s" % (instance.name, err, origin, consequence))
 
 	def _instance_cleanup(self, instance):

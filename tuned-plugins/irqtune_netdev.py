@@ -3,7 +3,7 @@
 nic_housekeeping, zerocopy_rx): TuneD's hotplug devices, the default
 devices=* limited to physical NICs, and renames - reported by TuneD 2.25+
 (_move_device) or not (a link event under a name TuneD does not know,
-_retune_link); the tuner follows them (irqtune.tuner's contract).
+_retune_link); the tuner follows them (irqtune.services.tuner's contract).
 
 Installed beside the plugins in TuneD's plugin package, like
 irqtune_common.py; not a plugin (no "plugin_" prefix).
@@ -14,7 +14,8 @@ import socket
 from tuned.plugins import hotplug
 from tuned.plugins import irqtune_common as common
 
-from irqtune.netdevs import default_selects_physical, is_virtual_netdev, netdev_names
+from irqtune.kernel.netdevs import (default_selects_physical, ifname_of, is_virtual_netdev,
+                                    netdev_names)
 
 log = common.log
 
@@ -26,8 +27,6 @@ class NetDevicePlugin(common.TunerPlugin, hotplug.Plugin):
 	default devices=*, but any explicit devices= or devices_udev_regex=
 	also reaches virtual devices (veth, ...), except lo.
 	"""
-
-	_has_recheck_option = True
 
 	def _init_devices(self):
 		self._devices_supported = True
@@ -114,7 +113,7 @@ class NetDevicePlugin(common.TunerPlugin, hotplug.Plugin):
 	def _retune_link(self, instance, ifindex):
 		# A name TuneD does not know may be a device renamed without a
 		# move event (TuneD < 2.25): the tuner knows it by its ifindex.
-		name = _ifname(ifindex)
+		name = ifname_of(ifindex)
 		if name not in instance.processed_devices and instance._tuner is not None:
 			name = instance._tuner.known_as(ifindex, instance.processed_devices) or name
 		self._retune(instance, name)
@@ -142,9 +141,3 @@ def _selector(instance):
 		return "devices_udev_regex=%s" % instance.devices_udev_regex
 	return "devices=%s" % (instance.devices_expression or "*").strip()
 
-
-def _ifname(ifindex):
-	try:
-		return socket.if_indextoname(ifindex)
-	except OSError:
-		return None

@@ -3,7 +3,7 @@
 records (logger "irqtune") and the shared base's lines under the name of
 the plugin whose entry point runs, and a tuner's Checks in TuneD's verify
 format (tuned.consts STR_VERIFY_PROFILE_*).  Every line goes in escaped and
-cut (irqtune.names.shown): device and unit names, values from profiles and
+cut (irqtune.kernel.names.shown): device and unit names, values from profiles and
 files end up in these lines, and a newline or an escape sequence in one
 must not forge a line of its own or act on the terminal that shows the log.
 
@@ -18,7 +18,7 @@ import threading
 import tuned.consts as consts
 import tuned.logs
 
-from irqtune.names import LINE_MAX, shown
+from irqtune.kernel.names import LINE_MAX, shown
 
 _common_log = tuned.logs.get()
 _calling = threading.local()

@@ -1,14 +1,15 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""TuneD adapter for irqtune.service_optin (see there for the rules)."""
+"""TuneD adapter for irqtune.features.service_optin (see there for the rules)."""
 
 import tuned.consts as consts
 import tuned.logs
 from tuned.plugins import irqtune_common as common
 
-from irqtune import service_optin
-from irqtune.errors import OptionError
-from irqtune.kfs import KernelFs
-from irqtune.ledger import Ledger
+from irqtune.features import service_optin
+from irqtune.kernel.kfs import KernelFs
+from irqtune.services.ledger import Ledger
+from irqtune.services.options import parse_options
+from irqtune.frontends.plugin_options import PLUGINS
 
 log = tuned.logs.get()
 
@@ -74,27 +75,7 @@ class BusyPollOptinPlugin(common.InstancePlugin):
 	_optin_proc_root = "/proc"
 	_optin_state_dir = None
 
-	@classmethod
-	def _get_config_options(cls):
-		return {
-			"services": None,
-			"busy_poll_usecs": None,
-			"busy_poll_budget": None,
-			"prefer_busy_poll": None,
-			"restart": None,
-			"library": None,
-		}
-
-	@classmethod
-	def get_config_options_hints(cls):
-		return {
-			"services": "systemd services to opt in (comma separated)",
-			"busy_poll_usecs": "EPIOCSPARAMS busy_poll_usecs, 0..1000000 (default 0)",
-			"busy_poll_budget": "EPIOCSPARAMS busy_poll_budget, 0..65535 (default 64; >64 needs CAP_NET_ADMIN)",
-			"prefer_busy_poll": "EPIOCSPARAMS prefer_busy_poll, 0 or 1 (default 1)",
-			"restart": "restart running services so the change takes effect (default false)",
-			"library": "path of libirqtune-busypoll.so (default: found in the arch libdir)",
-		}
+	_declared = PLUGINS["busy_poll_optin"]
 
 	_without_tuner = "no service is opted in"
 
@@ -102,23 +83,17 @@ class BusyPollOptinPlugin(common.InstancePlugin):
 		def option(name):
 			return common.expanded_option(self._variables, instance, name)
 		# Every bad value is reported, not only the first one.
-		values, errors = service_optin.OptInValues.from_options(
-			{name: option(name) for name in self._get_config_options()})
-		checked = {}
-		for name, check in (("services", service_optin.parse_services),
-				("restart", service_optin.parse_bool),
-				("library", lambda text: service_optin.check_library_path(text)
-					if text else None)):
-			try:
-				checked[name] = check(option(name))
-			except OptionError as err:
-				errors.append(err)
+		given = {name: option(name) for name in self._get_config_options()}
+		values, errors = service_optin.OptInValues.from_options(given)
+		checked, more = parse_options(self._declared, {name: given[name]
+			for name in ("services", "restart", "library")})
+		errors += more
 		if errors:
 			self._option_errors_found(instance, errors)
 			return None     # no service is opted in
-		optin = service_optin.ServiceOptIn(checked["services"], values,
-			library=checked["library"], root=self._optin_root,
-			systemctl=self._optin_systemctl, restart=checked["restart"],
+		optin = service_optin.ServiceOptIn(checked.get("services", ()), values,
+			library=checked.get("library"), root=self._optin_root,
+			systemctl=self._optin_systemctl, restart=checked.get("restart", False),
 			kfs=KernelFs(proc=self._optin_proc_root))
 		# What an earlier daemon wrote (kill -9, or kept over a shutdown
 		# until /run was cleared): the tuner's first apply takes it over.

@@ -2,9 +2,11 @@
 import tuned.logs
 from tuned.plugins import irqtune_common as common
 
-from irqtune import gsim, irqs
-from irqtune.kfs import KernelFs
-from irqtune.ledger import Ledger
+from irqtune.features import gsim
+from irqtune.kernel import irqs
+from irqtune.kernel.kfs import KernelFs
+from irqtune.services.ledger import Ledger
+from irqtune.frontends.plugin_options import PLUGINS
 
 log = tuned.logs.get()
 
@@ -86,27 +88,7 @@ class GsimPlugin(common.InstancePlugin):
 	def _watch(self):
 		return self._gsim_watch
 
-	@classmethod
-	def _get_config_options(cls):
-		return {
-			"delay_us": None,
-			"target_intr_rate": None,
-			"hardirq_percent": None,
-			"update_ms": None,
-			"irqs": None,
-			"variables_file": None,
-		}
-
-	@classmethod
-	def get_config_options_hints(cls):
-		return {
-			"delay_us": "maximum moderation delay, 0-500 us (0 = off)",
-			"target_intr_rate": "global interrupt rate target, 0-50000000 /s (0 = none)",
-			"hardirq_percent": "per-CPU hard interrupt time target, 0-100 % (0 = none)",
-			"update_ms": "control loop period, 1-100 ms",
-			"irqs": "nic:NAMES; name:REGEX; all (selectors separated by ';')",
-			"variables_file": "file of gsim_<option>=value lines overriding the options",
-		}
+	_declared = PLUGINS["gsim"]
 
 	def _make_tuner(self, instance, options):
 		tuner, errors = gsim.build_tuner(

@@ -3,11 +3,12 @@ import tuned.logs
 from tuned.plugins import irqtune_common as common
 from tuned.plugins import irqtune_netdev as netdev
 
-from irqtune.caps import detect_napi_capabilities
-from irqtune.errors import OptionError
-from irqtune.measure import auto
-from irqtune.napi import NapiConfig, NapiTuner, parse_queues
-from irqtune.ledger import Ledger
+from irqtune.kernel.caps import detect_napi_capabilities
+from irqtune.kernel.errors import OptionError
+from irqtune.services.measure import auto
+from irqtune.features.napi import NapiConfig, NapiTuner, parse_queues
+from irqtune.frontends.plugin_options import PLUGINS
+from irqtune.services.ledger import Ledger
 
 log = tuned.logs.get()
 
@@ -94,31 +95,7 @@ class NapiPlugin(netdev.NetDevicePlugin):
 	====
 	"""
 
-	@classmethod
-	def _get_config_options(cls):
-		return {
-			"defer_hard_irqs": None,
-			"gro_flush_timeout": None,
-			"irq_suspend_timeout": None,
-			"threaded": None,
-			"queues": None,
-			"recheck_interval": None,
-			"auto_services": None,
-			"auto_interval": None,
-		}
-
-	@classmethod
-	def get_config_options_hints(cls):
-		return {
-			"defer_hard_irqs": "0-2147483647 polls that keep the IRQ masked",
-			"gro_flush_timeout": "duration (ns, or with unit ns/us/ms/s), at most 1s; or auto",
-			"irq_suspend_timeout": "duration (ns, or with unit ns/us/ms/s), at most 1s; or auto",
-			"threaded": "disabled, enabled or busy-poll",
-			"queues": "rx queue indexes 0-65535, e.g. 0-3,8 (default: all NAPIs)",
-			"recheck_interval": "seconds between re-checks for recreated NAPIs, 0 = link events only (default 5)",
-			"auto_services": "systemd services or pid files whose epoll loops the auto values follow",
-			"auto_interval": "seconds between measurements for auto values, 10-86400 (default 600)",
-		}
+	_declared = PLUGINS["napi"]
 
 	def _make_tuner(self, instance, options):
 		config, errors = NapiConfig.from_options(options, auto=True)

@@ -3,8 +3,9 @@ import tuned.logs
 from tuned.plugins import irqtune_common as common
 from tuned.plugins import irqtune_netdev as netdev
 
-from irqtune.channels import HousekeepingTuner, housekeeping_tuner
-from irqtune.ledger import Ledger
+from irqtune.features.channels import HousekeepingTuner, housekeeping_tuner
+from irqtune.services.ledger import Ledger
+from irqtune.frontends.plugin_options import PLUGINS
 
 log = tuned.logs.get()
 
@@ -57,21 +58,7 @@ class NicHousekeepingPlugin(netdev.NetDevicePlugin):
 	====
 	"""
 
-	@classmethod
-	def _get_config_options(cls):
-		return {
-			"channels": None,
-			"irq_affinity": None,
-			"housekeeping_cpus": None,
-		}
-
-	@classmethod
-	def get_config_options_hints(cls):
-		return {
-			"channels": "housekeeping, or a channel count",
-			"irq_affinity": "housekeeping, or a CPU list such as 0-1",
-			"housekeeping_cpus": "CPU list (default: online CPUs that are not isolated)",
-		}
+	_declared = PLUGINS["nic_housekeeping"]
 
 	def _make_tuner(self, instance, options):
 		tuner, errors = housekeeping_tuner(options, HousekeepingTuner,

@@ -3,13 +3,12 @@ import tuned.logs
 from tuned.plugins import irqtune_common as common
 from tuned.plugins import irqtune_netdev as netdev
 
-from irqtune.caps import detect_napi_capabilities
-from irqtune.errors import OptionError
-from irqtune.napi import NapiConfig, NapiTuner
-from irqtune.ledger import Ledger
-from irqtune.zerocopy import ZeroCopyConfig, ZeroCopyRxTuner
-
-NAPI_OPTIONS = ("defer_hard_irqs", "gro_flush_timeout", "irq_suspend_timeout", "threaded")
+from irqtune.kernel.caps import detect_napi_capabilities
+from irqtune.features.napi import VALUES, NapiConfig, NapiTuner
+from irqtune.services.options import renamed
+from irqtune.frontends.plugin_options import OVERLAY_PREFIXES, PLUGINS
+from irqtune.services.ledger import Ledger
+from irqtune.features.zerocopy import ZeroCopyConfig, ZeroCopyRxTuner
 
 log = tuned.logs.get()
 
@@ -76,41 +75,7 @@ class ZerocopyRxPlugin(netdev.NetDevicePlugin):
 	====
 	"""
 
-	@classmethod
-	def _get_config_options(cls):
-		return {
-			"queues": "1",
-			"channels": None,
-			"header_split": "on",
-			"hds_thresh": "0",
-			"ntuple": "on",
-			"rss": "remaining",
-			"flow_rules": None,
-			"nics": None,
-			"variables_file": None,
-			"napi_defer_hard_irqs": None,
-			"napi_gro_flush_timeout": None,
-			"napi_irq_suspend_timeout": None,
-			"napi_threaded": None,
-		}
-
-	@classmethod
-	def get_config_options_hints(cls):
-		return {
-			"queues": "rx queues to reserve at the end of the queue range (1-1024)",
-			"channels": "channel count (default: the original count plus queues)",
-			"header_split": "on or off",
-			"hds_thresh": "header-data split threshold in bytes (0: split every packet)",
-			"ntuple": "on or off (rx-ntuple-filter)",
-			"rss": "remaining (RSS off the reserved queues) or leave",
-			"flow_rules": "FLOW:PORT or FLOW:ADDRESS:PORT, FLOW tcp4/udp4/tcp6/udp6",
-			"nics": "TuneD device expression replacing devices= (empty: no device)",
-			"variables_file": "file of zerocopy_<option>=value lines overriding the options",
-			"napi_defer_hard_irqs": "defer_hard_irqs of the reserved queues' NAPIs (napi plugin)",
-			"napi_gro_flush_timeout": "gro_flush_timeout of the reserved queues' NAPIs",
-			"napi_irq_suspend_timeout": "irq_suspend_timeout of the reserved queues' NAPIs",
-			"napi_threaded": "threaded mode of the reserved queues' NAPIs",
-		}
+	_declared = PLUGINS["zerocopy_rx"]
 
 	def _options(self, instance):
 		"""Options with profile variables expanded, overridden by the
@@ -118,7 +83,8 @@ class ZerocopyRxPlugin(netdev.NetDevicePlugin):
 		_instance_init)."""
 		options = self._expanded_options(instance)
 		options.update(common.overlay_file_options(self._variables, instance.name,
-			options.pop("variables_file", None), "zerocopy_", self._get_config_options()))
+			options.pop("variables_file", None), OVERLAY_PREFIXES["zerocopy_rx"],
+			self._get_config_options()))
 		return options
 
 	def _get_matching_devices(self, instance, devices):
@@ -133,9 +99,8 @@ class ZerocopyRxPlugin(netdev.NetDevicePlugin):
 	def _make_tuner(self, instance, options):
 		options = self._options(instance)
 		config, errors = ZeroCopyConfig.from_options(options)
-		napi_config, napi_errors = NapiConfig.from_options(
-			{name: options.get("napi_" + name) for name in NAPI_OPTIONS})
-		napi_errors = [OptionError("napi_" + e.option, e.value, e.accepted) for e in napi_errors]
+		napi_config, napi_errors = NapiConfig.from_options(options,
+			declared=renamed(VALUES, "napi_"))
 		self._option_errors_found(instance, errors + napi_errors)
 		return ZeroCopyRxTuner(config,
 			ledger=Ledger("zerocopy_rx-" + instance.name, kin="zerocopy_rx-"),

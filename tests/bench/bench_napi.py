@@ -45,10 +45,10 @@ def timed(fn):
 
 
 def inner(pairs, rounds=5):
-    from irqtune.caps import detect_napi_capabilities
-    from irqtune.napi import NapiConfig, NapiTuner
-    from irqtune.netlink import genl
-    from irqtune.netlink.netdev import CMD_NAPI_SET
+    from irqtune.kernel.caps import detect_napi_capabilities
+    from irqtune.features.napi import NapiConfig, NapiTuner
+    from irqtune.kernel.netlink import genl
+    from irqtune.kernel.netlink.netdev import CMD_NAPI_SET
 
     devices = ["b%d" % i for i in range(pairs)]
     calls = {"n": 0, "set": 0}
@@ -85,7 +85,7 @@ def inner(pairs, rounds=5):
     # shared, and one run's ratio moves by 2x with the load.
     runs = {"apply": [], "restore": [], "s_apply": [], "s_restore": []}
     napis = {"n": 0}
-    from irqtune.netlink.netdev import NapiFamily
+    from irqtune.kernel.netlink.netdev import NapiFamily
 
     def values():
         with NapiFamily() as nl:
@@ -109,7 +109,7 @@ def inner(pairs, rounds=5):
         statistics.median(runs[k]) for k in ("apply", "restore", "s_apply", "s_restore"))
     n = napis["n"]
     print("%d devices, %d NAPIs set; medians of %d rounds" % (pairs, n, rounds))
-    print("%-34s %14s %14s" % ("", "irqtune/netlink", "sysfs"))
+    print("%-34s %14s %14s" % ("", "irqtune/kernel/netlink", "sysfs"))
     print("%-34s %14s %14s" % ("scope", "per NAPI", "per device"))
     print("%-34s %14d %14d" % ("values per NAPI", 3, 2))
     print("%-34s %14.1f %14.1f" % ("apply, total ms", t_apply * 1e3, s_apply * 1e3))

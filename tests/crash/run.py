@@ -7,7 +7,7 @@ from the repository: PYTHONPATH=.:tests:bench python3 tests/crash/run.py;
 the worker processes inherit the path; bench/ for the reader rawnapi uses).
 
 For each tuner and operation (apply, profile switch, restore, instance
-move) it runs the operation with irqtune.crashpoint armed at N = 1, 2, ...
+move) it runs the operation with irqtune.kernel.crashpoint armed at N = 1, 2, ...
 - SIGKILL right after the Nth kernel write - from originals drawn at
 random (seeded; the seed is printed, --seed repeats a run), until a run
 finishes without being killed: N - 1 crash points, the whole operation's
@@ -187,7 +187,7 @@ class Gsim(Fixture):
     ops = ("apply", "switch", "restore")     # system-wide: no devices to move
 
     def randomise(self, rng):
-        from irqtune import gsim
+        from irqtune.features import gsim
         from support.fakes.gsim import FakeKernel
         knobs = {"delay_us": rng.randint(0, 500), "target_intr_rate": rng.randint(0, 50000000),
                  "hardirq_percent": rng.randint(0, 100), "update_ms": rng.randint(1, 100)}

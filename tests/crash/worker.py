@@ -10,7 +10,7 @@ with steps
     move         instance i1 of profile M gives device MOVED back (restore),
                  instance i2 takes it (apply) - tuned-adm instance_acquire_devices
     arm:N        from here on, SIGKILL after the Nth kernel write
-                 (irqtune.crashpoint; IRQTUNE_CRASH_DIR is WORKDIR/crash)
+                 (irqtune.kernel.crashpoint; IRQTUNE_CRASH_DIR is WORKDIR/crash)
 Profiles are dicts {instance: (options, devices)} per scenario below; a
 profile switch is off:A then apply:B, as TuneD unapplies one profile and
 applies the next.  Tuners are built from the same option parsers the
@@ -28,9 +28,9 @@ import json
 import os
 import sys
 
-from irqtune import crashpoint
-from irqtune.ledger import Ledger
-from irqtune.kfs import KernelFs
+from irqtune.kernel import crashpoint
+from irqtune.services.ledger import Ledger
+from irqtune.kernel.kfs import KernelFs
 
 MOVED = {"napi-sysfs": "sa0", "affinity": "eth0", "zerocopy-fixture": "eth0"}
 
@@ -46,8 +46,8 @@ def napi_sysfs_profiles():
 
 
 def napi_sysfs_tuner(work, instance, options):
-    from irqtune.caps import NapiCapabilities
-    from irqtune.napi import NapiConfig, NapiTuner
+    from irqtune.kernel.caps import NapiCapabilities
+    from irqtune.features.napi import NapiConfig, NapiTuner
     config, errors = NapiConfig.from_options(options)
     assert not errors, errors
     # A kernel without napi-set (before 6.13): every value goes through sysfs.
@@ -94,7 +94,7 @@ AFFINITY_IRQS = (25, 26, 27, 28)
 
 
 def affinity_tuner(work, instance, options):
-    from irqtune import channels as ch
+    from irqtune.features import channels as ch
     config, errors = ch.HousekeepingConfig.from_options(options)
     assert not errors, errors
     kernel = os.path.join(work, "kernel")
@@ -117,7 +117,7 @@ def gsim_profiles():
 
 
 def gsim_tuner(work, instance, options):
-    from irqtune import gsim
+    from irqtune.features import gsim
     kernel = os.path.join(work, "kernel")
     tuner, errors = gsim.build_tuner(
         options, ledger=Ledger("gsim-" + instance, run_dir(work)),
@@ -138,7 +138,7 @@ def optin_profiles():
 
 
 def optin_tuner(work, instance, options):
-    from irqtune import service_optin as so
+    from irqtune.features import service_optin as so
     values = so.OptInValues(options.get("busy_poll_usecs", so.DEFAULT_USECS))
     optin = so.ServiceOptIn(options["services"], values, library=OPTIN_LIB,
                             root=os.path.join(work, "kernel", "root"),
@@ -156,8 +156,8 @@ def zerocopy_profiles():
 
 
 def zerocopy_tuner(work, instance, options):
-    from irqtune.netlink.ethtool_ntuple import NtupleRules
-    from irqtune.zerocopy import ZeroCopyConfig, ZeroCopyRxTuner
+    from irqtune.kernel.netlink.ethtool_ntuple import NtupleRules
+    from irqtune.features.zerocopy import ZeroCopyConfig, ZeroCopyRxTuner
     config, errors = ZeroCopyConfig.from_options(options)
     assert not errors, errors
     nic = FileNic(os.path.join(work, "kernel", "nic.json"))

@@ -149,9 +149,9 @@ def test_kill9_restart_then_off_restores_originals(fresh, devices):
 def test_refusals_are_reported_once_and_shown_by_verify(fresh, devices):
     mark = fresh.profile(REFUSE_PROFILE)
     log = fresh.log_since(mark)
-    # veth: above its maximum (4); bridge: no channel support at all
+    # veth: above its maximum (4), in its rx channels; bridge: no channel support at all
     assert log.count("vh0: channels: refused (EINVAL: requested channel count exceeds "
-                     "maximum)") == 1, log
+                     "maximum, in attribute rx-count)") == 1, log
     assert log.count("xbr0: channels: the driver cannot report or change channels "
                      "(EOPNOTSUPP)") == 1, log
     assert "Traceback" not in log

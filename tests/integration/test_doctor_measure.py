@@ -100,7 +100,7 @@ def recommend_link(report):
 
 @pytest.mark.parametrize("cost_ns,k", [(100000, 8), (30000, 32)])
 def test_recommendation_covers_a_request_and_the_largest_batch(bed, cost_ns, k):
-    from irqtune.values import parse_duration_ns
+    from irqtune.kernel.values import parse_duration_ns
     load = Load(bed, cost_ns, k, seconds=14)
     try:
         time.sleep(1.5)

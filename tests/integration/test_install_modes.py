@@ -177,7 +177,7 @@ def test_nothing_installed_or_created_is_writable_by_others(netns, daemon, insta
     offenders = sorted(filter(None, map(writable_by_others, checked)))
     assert not offenders, "\n".join(offenders)
     # the run had something to check: the daemon's bytecode caches exist
-    assert os.path.isdir(sitelib + "/irqtune/napi/__pycache__")
+    assert os.path.isdir(sitelib + "/irqtune/features/napi/__pycache__")
     assert any(os.path.basename(p).startswith("plugin_napi.")
                for p in checked if "/__pycache__/" in p)
 

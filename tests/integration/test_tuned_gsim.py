@@ -115,7 +115,7 @@ def test_off_restores_the_rest(fresh, devices):
     wait_for(lambda: devices.napis_have(SELECTED, ORIGINAL), what="napi originals after off")
     assert not [line for line in fresh.log_since(mark).splitlines()
                 if "plugin_gsim" in line and (" ERROR " in line or " WARNING " in line)]
-    assert not os.path.exists("/run/irqtune/gsim-gsim.json")
+    assert not os.path.exists("/run/irqtune/features/gsim-gsim.json")
 
 
 def test_bad_overlay_value_still_one_line(fresh, devices):

@@ -12,7 +12,7 @@ import logging
 import sys
 import time
 
-import labvm        # beside this script, which Python puts first on the path
+from support import labvm     # tests/ on PYTHONPATH (lab.mk)
 
 
 def main():

@@ -86,7 +86,7 @@ boot_check() {
 	fi
 	mkdir -p "$LAB_CACHE/out/$name"
 	cp "$bdir/arch/x86/boot/bzImage" "$LAB_CACHE/out/$name/bzImage"
-	if LAB_CACHE=$LAB_CACHE python3 "$HERE/boot.py" --kernel "$name" --check-log \
+	if LAB_CACHE=$LAB_CACHE PYTHONPATH="$HERE/..:$HERE/../../bench" python3 "$HERE/boot.py" --kernel "$name" --check-log \
 		>"$log/boot-$k.log" 2>&1; then
 		echo "  boot with patches 1-$k: $(sed -n 's/^booted .* in \([0-9.]*s\).*/\1 to the agent/p' "$log/boot-$k.log"), $(grep '^kernel log:' "$log/boot-$k.log")"
 	else

@@ -22,7 +22,7 @@ missing (e.g. when collected outside `make lab`).
 
 import pytest
 
-from lab import labvm
+from support import labvm
 
 _BOOTS = []
 

@@ -4,13 +4,13 @@ a paced UDP flood from the host, and what the kernel and the lockup
 detectors report.  Shared by the generation-6 GSIM tests
 (gen6/test_gsim.py, gen6/test_tuned_gsim_guest.py) and the generation-7
 ones (gen7/test_gsim_tuned_off.py); every reader works on the guest
-object `g` of lab.labvm.
+object `g` of support.labvm.
 """
 
 import re
 import sys
 
-from lab import labvm
+from support import labvm
 
 DIR = "/proc/irq/sw_moderation"
 

@@ -20,7 +20,9 @@ LAB_JOBS    ?= 2
 LAB_PYTEST  ?= -v -rA
 LAB_TESTS   ?= tests/lab/gen6
 LAB_DIR     := tests/lab
-LAB_ENV      = LAB_CACHE=$(LAB_CACHE) LAB_JOBS=$(LAB_JOBS)
+# boot.py imports the lab's host side from `support` (tests/), which
+# imports the bench's CPU-list reader (bench/), as pytest.ini gives the suites.
+LAB_ENV      = LAB_CACHE=$(LAB_CACHE) LAB_JOBS=$(LAB_JOBS) PYTHONPATH=$(CURDIR)/tests:$(CURDIR)/bench
 # Name of the kernel the `guest` fixture boots: "lab" for all series,
 # "base" for none, else the series joined by "+".
 LAB_KERNEL_NAME = $(if $(filter all,$(LAB_PATCHES)),lab,$(if $(filter none,$(LAB_PATCHES)),base,$(subst $(comma),+,$(LAB_PATCHES))))

@@ -12,8 +12,8 @@ import socket
 
 import pytest
 
-from irqtune.netlink.ethtool_rx import NTF_FEATURES, RxConfigFamily, _Monitor
-from irqtune.netlink.genl import NetlinkRequestError
+from irqtune.kernel.netlink.ethtool_rx import NTF_FEATURES, RxConfigFamily, _Monitor
+from irqtune.kernel.netlink.genl import NetlinkRequestError
 
 
 def test_monitor_sees_a_change_and_not_a_no_op(netns):
@@ -39,10 +39,10 @@ def test_refusals_carry_errno_and_extack(netns):
     with RxConfigFamily() as fam:
         with pytest.raises(NetlinkRequestError) as err:
             fam.set_rings(ifindex, **{"tcp-data-split": 2})
-        assert err.value.code == errno.EOPNOTSUPP
-        assert err.value.extack == "setting TCP data split is not supported"
+        assert err.value.errno == errno.EOPNOTSUPP
+        assert err.value.extack.message == "setting TCP data split is not supported"
         with pytest.raises(NetlinkRequestError) as err:
             fam.rss(ifindex)
-        assert err.value.code == errno.EOPNOTSUPP
+        assert err.value.errno == errno.EOPNOTSUPP
         # the same socket keeps serving after refusals
         assert fam.channels(ifindex)["rx-count"] == 2

@@ -13,10 +13,10 @@ import subprocess
 
 import pytest
 
-from irqtune import crashpoint
-from irqtune.caps import detect_napi_capabilities
-from irqtune.ledger import Ledger
-from irqtune.napi import NapiConfig, NapiTuner
+from irqtune.kernel import crashpoint
+from irqtune.kernel.caps import detect_napi_capabilities
+from irqtune.services.ledger import Ledger
+from irqtune.features.napi import NapiConfig, NapiTuner
 from support.rawnapi import RawGenl
 
 ORIGINAL = {"defer-hard-irqs": 3, "gro-flush-timeout": 5000}
@@ -102,7 +102,7 @@ def ethtool_channels(dev):
 
 
 def test_channel_counts_are_on_disk_at_the_channel_change(netns, ledger_at_writes):
-    from irqtune.channels import HousekeepingConfig, HousekeepingTuner
+    from irqtune.features.channels import HousekeepingConfig, HousekeepingTuner
     run, writes = ledger_at_writes
     subprocess.run(["ethtool", "-L", "vn0", "rx", "2", "tx", "2"], check=True)
     config, errors = HousekeepingConfig.from_options({"channels": "1",

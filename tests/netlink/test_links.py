@@ -5,7 +5,7 @@ namespace reaches on_change with the device's ifindex."""
 import socket
 import threading
 
-from irqtune.netlink.links import LinkWatcher
+from irqtune.kernel.netlink.links import LinkWatcher
 
 
 def test_a_link_change_names_the_device(netns):

@@ -7,10 +7,10 @@ import socket
 
 import pytest
 
-from irqtune.caps import detect_napi_capabilities
-from irqtune.netlink.genl import NetlinkRequestError
-from irqtune.netlink.netdev import NapiFamily, QueueFamily
-from irqtune.napi import NapiConfig, NapiTuner
+from irqtune.kernel.caps import detect_napi_capabilities
+from irqtune.kernel.netlink.genl import NetlinkRequestError
+from irqtune.kernel.netlink.netdev import NapiFamily, QueueFamily
+from irqtune.features.napi import NapiConfig, NapiTuner
 from support.rawnapi import RawGenl
 
 
@@ -39,11 +39,20 @@ def test_errors_carry_errno_and_the_kernels_extack(netns):
         napi_id = nl.napis(socket.if_nametoindex("vn0"))[0]["id"]
         with pytest.raises(NetlinkRequestError) as err:
             nl.set_napi(napi_id, **{"defer-hard-irqs": 2**31})
-        assert err.value.code == errno.ERANGE
-        assert err.value.extack          # "integer out of range" from the policy
+        # "integer out of range" from the policy, at the attribute's offset:
+        # the 16-byte netlink and 4-byte genl headers, then the id attribute
+        assert err.value.errno == errno.ERANGE and isinstance(err.value, OSError)
+        assert err.value.extack.message and err.value.extack.offset == 16 + 4 + 8
+        assert err.value.extack.refused == "defer-hard-irqs"     # named from the echoed request
+        assert str(err.value.extack) in str(err.value)
         with pytest.raises(NetlinkRequestError) as err:
             nl.set_napi(2**31, **{"defer-hard-irqs": 1})
-        assert err.value.code == errno.ENOENT
+        assert err.value.errno == errno.ENOENT
+        # napi-get without its id: the kernel names the missing attribute
+        with pytest.raises(NetlinkRequestError) as err:
+            nl.do("reading a NAPI", 11)
+        assert err.value.errno == errno.EINVAL and err.value.extack.missing == "id", \
+            vars(err.value.extack)
 
 
 def test_one_refused_request_in_a_batch_carries_its_extack_and_the_rest_applies(netns):
@@ -55,8 +64,8 @@ def test_one_refused_request_in_a_batch_carries_its_extack_and_the_rest_applies(
         errors = nl.set_napis({first: {"defer-hard-irqs": 2**31},
                                second: {"defer-hard-irqs": 7, "gro-flush-timeout": 3000}})
     assert set(errors) == {first}, errors
-    assert errors[first].code == errno.ERANGE and errors[first].extack, vars(errors[first])
-    assert "NAPI %d" % first in str(errors[first]) and errors[first].extack in str(errors[first])
+    assert errors[first].errno == errno.ERANGE and errors[first].extack, vars(errors[first])
+    assert "NAPI %d" % first in str(errors[first]) and str(errors[first].extack) in str(errors[first])
     raw = RawGenl()
     got = {n["id"]: n for n in raw.napis("vn0")}
     raw.close()
@@ -135,7 +144,7 @@ def test_originals_follow_a_rename_the_tuner_was_not_told_of(netns, tmp_path):
     verify of "vn0" judges vr0's NAPIs, and restore_all - of this tuner and
     of one a restarted daemon builds from the ledger - puts the originals
     back on vr0 rather than dropping them as a gone device's."""
-    from irqtune.ledger import Ledger
+    from irqtune.services.ledger import Ledger
     raw = RawGenl()
     for i, napi in enumerate(raw.napis("vn0")):
         raw.set(napi["id"], defer_hard_irqs=i + 1, gro_flush_timeout=1000 * (i + 1))
@@ -168,11 +177,11 @@ def test_a_batch_reports_every_refused_request_wherever_it_is(netns):
     with NapiFamily() as nl:
         first, second = sorted(n["id"] for n in nl.napis(socket.if_nametoindex("vn0")))
         errors = nl.set_napis({first: {"defer-hard-irqs": 5}, second: {"defer-hard-irqs": 2**31}})
-        assert set(errors) == {second} and errors[second].code == errno.ERANGE
+        assert set(errors) == {second} and errors[second].errno == errno.ERANGE
         assert errors[second].extack
         errors = nl.set_napis({first: {"defer-hard-irqs": 2**31}, 2**31: {"defer-hard-irqs": 1},
                                second: {"defer-hard-irqs": 2**31}})
-        assert {k: e.code for k, e in errors.items()} == {
+        assert {k: e.errno for k, e in errors.items()} == {
             first: errno.ERANGE, 2**31: errno.ENOENT, second: errno.ERANGE}
         assert nl.set_napis({first: {"defer-hard-irqs": 6}}) == {}
         assert nl.napi(first)["defer-hard-irqs"] == 6

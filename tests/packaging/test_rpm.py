@@ -162,7 +162,7 @@ def test_library_package_is_a_python_distribution(packages):
     site = sitelib_of(packages)
     version = rpm_q(packages["python3-irqtune"], "--qf", "%{VERSION}")[0]
     meta = "%s/irqtune-%s.dist-info/METADATA" % (site, version)
-    assert meta in files and site + "/irqtune/napi/tuner.py" in files, files
+    assert meta in files and site + "/irqtune/features/napi/tuner.py" in files, files
     assert "/usr/bin/irqtune" in files and "/usr/share/man/man8/irqtune.8.gz" in files
     assert not [f for f in files if "/tuned/" in f], files
     assert "python3-pyroute2 >= 0.7" in rpm_q(packages["python3-irqtune"], "--requires")

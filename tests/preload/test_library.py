@@ -321,7 +321,7 @@ def test_service_still_runs_when_the_preload_package_is_gone(built, kernel_param
     dynamic loader skips the missing object with one message and the
     program runs (docs/packaging.md, "Scriptlets").  The environment is the
     one the plugin's drop-in sets."""
-    from irqtune.service_optin import OptInValues, dropin_content
+    from irqtune.features.service_optin import OptInValues, dropin_content
     gone = str(tmp_path / "usr/lib64/irqtune/libirqtune-busypoll.so")
     env = clean_env()
     for line in dropin_content(gone, OptInValues()).splitlines():

@@ -7,6 +7,9 @@
   rawnapi      the NAPI reader the tests judge the library by
   tuned_daemon TuneD's daemon started in a namespace (TunedDaemon)
   hostguard    the host's TuneD state kept out of the way and put back
+  labvm        the lab's guests from the host side: netns, tap, QEMU, agent
+  host7        a generation-7 guest as an administrator's host (tuned-adm)
+  rtlab        the realtime guest, and its judgements of placement and latency
 
 Suites import from here, never from each other's directories.
 """

@@ -3,7 +3,7 @@ import os
 
 import pytest
 
-from irqtune.doctor import epoll
+from irqtune.services import epoll
 
 
 @pytest.fixture

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from irqtune.values import parse_duration_ns
+from irqtune.kernel.values import parse_duration_ns
 from irqtune_bench import modes, runner
 from support.waiting import wait_for
 from irqtune_bench.server import nic_of_address, virtio_queue_irqs

@@ -13,11 +13,11 @@ import os
 
 import pytest
 
-from irqtune import channels as ch
-from irqtune.errors import OptionError, UnsupportedError
-from irqtune.netlink.genl import NetlinkRequestError
-from irqtune.ledger import Ledger
-from irqtune.kfs import KernelFs
+from irqtune.features import channels as ch
+from irqtune.kernel.errors import OptionError, UnsupportedError
+from irqtune.kernel.netlink.genl import NetlinkRequestError
+from irqtune.services.ledger import Ledger
+from irqtune.kernel.kfs import KernelFs
 from support.fakes.interrupts import INTERRUPTS, QUEUE_IRQS
 
 ORIGINAL_AFFINITY = {24: "0-3", 25: "0", 26: "1", 27: "2", 28: "3"}

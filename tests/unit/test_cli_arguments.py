@@ -14,8 +14,8 @@ import time
 import pytest
 
 import irqtune.__main__ as cli
-from irqtune.doctor import targets
-from irqtune.errors import IrqtuneError
+from irqtune.frontends.doctor import targets
+from irqtune.kernel.errors import IrqtuneError
 
 DEBUG_ENV = "IRQTUNE_DEBUG"
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -118,7 +118,7 @@ def test_unexpected_error_is_one_line(monkeypatch, capsys, command, code):
 
 
 def test_watch_of_a_device_removed_meanwhile_is_an_irqtune_error():
-    from irqtune.watch import sample
+    from irqtune.services.counters import sample
     with pytest.raises(IrqtuneError, match="device nosuchdev: no such device"):
         sample("nosuchdev")
 
@@ -214,7 +214,7 @@ def test_metrics_of_an_empty_device_name_exits_2_naming_the_devices(capsys, monk
 
 def test_metrics_without_output_prints_to_standard_output(capsys, monkeypatch, tmp_path):
     """issue 39 item 10: no --output, no file: the text goes to stdout."""
-    from irqtune import metrics
+    from irqtune.frontends import metrics
     family = metrics.Family("irqtune_napi_defer_hard_irqs", "gauge", "help")
     family.add(2, device="lo", napi="1", netns="init")
     monkeypatch.setattr(metrics, "collect", lambda devices: [family])
@@ -303,7 +303,7 @@ def test_doctor_pid_of_fixture_stats(tmp_path):
     zombie (sh after exit 0), kthreadd and cat - fs/proc/array.c: the state
     is the field after the comm's last ")", the flags the seventh after it -
     and a comm holding ") Z" that must not be misread."""
-    from irqtune.kfs import KernelFs
+    from irqtune.kernel.kfs import KernelFs
     stats = {
         3048: "3048 (sh) Z 3007 3003 3710 0 -1 4227084 62 0 0 0 0 0 0 0 20 0 1 0 70501 0 0 "
               "18446744073709551615 0 0 0 0 0 0 0 0 65538 1 0 0 17 1 0 0 0 0 0 0 0 0 0 0 0 0 0",

@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""irqtune.cpus against fixture sysfs/procfs trees (the host's CPUs are never read)."""
+"""irqtune.kernel.cpus against fixture sysfs/procfs trees (the host's CPUs are never read)."""
 
 import pytest
 
-from irqtune import cpus
-from irqtune.errors import OptionError
-from irqtune.kfs import KernelFs
-from irqtune.names import shown
+from irqtune.kernel import cpus
+from irqtune.kernel.errors import OptionError
+from irqtune.kernel.kfs import KernelFs
+from irqtune.kernel.names import shown
 
 
 @pytest.fixture
@@ -139,7 +139,7 @@ def test_a_bad_cpu_list_is_an_error_naming_option_value_and_form(text):
 def test_a_bad_housekeeping_cpus_leaves_no_tuner(tree, text):
     """The library's builder for the nic_housekeeping plugin: a bad value
     gives no tuner (nothing is changed) rather than one on every CPU."""
-    from irqtune.channels import housekeeping_tuner
+    from irqtune.features.channels import housekeeping_tuner
     sys_root, proc_root = tree(online="0-7")
     tuner, errors = housekeeping_tuner(
         {"channels": "housekeeping", "irq_affinity": "housekeeping", "housekeeping_cpus": text},
@@ -149,7 +149,7 @@ def test_a_bad_housekeeping_cpus_leaves_no_tuner(tree, text):
 
 
 def test_a_good_housekeeping_cpus_builds_a_tuner_on_those_cpus(tree):
-    from irqtune.channels import housekeeping_tuner
+    from irqtune.features.channels import housekeeping_tuner
     sys_root, proc_root = tree(online="0-7")
     tuner, errors = housekeeping_tuner(
         {"channels": "bad", "irq_affinity": "housekeeping", "housekeeping_cpus": "0,8191,1"},

@@ -29,9 +29,9 @@ from test_napi_config import FULL, OLD_KERNEL
 from support.fakes.ethtool import FakeNic
 from test_zerocopy import Host
 
-from irqtune.kfs import KernelFs
-from irqtune.ledger import Ledger
-from irqtune.napi import NapiConfig, NapiTuner
+from irqtune.kernel.kfs import KernelFs
+from irqtune.services.ledger import Ledger
+from irqtune.features.napi import NapiConfig, NapiTuner
 
 QUEUE_IRQS = (25, 26, 27, 28)
 

@@ -18,13 +18,15 @@ from pathlib import Path
 
 import pytest
 
-from irqtune import activeprofile, syscalls
-from irqtune.caps import NapiCapabilities
-from irqtune.doctor import chain, epoll
-from irqtune.doctor.links import Report, format_text
-from irqtune.doctor.window import Window
-from irqtune.kfs import KernelFs
-from irqtune.metrics import Family, render
+from irqtune.frontends import activeprofile
+from irqtune.kernel import syscalls
+from irqtune.kernel.caps import NapiCapabilities
+from irqtune.frontends.doctor import chain
+from irqtune.services import epoll
+from irqtune.frontends.doctor.links import Report, format_text
+from irqtune.services.window import Window
+from irqtune.kernel.kfs import KernelFs
+from irqtune.frontends.metrics import Family, render
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIX = os.path.join(HERE, "doctor_fixtures")
@@ -286,7 +288,7 @@ def test_openmetrics_and_prometheus_text():
 def test_optin_preload_state_metric(tmp_path, monkeypatch):
     """busy_poll_optin units of the active profile: one sample per running
     service, 1 with the preload mapped (maps fixture), 0 without."""
-    from irqtune.metrics import _families, _optin_state
+    from irqtune.frontends.metrics import _families, _optin_state
     etc = tmp_path / "etc"
     (etc / "profiles" / "p").mkdir(parents=True)
     (etc / "active_profile").write_text("p\n")

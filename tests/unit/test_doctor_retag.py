@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The doctor duplicates a target's socket only where that cannot re-tag
-it (irqtune.doctor.retag), and says so where it leaves the sockets alone.
+it (irqtune.services.retag), and says so where it leaves the sockets alone.
 
 Fixtures in doctor_fixtures/, /proc/cgroups of the development host
 (Linux 6.18, cgroup v1 controllers mounted beside a v2 hierarchy):
@@ -17,8 +17,9 @@ import os
 import select
 import socket
 
-from irqtune.doctor import chain, epoll, retag
-from irqtune.doctor.links import Report
+from irqtune.frontends.doctor import chain
+from irqtune.services import epoll, retag
+from irqtune.frontends.doctor.links import Report
 
 FIX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "doctor_fixtures")
 

@@ -16,7 +16,7 @@ import struct
 
 import pytest
 
-from irqtune.netlink import ethtool_ntuple as nt
+from irqtune.kernel.netlink import ethtool_ntuple as nt
 from support.fakes.ethtool import FakeRuleTable
 
 

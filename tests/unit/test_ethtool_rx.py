@@ -16,9 +16,9 @@ import struct
 
 import pytest
 
-from irqtune.netlink import ethtool_rx as ex
-from irqtune.netlink.ethtool import features_msg, rings_msg, rss_msg
-from irqtune.netlink.genl import NetlinkRequestError, decode, encode
+from irqtune.kernel.netlink import ethtool_rx as ex
+from irqtune.kernel.netlink.ethtool import features_msg, rings_msg, rss_msg
+from irqtune.kernel.netlink.genl import NetlinkRequestError, decode, encode
 
 HERE = os.path.join(os.path.dirname(__file__), "ethtool_replies")
 
@@ -84,22 +84,22 @@ def test_veth_rings_get_is_eopnotsupp():
     fam = Replayed(fixture("veth-6.18", "rings_get"))
     with pytest.raises(NetlinkRequestError) as err:
         fam.rings(3)
-    assert err.value.code == errno.EOPNOTSUPP
+    assert err.value.errno == errno.EOPNOTSUPP
 
 
 def test_veth_rings_set_carries_the_kernels_extack():
     fam = Replayed(fixture("veth-6.18", "rings_set_split"))
     with pytest.raises(NetlinkRequestError) as err:
         fam.set_rings(3, **{"tcp-data-split": 2, "hds-thresh": 0})
-    assert err.value.code == errno.EOPNOTSUPP
-    assert err.value.extack == "setting TCP data split is not supported"
+    assert err.value.errno == errno.EOPNOTSUPP
+    assert err.value.extack.message == "setting TCP data split is not supported"
     assert "tcp-data-split 2" in str(err.value)
 
 
 def test_veth_has_no_rss_table():
     with pytest.raises(NetlinkRequestError) as err:
         Replayed(fixture("veth-6.18", "rss_get")).rss(3)
-    assert err.value.code == errno.EOPNOTSUPP
+    assert err.value.errno == errno.EOPNOTSUPP
 
 
 def test_veth_feature_set_is_acked():
@@ -123,7 +123,7 @@ def test_netdevsim_rings_have_header_split_and_hds_thresh(source):
     assert {"rx-lro", "tx-tcp-segmentation"} <= features["active"]
     with pytest.raises(NetlinkRequestError) as err:
         Replayed(fixture(source, "rss_get")).rss(1)
-    assert err.value.code == errno.EOPNOTSUPP                     # no get_rxfh
+    assert err.value.errno == errno.EOPNOTSUPP                     # no get_rxfh
 
 
 def request(msg_class, cmd, **attrs):

@@ -10,10 +10,11 @@ import stat
 
 import pytest
 
-from irqtune import files, metrics
-from irqtune import service_optin as so
-from irqtune.errors import IrqtuneError
-from irqtune.ledger import Ledger
+from irqtune.kernel import files
+from irqtune.frontends import metrics
+from irqtune.features import service_optin as so
+from irqtune.kernel.errors import IrqtuneError
+from irqtune.services.ledger import Ledger
 
 
 def mode(path):

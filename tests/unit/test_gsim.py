@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""irqtune.gsim against procfs/sysfs fixtures of the three GSIM shapes.
+"""irqtune.features.gsim against procfs/sysfs fixtures of the three GSIM shapes.
 
 Plain files stand in for procfs; FakeKernel (support/fakes/gsim.py)
 replaces the library's write function with what each shape's kernel code
@@ -16,10 +16,10 @@ import os
 
 import pytest
 
-from irqtune import gsim
-from irqtune.errors import OptionError
-from irqtune.ledger import Ledger
-from irqtune.kfs import KernelFs
+from irqtune.features import gsim
+from irqtune.kernel.errors import OptionError
+from irqtune.services.ledger import Ledger
+from irqtune.kernel.kfs import KernelFs
 from support.fakes.gsim import IRQS, NCPU, FakeKernel, interrupts_text
 
 ORIGINAL_KNOBS = {"delay_us": 7, "target_intr_rate": 12345, "hardirq_percent": 33,
@@ -260,7 +260,7 @@ def nic_irqs(k, spec, napi_irqs=None):
 
 def test_nic_queue_irqs(fake_kernel):
     """Queue vectors of the virtio PCI function one level above the netdev's
-    device, without the config vector (irqtune.irqs does the finding)."""
+    device, without the config vector (irqtune.kernel.irqs does the finding)."""
     k = fake_kernel()
     assert nic_irqs(k, "nic:eth0") == ETH0_QUEUES
     assert nic_irqs(k, "nic:eth1") == [31]

@@ -12,7 +12,7 @@ import pytest
 
 from tuned_loader import Cfg, create_instance, load_plugin_module
 
-from irqtune import gsim
+from irqtune.features import gsim
 
 from support.fakes.gsim import FakeKernel
 from test_gsim import ETH0_QUEUES, ORIGINAL_KNOBS, set_originals

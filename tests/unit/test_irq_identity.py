@@ -25,9 +25,10 @@ import pytest
 from support.fakes.gsim import NICS
 from test_gsim import SEED, fake_kernel, tuner  # noqa: F401
 
-from irqtune import channels as ch
-from irqtune import gsim, irqs
-from irqtune.kfs import KernelFs
+from irqtune.features import channels as ch
+from irqtune.features import gsim
+from irqtune.kernel import irqs
+from irqtune.kernel.kfs import KernelFs
 
 # -- GSIM: an IRQ number reused by another vector ---------------------------------------
 

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""irqtune.irqs against fixture procfs/sysfs trees.
+"""irqtune.kernel.irqs against fixture procfs/sysfs trees.
 
 The host's own IRQs are never written: every write goes to files under
 tmp_path.  The /proc/interrupts texts copy the shapes real kernels print
@@ -11,8 +11,8 @@ import os
 
 import pytest
 
-from irqtune import irqs
-from irqtune.kfs import KernelFs
+from irqtune.kernel import irqs
+from irqtune.kernel.kfs import KernelFs
 
 VIRTIO = """\
            CPU0       CPU1       CPU2       CPU3       

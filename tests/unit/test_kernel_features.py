@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Kernel features no netlink policy shows (irqtune.caps.KernelFeatures):
+"""Kernel features no netlink policy shows (irqtune.kernel.caps.KernelFeatures):
 busy polling (CONFIG_NET_RX_BUSY_POLL) and PREEMPT_RT, read from fixture
 procfs trees, and what the library, the plugins' log and `irqtune status`
 say when one is missing.
@@ -20,14 +20,14 @@ import os
 
 import pytest
 
-from irqtune import caps
-from irqtune import gsim
-from irqtune import service_optin as so
+from irqtune.kernel import caps
+from irqtune.features import gsim
+from irqtune.features import service_optin as so
 from irqtune.__main__ import status
-from irqtune.caps import KernelFeatures, NapiCapabilities, detect_kernel_features
-from irqtune.errors import UnsupportedError
-from irqtune.kfs import KernelFs
-from irqtune.napi import NapiConfig, NapiTuner
+from irqtune.kernel.caps import KernelFeatures, NapiCapabilities, detect_kernel_features
+from irqtune.kernel.errors import UnsupportedError
+from irqtune.kernel.kfs import KernelFs
+from irqtune.features.napi import NapiConfig, NapiTuner
 
 RT_VERSION = "#1 SMP PREEMPT_RT 2026-01-01 00:00:00 UTC"
 HOST_VERSION = "#1 SMP PREEMPT_DYNAMIC @0"

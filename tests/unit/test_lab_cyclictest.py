@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""The realtime lab's reading of cyclictest (tests/lab/gen7rt/rtlab.py).
+"""The realtime lab's reading of cyclictest (tests/support/rtlab.py).
 
 Fixture: lab_fixtures/cyclictest-2.40-host.json is what rt-tests 2.40
 (Debian 12) wrote on this project's build host for
@@ -13,7 +13,7 @@ import json
 import math
 from pathlib import Path
 
-from lab.gen7rt import rtlab
+from support import rtlab
 
 HERE = Path(__file__).resolve().parent
 

@@ -1,13 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The realtime lab's judgement of where the NIC's work may run
-(tests/lab/gen7rt/rtlab.placement_faults).
+(tests/support/rtlab.placement_faults).
 
 Fixtures: what test_rt_provisioning printed in the 7.2-lab-rt guest on
 2026-11-25 (4 vCPUs, CPUs 2-3 isolated, virtio-net cut to 2 of its 4
 channels), irq_placement() and rps_xps() under each profile.
 """
 
-from lab.gen7rt import rtlab
+from support import rtlab
 
 # realtime-virtual-host-irqtune: queue IRQs (irq, smp, effective, thread)
 FLAVOUR = {"input.0": (32, "0-1", "0", "0"), "output.0": (33, "0-1", "0", "0"),

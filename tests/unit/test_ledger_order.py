@@ -3,7 +3,7 @@
 original of what is written is on the ledger on disk already, and the
 ledger reached the disk through fsync of the file and of its directory.
 
-Kernel writes are seen through the crash-point hook (irqtune.crashpoint,
+Kernel writes are seen through the crash-point hook (irqtune.kernel.crashpoint,
 the one call every write path makes), with the ledger read from disk at
 that moment; fsync through os.fsync.  The crash-point harness
 (tests/crash, `make crash-check`) kills the process at each of these
@@ -16,11 +16,11 @@ import os
 import pytest
 from test_channels import roots  # noqa: F401 - the fixture
 
-from irqtune import crashpoint
-from irqtune.caps import NapiCapabilities
-from irqtune.kfs import KernelFs
-from irqtune.ledger import Ledger
-from irqtune.napi import NapiConfig, NapiTuner
+from irqtune.kernel import crashpoint
+from irqtune.kernel.caps import NapiCapabilities
+from irqtune.kernel.kfs import KernelFs
+from irqtune.services.ledger import Ledger
+from irqtune.features.napi import NapiConfig, NapiTuner
 
 
 class WriteLog:
@@ -165,7 +165,7 @@ def test_channel_counts_and_affinities_are_on_disk_before_the_channel_change(roo
 # -- GSIM -----------------------------------------------------------------------
 
 def test_gsim_originals_are_on_disk_at_each_write(tmp_path, monkeypatch):
-    from irqtune import gsim
+    from irqtune.features import gsim
     from support.fakes.gsim import FakeKernel
     from test_gsim import SEED, tuner
     kernel = FakeKernel(tmp_path / "k", gsim.SHAPE_LATEST)
@@ -194,7 +194,7 @@ def test_gsim_originals_are_on_disk_at_each_write(tmp_path, monkeypatch):
 # -- service opt-in ---------------------------------------------------------------
 
 def test_optin_records_are_on_disk_before_the_first_dropin(tmp_path, monkeypatch):
-    from irqtune import service_optin as so
+    from irqtune.features import service_optin as so
     from test_service_optin import LIB, FakeSystemctl, make_root
     root = make_root(tmp_path)
     run = tmp_path / "run"

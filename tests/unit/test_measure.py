@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""irqtune.measure and the doctor's recommend link, on fixtures.
+"""irqtune.services.measure and the doctor's recommend link, on fixtures.
 
 Fixtures in measure_fixtures/, from Linux 6.18 of the development host
 (Debian 12 userland), both from the same boot (tracepoint ids are
 per boot):
 - events/syscalls/sys_{enter,exit}_epoll_{wait,pwait,pwait2}/format:
   the tracefs format files, copied with cat;
-- ring-epoll-6.18.bin: the bytes irqtune.measure.perf copied out of one
+- ring-epoll-6.18.bin: the bytes irqtune.services.measure.perf copied out of one
   CPU's ring buffer while a Python process (epoll over three pipes) did:
   all three pipes written, wait (3 events), spin 2 ms, wait with timeout
   0 (none), one pipe written, wait (1 event), spin 1 ms, wait (none).
@@ -18,12 +18,12 @@ import struct
 
 import pytest
 
-from irqtune.doctor.links import Report, format_text
-from irqtune.doctor import recommend as doctor_recommend
-from irqtune.errors import IrqtuneError
-from irqtune.measure import busy, epolltrace, perf, recommend, tracefs
-from irqtune.measure.epolltrace import Recorded
-from irqtune.values import parse_duration_ns
+from irqtune.frontends.doctor.links import Report, format_text
+from irqtune.frontends.doctor import recommend as doctor_recommend
+from irqtune.kernel.errors import IrqtuneError
+from irqtune.services.measure import busy, epolltrace, perf, recommend, tracefs
+from irqtune.services.measure.epolltrace import Recorded
+from irqtune.kernel.values import format_duration_ns, parse_duration_ns
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIX = os.path.join(HERE, "measure_fixtures")
@@ -46,6 +46,24 @@ def test_formats_from_real_tracefs():
     assert found["sys_exit_epoll_wait"]["id"] == 1068
     assert found["sys_exit_epoll_pwait2"]["fields"]["ret"] == [16, 8, True]
     assert found["sys_enter_epoll_pwait"]["fields"]["maxevents"] == [32, 8, False]
+    assert found["sys_enter_epoll_wait"]["fields"]["common_pid"] == [4, 4, True]
+
+
+def test_formats_read_through_a_detached_mount_without_fork(monkeypatch):
+    """Where tracefs is mounted nowhere: read through a mount attached
+    nowhere, never by forking TuneD's threaded daemon; the mounts stay."""
+    def no_fork():
+        raise AssertionError("forked")
+    monkeypatch.setattr(os, "fork", no_fork)
+    with open("/proc/self/mounts") as f:
+        before = f.read()
+    try:
+        found = tracefs._formats_in_detached_mount("syscalls", busy.tracepoint_names())
+    except IrqtuneError as err:
+        pytest.skip("no tracefs mount here: %s" % err)     # not root, no CAP_SYS_ADMIN
+    with open("/proc/self/mounts") as f:
+        assert f.read() == before
+    assert sorted(found) == sorted(busy.tracepoint_names())
     assert found["sys_enter_epoll_wait"]["fields"]["common_pid"] == [4, 4, True]
 
 
@@ -221,9 +239,16 @@ def test_too_little_traffic_gives_no_values():
     assert recommend.recommend(figures(50000, 100000, 2, periods=100)) is not None
 
 
-@pytest.mark.parametrize("ns", [10000, 177000, 1890000, 20000000, 1500])
+@pytest.mark.parametrize("ns", [10000, 177000, 1890000, 20000000, 1500, 10**9])
 def test_lines_read_back_as_the_same_values(ns):
-    assert parse_duration_ns("x", recommend.duration(ns)) == ns
+    assert parse_duration_ns("x", format_duration_ns(ns)) == ns
+
+
+@pytest.mark.parametrize("ns, text", [(None, "-"), (0, "0ns"), (5500, "5.5us"),
+                                      (231000, "231us"), (999999, "1ms"),
+                                      (1862500, "1.86ms"), (2 * 10**9, "2s")])
+def test_durations_for_people_keep_three_digits(ns, text):
+    assert format_duration_ns(ns, exact=False) == text
 
 
 # -- recording plumbing -------------------------------------------------------
@@ -234,7 +259,7 @@ def test_tid_filter_folds_consecutive_threads():
 
 
 def test_start_time_survives_a_comm_with_spaces(tmp_path):
-    from irqtune.kfs import KernelFs
+    from irqtune.kernel.kfs import KernelFs
     (tmp_path / "42").mkdir()
     stat = "42 (a b) c) S 1 42 42 0 -1 4194560 0 0 0 0 0 0 0 0 20 0 1 0 98765 0 0"
     (tmp_path / "42" / "stat").write_text(stat + "\n")

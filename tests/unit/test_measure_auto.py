@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """gro_flush_timeout=auto / irq_suspend_timeout=auto: the decisions of
-irqtune.measure.auto (when to measure, the band, the bounds) and the
+irqtune.services.measure.auto (when to measure, the band, the bounds) and the
 services it measures, with a fake clock and fake windows; the option
 "auto" and NapiTuner.tick (the tuner measures and sets what changed), on
 the fake netdev family (support/fakes/netdev.py); the napi plugin's
@@ -24,14 +24,14 @@ from test_plugin_option_errors import napi_init, tuned_errors  # noqa: F401 - th
 from test_profile_upgrade import PROFILES, check_loaded, load, tuned_profiles  # noqa: F401
 from tuned_loader import load_plugin_module
 
-from irqtune.doctor import targets
-from irqtune.errors import IrqtuneError
-from irqtune.kfs import KernelFs
-from irqtune.ledger import Ledger
-from irqtune.measure import auto, busy
-from irqtune.measure.epolltrace import Recorded
-from irqtune.napi import NapiConfig, NapiTuner
-from irqtune.tuner import DeviceTuner
+from irqtune.frontends.doctor import targets
+from irqtune.kernel.errors import IrqtuneError
+from irqtune.kernel.kfs import KernelFs
+from irqtune.services.ledger import Ledger
+from irqtune.services.measure import auto, busy
+from irqtune.services.measure.epolltrace import Recorded
+from irqtune.features.napi import NapiConfig, NapiTuner
+from irqtune.services.tuner import DeviceTuner
 
 STAT = ("4242 (memcached) S 1 4242 4242 0 -1 4194624 2301 0 0 0 1234 567 0 0 20 0 10 0 "
         "1183394 433950720 2114 18446744073709551615 94523467264000 94523467402233 "
@@ -658,7 +658,7 @@ def test_auto_where_nothing_measures_is_refused():
 
 
 def test_profile_drift_leaves_auto_values_out():
-    from irqtune.activeprofile import NapiUnit
+    from irqtune.frontends.activeprofile import NapiUnit
     config, _ = NapiConfig.from_options({"gro_flush_timeout": "auto", "defer_hard_irqs": "100"},
                                         auto=True)
     unit = NapiUnit("latency-suspend", "napi", "*", None, config)
@@ -752,7 +752,7 @@ def test_a_change_on_the_sysfs_fallback_leaves_unsupported_values_out(tmp_path):
 
 
 def test_a_tuner_without_measured_values_measures_nothing(tmp_path):
-    from irqtune.tuner import Tuner
+    from irqtune.services.tuner import Tuner
     assert Tuner().tick(threading.Lock()) is None
     assert napi_tuner(tmp_path).tick(threading.Lock()) is None
 

@@ -21,8 +21,8 @@ import socket
 import pytest
 from support.fakes.netdev import FakeNetdev
 
-from irqtune import activeprofile, metrics
-from irqtune.kfs import KernelFs
+from irqtune.frontends import activeprofile, metrics
+from irqtune.kernel.kfs import KernelFs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 INIT = "init"

@@ -3,10 +3,10 @@ import logging
 
 import pytest
 
-from irqtune.caps import NapiCapabilities
-from irqtune.tuner import Check
-from irqtune.napi import NapiConfig, NapiTuner
-from irqtune.kfs import KernelFs
+from irqtune.kernel.caps import NapiCapabilities
+from irqtune.services.tuner import Check
+from irqtune.features.napi import NapiConfig, NapiTuner
+from irqtune.kernel.kfs import KernelFs
 
 FULL = NapiCapabilities(netdev_family=True, napi_get=True, napi_set=True,
                         settable=frozenset({"defer-hard-irqs", "gro-flush-timeout",
@@ -110,8 +110,8 @@ def test_sysfs_write_error_is_one_message(tmp_path, caplog):
 def test_queues_beyond_any_nic_are_refused_not_expanded():
     """"0-4294967295" would be expanded into four billion indexes."""
     import pytest
-    from irqtune.errors import OptionError
-    from irqtune.napi import parse_queues
+    from irqtune.kernel.errors import OptionError
+    from irqtune.features.napi import parse_queues
     assert parse_queues("0-3,65535")[-1] == 65535
     with pytest.raises(OptionError) as err:
         parse_queues("0-4294967295")

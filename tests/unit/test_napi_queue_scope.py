@@ -13,8 +13,8 @@ import pytest
 from support.fakes.netdev import FakeNetdev
 from test_napi_config import FULL
 
-from irqtune.ledger import Ledger
-from irqtune.napi import NapiConfig, NapiTuner
+from irqtune.services.ledger import Ledger
+from irqtune.features.napi import NapiConfig, NapiTuner
 
 SCOPE = [1, 3]
 ADMIN = {"defer_hard_irqs": 2, "gro_flush_timeout": 50000}   # set before the profile

@@ -15,8 +15,8 @@ import os
 
 import pytest
 
-from irqtune.kfs import KernelFs
-from irqtune.netdevs import is_virtual_netdev
+from irqtune.kernel.kfs import KernelFs
+from irqtune.kernel.netdevs import is_virtual_netdev
 
 # Attribute files every net device has in sysfs (a subset, as listed on the host).
 COMMON = ("address", "flags", "ifindex", "mtu", "operstate", "napi_defer_hard_irqs",

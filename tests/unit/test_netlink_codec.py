@@ -12,10 +12,10 @@ import sys
 
 import pytest
 
-from irqtune.netlink import genl
-from irqtune.netlink.ethtool import channels_msg
-from irqtune.netlink.netdev import CMD_NAPI_SET, napi_msg
-from irqtune.netlink.qstats import qstats_msg
+from irqtune.kernel.netlink import genl
+from irqtune.kernel.netlink.ethtool import channels_msg
+from irqtune.kernel.netlink.netdev import CMD_NAPI_SET, napi_msg
+from irqtune.kernel.netlink.qstats import qstats_msg
 
 NAPI = {"id": 4242, "defer-hard-irqs": 100, "gro-flush-timeout": 2**40 + 5,
         "irq-suspend-timeout": 20000000, "threaded": 2}

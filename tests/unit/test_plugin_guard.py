@@ -9,8 +9,8 @@ import pytest
 
 from tuned_loader import load_plugin_module
 
-from irqtune.errors import NetlinkRequestError
-from irqtune.tuner import DeviceTuner
+from irqtune.kernel.errors import NetlinkRequestError
+from irqtune.services.tuner import DeviceTuner
 
 
 class DumpFails(DeviceTuner):
@@ -128,7 +128,7 @@ def test_a_renamed_nic_keeps_its_originals_under_the_new_name(napi_plugin, monke
         raise OSError(19, "No such device")
     monkeypatch.setattr(socket, "if_nametoindex", gone)
     napi_plugin._move_device("gone0")
-    assert any("gone0: following the rename failed: [Errno 19] No such device" in
+    assert any("gone0: following the rename failed: No such device (ENODEV)" in
                r.getMessage() for r in caplog.records), caplog.text
 
 
@@ -180,7 +180,7 @@ def test_a_link_event_of_a_device_renamed_without_a_move_event_retunes_it(
     under the name TuneD knows (the tuner maps it to lan0), not skipped as
     a device of no instance."""
     netdev = __import__("tuned.plugins.irqtune_netdev", fromlist=["x"])
-    monkeypatch.setattr(netdev, "_ifname", lambda ifindex: {7: "lan0", 9: "other0"}[ifindex])
+    monkeypatch.setattr(netdev, "ifname_of", lambda ifindex: {7: "lan0", 9: "other0"}[ifindex])
     instance = Instance()
     instance.processed_devices = {"eth0", "eth1"}
     instance._tuner = Retunes(dict(originals, eth1={"ifindex": 8}), renamed)
@@ -191,7 +191,7 @@ def test_a_link_event_of_a_device_renamed_without_a_move_event_retunes_it(
 
 class Minimal(DeviceTuner):
     """Only what the contract requires of a device tuner: the rest is the
-    contract's defaults (irqtune.tuner.Tuner, DeviceTuner)."""
+    contract's defaults (irqtune.services.tuner.Tuner, DeviceTuner)."""
 
     def apply(self, *ifnames):
         return len(ifnames)

@@ -32,12 +32,12 @@ def napi_init(monkeypatch, tmp_path):
     pytest.importorskip("tuned.plugins")
     module = load_plugin_module("napi")
     from tuned.profiles.variables import Variables
-    from irqtune.caps import KernelFeatures, NapiCapabilities
+    from irqtune.kernel.caps import KernelFeatures, NapiCapabilities
     caps = NapiCapabilities(True, True, True, frozenset(
         ("defer-hard-irqs", "gro-flush-timeout", "irq-suspend-timeout")),
         kernel=KernelFeatures(busy_poll=True))
     monkeypatch.setattr(module, "detect_napi_capabilities", lambda: caps)
-    from irqtune.ledger import Ledger
+    from irqtune.services.ledger import Ledger
     monkeypatch.setattr(module, "Ledger",
                         lambda name, kin=None: Ledger(name, str(tmp_path), kin=kin))
 

@@ -23,14 +23,14 @@ import pytest
 
 from tuned_loader import load_profile_functions
 
-from irqtune import gsim
-from irqtune.channels.config import HousekeepingConfig
-from irqtune.measure import auto
-from irqtune.napi import NapiConfig, parse_queues
-from irqtune.overlay import read_overlay_file
-from irqtune.service_optin.config import OptInValues, parse_bool, parse_services
-from irqtune.zerocopy.config import ZeroCopyConfig
-from irqtune.names import shown
+from irqtune.features import gsim
+from irqtune.features.channels.config import HousekeepingConfig
+from irqtune.services.measure import auto
+from irqtune.features.napi import NapiConfig, parse_queues
+from irqtune.services.overlay import read_overlay_file
+from irqtune.features.service_optin.config import OptInValues, parse_bool, parse_services
+from irqtune.features.zerocopy.config import ZeroCopyConfig
+from irqtune.kernel.names import shown
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 FIXTURES = os.path.join(os.path.dirname(__file__), "profile_fixtures")

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""irqtune.service_optin against a fixture root, with and without systemd.
+"""irqtune.features.service_optin against a fixture root, with and without systemd.
 
 The fixture root holds etc/systemd/system, the library where a package puts
 it, and - for "systemd present" - the run/systemd/system marker.  systemctl
@@ -17,10 +17,10 @@ import pytest
 
 import tuned_loader
 
-from irqtune import service_optin as so
-from irqtune.kfs import KernelFs
-from irqtune.errors import IrqtuneError, OptionError, UnsupportedError
-from irqtune.names import shown
+from irqtune.features import service_optin as so
+from irqtune.kernel.kfs import KernelFs
+from irqtune.kernel.errors import IrqtuneError, OptionError, UnsupportedError
+from irqtune.kernel.names import shown
 
 LIB = "/usr/lib64/irqtune/libirqtune-busypoll.so"
 

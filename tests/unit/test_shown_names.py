@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Names and values other people choose reach root's terminal and TuneD's
-log escaped and cut (issue 39 item 5): irqtune.names.shown, and each place
+log escaped and cut (issue 39 item 5): irqtune.kernel.names.shown, and each place
 that echoes one - the doctor, status --watch, metrics, verify's report,
 option errors, the TuneD plugins' log lines.
 
@@ -15,12 +15,13 @@ import sys
 
 import pytest
 
-from irqtune import cpus, metrics, names, verify_report, watch
-from irqtune.doctor import chain, targets
-from irqtune.doctor.epoll import EpollInstance, EpollParams, EpollTarget
-from irqtune.doctor.links import Report, format_text
-from irqtune.doctor.window import Window
-from irqtune.errors import OptionError
+from irqtune.kernel import cpus, names
+from irqtune.frontends import metrics, verify_report, watch
+from irqtune.frontends.doctor import chain, targets
+from irqtune.services.epoll import EpollInstance, EpollParams, EpollTarget
+from irqtune.frontends.doctor.links import Report, format_text
+from irqtune.services.window import Window
+from irqtune.kernel.errors import OptionError
 
 HIDE = "\x1b[2J\x1b[8m"            # ED 2 (clear screen), SGR 8 (concealed)
 BIG = "0-8191," * 15000             # 105,000 characters

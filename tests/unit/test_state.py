@@ -3,10 +3,10 @@ import os
 
 from test_gsim import fake_kernel  # noqa: F401 - the fixture
 
-from irqtune.caps import NapiCapabilities
-from irqtune.napi import NapiConfig, NapiTuner
-from irqtune.ledger import Ledger
-from irqtune.kfs import KernelFs
+from irqtune.kernel.caps import NapiCapabilities
+from irqtune.features.napi import NapiConfig, NapiTuner
+from irqtune.services.ledger import Ledger
+from irqtune.kernel.kfs import KernelFs
 
 
 def test_state_round_trip_and_removal(tmp_path):
@@ -45,14 +45,14 @@ def test_tuner_takes_originals_from_a_previous_run(tmp_path):
     assert not (tmp_path / "napi.json").exists()
 
 
-# -- the ledger's rules (irqtune.ledger) ---------------------------------------
+# -- the ledger's rules (irqtune.services.ledger) ---------------------------------------
 
 def test_a_ledger_that_cannot_be_written_stops_the_change(tmp_path, fake_kernel):
     """Nothing changes without its original on disk: the tuner raises
     LedgerError (the plugins' guard logs it) before the first write."""
     import pytest
     from test_gsim import SEED, tuner
-    from irqtune.ledger import LedgerError
+    from irqtune.services.ledger import LedgerError
     k = fake_kernel()
     before = k.knobs()
     (tmp_path / "not-a-dir").write_text("")
@@ -63,7 +63,7 @@ def test_a_ledger_that_cannot_be_written_stops_the_change(tmp_path, fake_kernel)
 
 
 def test_a_ledger_left_after_restore_is_logged_not_raised(tmp_path, caplog):
-    from irqtune.ledger import Ledger as L
+    from irqtune.services.ledger import Ledger as L
     (tmp_path / "not-a-dir").write_text("")
     L("x", str(tmp_path / "not-a-dir")).update({"a": 1})
     assert "cannot save originals" in caplog.text
@@ -72,8 +72,8 @@ def test_a_ledger_left_after_restore_is_logged_not_raised(tmp_path, caplog):
 def test_optin_records_its_drop_ins_before_writing_them(tmp_path, monkeypatch):
     """A daemon killed between the ledger and the drop-in leaves the next
     one the record of every file it may have written."""
-    from irqtune import service_optin as so
-    from irqtune.service_optin import optin as optin_module
+    from irqtune.features import service_optin as so
+    from irqtune.features.service_optin import optin as optin_module
     from test_service_optin import FakeSystemctl, dropin, make_root
     root = make_root(tmp_path)
     ledger = Ledger("busy_poll_optin-t", str(tmp_path / "run"))

@@ -10,8 +10,8 @@ import re
 
 import pytest
 
-from irqtune import syscalls
-from irqtune.errors import UnsupportedError
+from irqtune.kernel import syscalls
+from irqtune.kernel.errors import UnsupportedError
 
 
 @pytest.mark.parametrize("name, machine, number", [

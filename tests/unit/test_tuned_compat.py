@@ -42,7 +42,7 @@ import sys
 import pytest
 
 from tuned_loader import load_plugin_module
-from irqtune.tuner import Check, DeviceTuner
+from irqtune.services.tuner import Check, DeviceTuner
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -249,7 +249,7 @@ def prepare(name, module, workdir, patch):
 
     if name == "gsim":
         import test_gsim
-        from irqtune import gsim
+        from irqtune.features import gsim
         from support.fakes.gsim import FakeKernel
         kernel = FakeKernel(os.path.join(workdir, "k"), gsim.SHAPE_LATEST)
         test_gsim.set_originals(kernel)

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""The originals' plumbing every device tuner inherits (irqtune.tuner.
+"""The originals' plumbing every device tuner inherits (irqtune.services.tuner.
 DeviceTuner): the ledger written and read in one place, another
 instance's originals taken over, a forgotten device dropped from every
 book."""
@@ -7,8 +7,8 @@ book."""
 import json
 import os
 
-from irqtune.ledger import Ledger
-from irqtune.tuner import DeviceTuner
+from irqtune.services.ledger import Ledger
+from irqtune.services.tuner import DeviceTuner
 
 
 class Books(DeviceTuner):

@@ -1,10 +1,10 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 import pytest
 
-from irqtune.errors import OptionError
-from irqtune.names import shown
-from irqtune.values import (U64_MAX, format_index_list, parse_choice, parse_duration_ns,
-                            parse_index_list, parse_int)
+from irqtune.kernel.errors import OptionError
+from irqtune.kernel.names import shown
+from irqtune.kernel.values import (U64_MAX, format_index_list, parse_choice, parse_duration_ns,
+                                   parse_index_list, parse_int)
 
 
 @pytest.mark.parametrize("text,ns", [
@@ -91,7 +91,7 @@ def test_index_list_cost_is_bounded_by_the_maximum():
 @pytest.mark.parametrize("text", ["0," * 40000, " " * 70000 + "0"], ids=["80KB", "blanks"])
 def test_index_list_text_bounded_before_it_is_split(text):
     """issue 39 item 7: 80 KB of "0," was split into 40,000 items first."""
-    from irqtune.values import MAX_LIST_CHARS
+    from irqtune.kernel.values import MAX_LIST_CHARS
     with pytest.raises(OptionError) as err:
         parse_index_list("queues", text, 65535)
     assert "at most %d characters" % MAX_LIST_CHARS in str(err.value)

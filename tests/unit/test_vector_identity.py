@@ -19,10 +19,10 @@ import os
 
 import pytest
 
-from irqtune import channels as ch
-from irqtune.kfs import KernelFs
-from irqtune import ledger
-from irqtune.ledger import Ledger
+from irqtune.features import channels as ch
+from irqtune.kernel.kfs import KernelFs
+from irqtune.services import ledger
+from irqtune.services.ledger import Ledger
 
 HEADER = "           CPU0       CPU1       \n"
 LINE = " %d:%s PCI-MSIX-0000:00:03.0   %d-edge      %s\n"

@@ -2,7 +2,7 @@
 """verify fails when it cannot tell.
 
 TuneD counts a plugin whose verify logs no failure as verified, and an
-empty list of Checks as nothing to check (irqtune/tuner.py), so a value
+empty list of Checks as nothing to check (irqtune/services/tuner.py), so a value
 verify cannot read must become a failing Check - never a skipped one -
 for every tuner that verifies: napi, nic_housekeeping (channels and queue
 IRQ affinity), gsim and zerocopy_rx.  Only something that is gone (a
@@ -24,10 +24,10 @@ from test_gsim import SEED, fake_kernel, tuner as gsim_tuner  # noqa: F401
 from test_napi_config import FULL, OLD_KERNEL
 from test_zerocopy import Host
 
-from irqtune import channels as ch
-from irqtune.errors import NetlinkRequestError
-from irqtune.kfs import KernelFs
-from irqtune.napi import NapiConfig, NapiTuner
+from irqtune.features import channels as ch
+from irqtune.kernel.errors import NetlinkRequestError
+from irqtune.kernel.kfs import KernelFs
+from irqtune.features.napi import NapiConfig, NapiTuner
 
 
 def failed(checks):

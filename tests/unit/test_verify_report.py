@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""irqtune.verify_report: which verify failures only wait for a reboot.
+"""irqtune.frontends.verify_report: which verify failures only wait for a reboot.
 
 Fixtures (tests/unit/verify_logs, provenance in each file's header):
 tuned-2.20-*.log are TuneD 2.20's daemon log during `tuned-adm verify`
@@ -19,8 +19,8 @@ import subprocess
 
 import pytest
 
-from irqtune import verify_report
-from irqtune.verify_report import NO_REASON, judge, next_boot_args
+from irqtune.frontends import verify_report
+from irqtune.frontends.verify_report import NO_REASON, judge, next_boot_args
 
 HERE = os.path.join(os.path.dirname(os.path.abspath(__file__)), "verify_logs")
 NETWORK_LATENCY_227 = ["tsc=reliable", "rcupdate.rcu_normal_after_boot=1", "skew_tick=1",

@@ -1,10 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""irqtune.watch: queue numbers from IRQ names, rates and their summary."""
+"""irqtune.services.counters and irqtune.frontends.watch: queue numbers from IRQ names, rates
+and their summary."""
 
 import pytest
 
-from irqtune.kfs import KernelFs
-from irqtune.watch import NapiCounters, busy_poll_rx_packets, format_rates, rates, rx_queue_of
+from irqtune.kernel.kfs import KernelFs
+from irqtune.services.counters import NapiCounters, busy_poll_rx_packets, rates, rx_queue_of
+from irqtune.frontends.watch import format_rates
 
 
 @pytest.mark.parametrize("name,queue", [

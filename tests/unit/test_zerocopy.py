@@ -15,15 +15,15 @@ import logging
 
 import pytest
 
-from irqtune.tuner import Check
+from irqtune.services.tuner import Check
 
-from irqtune.errors import OptionError
-from irqtune.netlink.ethtool_ntuple import FlowRule
-from irqtune.ledger import Ledger
-from irqtune.zerocopy import ZeroCopyConfig, ZeroCopyRxTuner
+from irqtune.kernel.errors import OptionError
+from irqtune.kernel.netlink.ethtool_ntuple import FlowRule
+from irqtune.services.ledger import Ledger
+from irqtune.features.zerocopy import ZeroCopyConfig, ZeroCopyRxTuner
 
-from irqtune.netlink.ethtool_ntuple import NtupleRules
-from irqtune.names import shown
+from irqtune.kernel.netlink.ethtool_ntuple import NtupleRules
+from irqtune.kernel.names import shown
 from support.fakes.ethtool import FakeNic, FakeRuleTable
 
 
@@ -283,7 +283,7 @@ class FakeNapiTuner:
         return 0
 
     def verify(self, ifname):
-        # The tuner contract (irqtune/tuner.py): a list of Check records.
+        # The tuner contract (irqtune/services/tuner.py): a list of Check records.
         return [Check.compare("NAPI of queue %d defer_hard_irqs" % q, v, 50)
                 for q, v in self.values.items()]
 
@@ -321,7 +321,7 @@ def test_reserved_queue_napis_are_tuned_checked_and_restored_first(host):
 
 
 def test_a_kernel_without_ethtool_netlink_costs_a_log_line(host, caplog):
-    from irqtune.errors import UnsupportedError
+    from irqtune.kernel.errors import UnsupportedError
 
     def no_family():
         raise UnsupportedError("generic netlink family 'ethtool' is not available in this kernel")

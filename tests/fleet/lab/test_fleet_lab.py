@@ -25,8 +25,8 @@ from pathlib import Path
 
 import pytest
 
-from lab import labvm
-from lab.host7 import BOOT_ARGS, KERNEL, Host7, ssh_key
+from support import labvm
+from support.host7 import BOOT_ARGS, KERNEL, Host7, ssh_key
 
 REPO = Path(__file__).resolve().parents[3]
 PLAYBOOK = REPO / "ansible" / "irqtune-rollout.yml"
@@ -279,7 +279,7 @@ def test_a_nic_the_canary_lacks_fails_it_naming_the_nic_and_stops_the_rollout(fl
 def test_kernel_arguments_for_the_next_boot_pass_the_host_with_a_warning(fleet):
     """A stack with a [bootloader] cmdline on a host not rebooted since:
     TuneD's verify fails for that argument alone, the role names it and
-    the host stays in the rollout (irqtune.verify_report judges, on the
+    the host stays in the rollout (irqtune.frontends.verify_report judges, on the
     guest)."""
     b = fleet.hosts["fleet-b"]
     b.custom_profile(EMULATED_CPU, EMULATED_CPU_CONF

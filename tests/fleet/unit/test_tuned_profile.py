@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """tuned_profile's decisions against a stand-in for tuned-adm (the real
 daemon is exercised by tests/fleet/lab).  How a failed verify is judged is
-irqtune.verify_report's; the verifies below log what real TuneD daemons
+irqtune.frontends.verify_report's; the verifies below log what real TuneD daemons
 logged (tests/unit/verify_logs/, whose headers say where from)."""
 
 import json

@@ -36,8 +36,8 @@ from pathlib import Path
 
 from irqtune_bench import cli, placement
 from irqtune_bench.runner import BenchError
-from lab import labvm
-from lab.host7 import COUNTED_BOOT_ARGS, COUNTED_CPU, GUEST_IP, KERNEL, Host7
+from support import labvm
+from support.host7 import COUNTED_BOOT_ARGS, COUNTED_CPU, GUEST_IP, KERNEL, Host7
 
 TOOLS = labvm.LAB_CACHE / "bench"
 GUEST_SHIM = "/usr/local/lib/irqtune-bench/epoll_slice.so"

@@ -29,8 +29,8 @@ from pathlib import Path
 
 import pytest
 
-from lab import labvm
-from lab.host7 import BOOT_ARGS, KERNEL, SRC, Host7, ssh_key
+from support import labvm
+from support.host7 import BOOT_ARGS, KERNEL, SRC, Host7, ssh_key
 
 REPO = Path(__file__).resolve().parents[3]
 SERVER_IP, CLIENT_IP = "10.77.0.2", "10.77.0.3"

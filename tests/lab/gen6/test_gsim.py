@@ -43,7 +43,7 @@ import time
 
 import pytest
 
-from lab import labvm
+from support import labvm
 from lab.gsimlab import (DIR, STATS, V1_STATS, WRITE_ERRNO, assert_detectors_live, holds_delta,
                          irq_holds, kernel_log, kernel_problems, lockup_reports, pacer_argv,
                          parse_stats, read_stats, rx_irqs, udp_noports, write_errno)

@@ -2,7 +2,7 @@
 """Self-tests of the kernel lab itself: agent protocol, timeouts, the
 repository share, the guest userspace other lab tests rely on."""
 
-from lab import labvm
+from support import labvm
 
 
 def test_run_returns_rc_and_stdout(guest):
@@ -34,7 +34,7 @@ def test_write_and_read_file(guest):
 
 
 def test_repo_share_is_read_only(guest):
-    rc, _ = guest.run(["test", "-f", labvm.GUEST_REPO + "/tests/lab/labvm.py"])
+    rc, _ = guest.run(["test", "-f", labvm.GUEST_REPO + "/tests/support/labvm.py"])
     assert rc == 0
     rc, _ = guest.run(["touch", labvm.GUEST_REPO + "/lab-write-test"])
     assert rc != 0

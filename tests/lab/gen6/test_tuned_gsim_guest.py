@@ -28,7 +28,7 @@ import time
 
 import pytest
 
-from lab import labvm
+from support import labvm
 from lab.gsimlab import pacer_argv, rx_irqs, write_errno
 from support.waiting import wait_for
 

@@ -18,7 +18,7 @@ import re
 
 import pytest
 
-from lab import labvm
+from support import labvm
 
 HOUSEKEEPING = {0, 1}
 ISOLATED = {2, 3}

@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Fixtures of the current-kernel lab (generation 7, see tests/lab/README.md
-and tests/lab/host7.py): `host7` is a booted 7.2 guest with the project
+and tests/support/host7.py): `host7` is a booted 7.2 guest with the project
 installed and tuned.service restarted."""
 
 import pytest
 
-from lab.host7 import BOOT_ARGS, KERNEL, Host7
+from support.host7 import BOOT_ARGS, KERNEL, Host7
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@ import re
 import subprocess
 from pathlib import Path
 
-from lab.host7 import BOOT_ARGS, KERNEL, SUSPEND_VALUES, Host7, napi_values
+from support.host7 import BOOT_ARGS, KERNEL, SUSPEND_VALUES, Host7, napi_values
 
 REPO = Path(__file__).resolve().parents[3]
 ARCHIVE = REPO / "build" / "deploy-source.tar"

@@ -18,8 +18,8 @@ import time
 
 import pytest
 
-from lab import labvm
-from lab.host7 import COUNTED_BOOT_ARGS, COUNTED_CPU, KERNEL
+from support import labvm
+from support.host7 import COUNTED_BOOT_ARGS, COUNTED_CPU, KERNEL
 
 N = 20000
 VCPU = 3

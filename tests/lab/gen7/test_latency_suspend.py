@@ -9,7 +9,7 @@ never with the library under test.
 
 import pytest
 
-from lab.host7 import NON_DEFAULT_ORIGINALS, SUSPEND_VALUES, napi_values
+from support.host7 import NON_DEFAULT_ORIGINALS, SUSPEND_VALUES, napi_values
 
 VARS = "latency-suspend"     # its variables file
 TUNED, ORIGINAL = SUSPEND_VALUES, NON_DEFAULT_ORIGINALS

@@ -16,7 +16,7 @@ from pathlib import Path
 
 import pytest
 
-from lab.host7 import BOOT_ARGS, KERNEL, NON_DEFAULT_ORIGINALS, SUSPEND_VALUES, Host7, napi_values
+from support.host7 import BOOT_ARGS, KERNEL, NON_DEFAULT_ORIGINALS, SUSPEND_VALUES, Host7, napi_values
 
 REPO = Path(__file__).resolve().parents[3]
 TOP = REPO / "build" / "rpm-guest7"

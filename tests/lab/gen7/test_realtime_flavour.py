@@ -15,7 +15,7 @@ import time
 
 import pytest
 
-from lab.host7 import KERNEL, Host7
+from support.host7 import KERNEL, Host7
 
 PROFILE = "realtime-virtual-host-irqtune"
 CMDLINE = "isolcpus=domain,2-3 nohz_full=2-3"

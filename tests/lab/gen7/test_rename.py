@@ -11,7 +11,7 @@ rename needs, so this is the churn case too.
 
 import pytest
 
-from lab.host7 import NON_DEFAULT_ORIGINALS, SUSPEND_VALUES, napi_values
+from support.host7 import NON_DEFAULT_ORIGINALS, SUSPEND_VALUES, napi_values
 from support.waiting import wait_for
 
 VARS = "latency-suspend"

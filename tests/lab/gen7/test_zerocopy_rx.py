@@ -26,7 +26,7 @@ import time
 
 import pytest
 
-from lab.host7 import GUEST_PYTHON
+from support.host7 import GUEST_PYTHON
 from support.waiting import wait_for
 
 BASE = "latency-suspend"
@@ -249,7 +249,7 @@ def indirection(h, dev):
 def rss_host(lab):
     """A guest whose virtio-net NIC has QEMU's RSS (rss=on: VIRTIO_NET_F_RSS,
     a 128-entry indirection table the guest driver can set)."""
-    from lab.host7 import BOOT_ARGS, KERNEL, Host7
+    from support.host7 import BOOT_ARGS, KERNEL, Host7
     g = lab.get(kernel=KERNEL, cmdline=BOOT_ARGS, nic_options="rss=on")
     h = Host7(g)
     if not getattr(g, "irqtune_installed", False):

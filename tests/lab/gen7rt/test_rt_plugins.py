@@ -15,9 +15,9 @@ import re
 
 import pytest
 
-from lab import labvm
-from lab.gen7rt.rtlab import ABSENT_ON_PREEMPT_RT, KERNEL, verify_on_preempt_rt
-from lab.host7 import BOOT_ARGS, SUSPEND_VALUES, Host7, napi_values
+from support import labvm
+from support.rtlab import ABSENT_ON_PREEMPT_RT, KERNEL, verify_on_preempt_rt
+from support.host7 import BOOT_ARGS, SUSPEND_VALUES, Host7, napi_values
 
 LIB = "libirqtune-busypoll.so"
 DROPIN = "/etc/systemd/system/memcached.service.d/50-irqtune-busypoll.conf"
@@ -68,7 +68,7 @@ def test_capabilities_detected_in_the_guest(h):
     """The library's detection on the real kernel: both features found in
     the initial network namespace; in another one the busy_poll sysctl is
     not visible, which must read as 'cannot tell', never as missing."""
-    script = ("from irqtune.caps import detect_kernel_features as d; f = d(); "
+    script = ("from irqtune.kernel.caps import detect_kernel_features as d; f = d(); "
               "print(f.busy_poll, f.preempt_rt, f.lacking())")
     assert h.sh("python3 -c %s" % repr(script)).strip() == "True True []"
     out = h.sh("ip netns add rtcaps && ip netns exec rtcaps python3 -c %s; ip netns del rtcaps"

@@ -37,8 +37,8 @@ import shutil
 
 import pytest
 
-from lab import labvm
-from lab.gen7rt.rtlab import (FLAVOUR, HOUSEKEEPING, ISOLATED, KERNEL, STOCK, RtHost, delta,
+from support import labvm
+from support.rtlab import (FLAVOUR, HOUSEKEEPING, ISOLATED, KERNEL, STOCK, RtHost, delta,
                               placement_faults, verify_on_preempt_rt)
 
 WINDOW = 20            # seconds of load, cyclictest runs 4 s longer

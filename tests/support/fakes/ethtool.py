@@ -20,8 +20,8 @@ import ctypes
 import errno
 import struct
 
-from irqtune.netlink import ethtool_ntuple as nt
-from irqtune.netlink.genl import NetlinkRequestError
+from irqtune.kernel.netlink import ethtool_ntuple as nt
+from irqtune.kernel.netlink.genl import NetlinkRequestError
 
 
 class FakeNic:

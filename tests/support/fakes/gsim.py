@@ -14,8 +14,8 @@ import os
 import re
 import time
 
-from irqtune import gsim
-from irqtune.kfs import KernelFs
+from irqtune.features import gsim
+from irqtune.kernel.kfs import KernelFs
 
 NCPU = 4
 # irq: (chip, kind, name)

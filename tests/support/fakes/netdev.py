@@ -2,7 +2,7 @@
 """An in-memory netdev generic netlink family for unit tests: napi-get,
 napi-set, queue-get and qstats-get of a kernel with napi-set (6.13+).
 
-The NAPI dicts have the shape irqtune.netlink.netdev decodes from what
+The NAPI dicts have the shape irqtune.kernel.netlink.netdev decodes from what
 this project's build host (Linux 6.18.44, QEMU x86, virtio-net) answers:
 ``{'id': 257, 'ifindex': 4, 'threaded': 0, 'defer-hard-irqs': 0,
 'irq-suspend-timeout': 0, 'gro-flush-timeout': 0}`` - no 'irq' (virtio-net
@@ -13,12 +13,12 @@ queue-get of an ifindex no device has answers ENODEV, and napi-set of an
 id no NAPI has answers ENOENT.
 
 install(monkeypatch) makes the library's family classes (as the NAPI
-tuner, irqtune.watch and irqtune.metrics import them) this fake.
+tuner, irqtune.services.counters and irqtune.frontends.metrics import them) this fake.
 """
 
 import errno
 
-from irqtune.errors import NetlinkRequestError
+from irqtune.kernel.errors import NetlinkRequestError
 
 DEFAULTS = {"threaded": 0, "defer-hard-irqs": 0, "irq-suspend-timeout": 0,
             "gro-flush-timeout": 0}
@@ -112,8 +112,8 @@ class FakeNetdev:
 
     def install(self, monkeypatch):
         """The library's NapiFamily, QueueFamily and QstatsFamily are this fake."""
-        from irqtune.napi import tuner
-        from irqtune.netlink import netdev, qstats
+        from irqtune.features.napi import tuner
+        from irqtune.kernel.netlink import netdev, qstats
         family = lambda: self                              # noqa: E731
         for module, name in ((tuner, "NapiFamily"), (tuner, "QueueFamily"),
                              (netdev, "NapiFamily"), (netdev, "QueueFamily"),

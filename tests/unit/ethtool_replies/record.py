@@ -17,8 +17,8 @@ import os
 import socket
 import sys
 
-from irqtune.netlink.ethtool_rx import RxConfigFamily
-from irqtune.netlink.genl import NetlinkRequestError
+from irqtune.kernel.netlink.ethtool_rx import RxConfigFamily
+from irqtune.kernel.netlink.genl import NetlinkRequestError
 
 
 def main(device, outdir, source, sets=False):
@@ -34,7 +34,7 @@ def main(device, outdir, source, sets=False):
             try:
                 result, error = call(), None
             except NetlinkRequestError as err:
-                result, error = None, [err.code, err.extack]
+                result, error = None, [err.errno, err.extack.message]
             fam.record = None
             with open(os.path.join(outdir, name + ".json"), "w") as f:
                 json.dump({"source": source, "kernel": release, "device": device,

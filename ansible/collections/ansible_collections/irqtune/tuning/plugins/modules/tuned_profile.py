@@ -12,7 +12,7 @@ import tempfile
 # the host; `irqtune verify` judges the same way): imported on the managed
 # host by the Python that runs this module, needed only when a verify runs.
 try:
-    from irqtune import verify_report
+    from irqtune.frontends import verify_report
 except ImportError as err:
     verify_report = None
     VERIFY_REPORT_IMPORT_ERROR = str(err)
@@ -32,7 +32,7 @@ description:
     stack inherits) does not fail the host; the profile is in effect, the
     arguments are returned in RV(reboot_pending_args) and named in a
     warning until the host reboots. The judgement is the irqtune
-    library's (C(irqtune.verify_report), the one C(irqtune verify)
+    library's (C(irqtune.frontends.verify_report), the one C(irqtune verify)
     makes), so verify needs irqtune installed for the Python that runs
     this module (the role installs it).
   - The first activation records the profile and selection mode that were

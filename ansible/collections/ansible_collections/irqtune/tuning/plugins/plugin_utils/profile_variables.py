@@ -9,6 +9,7 @@ and a refusal names the variable, the value and the accepted range in the
 plugins' words.  Plain Python: no Ansible import, testable on its own.
 """
 
+import configparser
 import importlib
 import os
 import re
@@ -76,18 +77,27 @@ def load_library(source_dir):
     return importlib.import_module("irqtune")
 
 
-# -- one checker per kind of value ---------------------------------------------
-# Each takes (option, text) and raises the library's OptionError.
+# -- what each variable feeds ---------------------------------------------------
+# A variable is checked by the parser of every plugin option it feeds, as
+# the irqtune library declares it (irqtune.frontends.plugin_options): the profile's
+# tuned.conf says which ones - ${variable} as an option's whole value, or
+# in a list joined by ',' - and an overlay's variables file feeds the
+# options of its plugin's unit under the plugin's prefix.  TuneD's own
+# options and the variables TuneD functions read are listed here.
 
-def _checkers():
-    values = importlib.import_module("irqtune.values")
-    errors = importlib.import_module("irqtune.errors")
-    napi = importlib.import_module("irqtune.napi")
-    channels = importlib.import_module("irqtune.channels")
-    gsim = importlib.import_module("irqtune.gsim")
-    optin = importlib.import_module("irqtune.service_optin")
-    auto = importlib.import_module("irqtune.measure.auto")
-    option_error = errors.OptionError
+_REF = re.compile(r"\$\{(\w+)\}")
+_REF_LIST = re.compile(r"^\$\{\w+\}(\s*,\s*\$\{\w+\})*$")
+# ${f:irqtune_default:DEFAULT:${name}}: the variables file's value of name
+_PASS_THROUGH = re.compile(r"^\$\{f:irqtune_default:[^:{}]*:\$\{(\w+)\}\}$|^\$\{(\w+)\}$")
+# TuneD's own options the shipped profiles set from variables.
+TUNED_OPTION_KINDS = {"devices": "devices", "net.core.busy_read": "sysctl_usecs",
+                      "net.core.busy_poll": "sysctl_usecs"}
+# Variables only TuneD functions and the bootloader plugin read.
+VARIABLE_KINDS = {"isolated_cores": "cpulist_or_function", "isolate_managed_irq": "yes_no"}
+
+
+def _tuned_kinds(values, option_error):
+    """Checkers of what TuneD itself reads: (option, text), OptionError."""
 
     def devices(option, text):
         words = [w for w in re.split(r"\s*,\s*", text.strip()) if w]
@@ -103,67 +113,56 @@ def _checkers():
                 raise option_error(option, text, "a CPU list such as 2-7,10 or a TuneD "
                                    "function such as ${f:calc_isolated_cores:1}") from None
 
-    def gsim_knob(option, text):
-        knob = option[len("gsim_"):]
-        _, found = gsim.GsimConfig.from_options({knob: text})
-        for err in found:
-            raise option_error(option, text, err.accepted)
-
-    def napi_value(name, auto=False):
-        # auto: the value may be "auto" (latency-suspend's [napi] measures
-        # its services for it; the realtime profile names none)
-        return lambda option, text: napi.NapiConfig.parser(name, auto)(option, text)
-
     return {
         "devices": devices,
-        "queues": lambda option, text: napi.parse_queues(text),
-        "defer_hard_irqs": napi_value("defer_hard_irqs"),
-        "gro_flush_timeout": napi_value("gro_flush_timeout", auto=True),
-        "irq_suspend_timeout": napi_value("irq_suspend_timeout", auto=True),
-        "fixed_gro_flush_timeout": napi_value("gro_flush_timeout"),
-        "auto_services": lambda option, text: auto.parse_services(text, option),
-        "auto_interval": lambda option, text: values.parse_int(
-            option, text, auto.INTERVAL_MIN, auto.INTERVAL_MAX),
         # net.core.busy_read/busy_poll: the kernel's minimum is 0, maximum INT_MAX.
         "sysctl_usecs": lambda option, text: values.parse_int(option, text, 0, values.S32_MAX),
-        "services": lambda option, text: optin.parse_services(text, option),
-        "bool": lambda option, text: optin.parse_bool(text, option),
-        "optin_usecs": lambda option, text: optin.OptInValues(usecs=text),
         "yes_no": lambda option, text: values.parse_choice(option, text, {"y": "Y", "n": "N"}),
         "cpulist_or_function": cpulist_or_function,
-        "channels": channels.parse_channels,
-        "gsim_knob": gsim_knob,
-        "gsim_irqs": lambda option, text: gsim.IrqSelection.parse(text, option),
     }
 
 
-# What kind of value each variable holds; a variable of a shipped file that
-# is missing here is checked only as one line of text (see check_value).
-KINDS = {
-    "suspend_nics": "devices",
-    "suspend_queues": "queues",
-    "defer_hard_irqs": "defer_hard_irqs",
-    "gro_flush_timeout": "gro_flush_timeout",
-    "irq_suspend_timeout": "irq_suspend_timeout",
-    "busy_read": "sysctl_usecs",
-    "busy_poll": "sysctl_usecs",
-    "optin_services": "services",
-    "optin_restart": "bool",
-    "optin_busy_poll_usecs": "optin_usecs",
-    "auto_services": "auto_services",
-    "auto_interval": "auto_interval",
-    "gsim_delay_us": "gsim_knob",
-    "gsim_target_intr_rate": "gsim_knob",
-    "gsim_hardirq_percent": "gsim_knob",
-    "gsim_update_ms": "gsim_knob",
-    "gsim_irqs": "gsim_irqs",
-    "isolated_cores": "cpulist_or_function",
-    "isolate_managed_irq": "yes_no",
-    "housekeeping_nics": "devices",
-    "housekeeping_channels": "channels",
-    "napi_defer_hard_irqs": "defer_hard_irqs",
-    "napi_gro_flush_timeout": "fixed_gro_flush_timeout",
-}
+def read_units(path):
+    """[(section, {option: text})] of a tuned.conf, in order."""
+    parser = configparser.ConfigParser(interpolation=None, strict=False, delimiters=("=",))
+    parser.optionxform = str
+    parser.read(path, encoding="utf-8")
+    return [(name, dict(parser.items(name))) for name in parser.sections()]
+
+
+def feeds(profile_dir, profile, plugins, prefixes):
+    """{variable: [(plugin or None, option, auto allowed)]} of a profile:
+    the options each variable's value reaches; an option it is the whole
+    value of comes first."""
+    units = read_units(os.path.join(profile_dir, "tuned.conf"))
+    alias = {}
+    for section, options in units:
+        if section == "variables":
+            for name, text in options.items():
+                match = _PASS_THROUGH.match(text.strip())
+                if match and name not in alias:
+                    alias[name] = match.group(1) or match.group(2)
+    whole, listed = [], []
+    for section, options in units:
+        plugin = options.get("type", section)
+        if section in ("main", "variables"):
+            continue
+        for option, text in options.items():
+            if _REF_LIST.match(text.strip()):
+                place = whole if text.strip().startswith("${") and \
+                    len(_REF.findall(text)) == 1 else listed
+                for name in _REF.findall(text):
+                    place.append((alias.get(name, name), plugin, option, options))
+        path = options.get("variables_file", "").strip()
+        if plugin in prefixes and path == variables_path(profile):
+            for declared in plugins[plugin]:
+                whole.append((prefixes[plugin] + declared.name, plugin, declared.name, options))
+    found = {}
+    for name, plugin, option, unit in whole + listed:
+        declared = {o.name: o for o in plugins.get(plugin, ())}.get(option)
+        auto = bool(declared and declared.auto and unit.get(declared.auto, "").strip())
+        found.setdefault(name, []).append((plugin if declared else None, option, auto))
+    return found
 
 
 def to_text(option, value):
@@ -172,7 +171,7 @@ def to_text(option, value):
     if value is None:
         return ""
     if isinstance(value, bool):
-        if KINDS.get(option) == "yes_no":
+        if VARIABLE_KINDS.get(option) == "yes_no":
             return "Y" if value else "N"
         return "true" if value else "false"
     if isinstance(value, (list, tuple)):
@@ -187,8 +186,25 @@ class ProfileVariables:
         self.source_dir = source_dir
         self.shipped = shipped_variables(source_dir)
         load_library(source_dir)
-        self.option_error = importlib.import_module("irqtune.errors").OptionError
-        self.checkers = _checkers()
+        self.option_error = importlib.import_module("irqtune.kernel.errors").OptionError
+        declared = importlib.import_module("irqtune.frontends.plugin_options")
+        kinds = _tuned_kinds(importlib.import_module("irqtune.kernel.values"), self.option_error)
+        self.checks = {}        # {profile: {variable: [checker]}}
+        for profile in self.shipped:
+            self.checks[profile] = {name: [kinds[VARIABLE_KINDS[name]]]
+                                    for name in self.shipped[profile] if name in VARIABLE_KINDS}
+            fed = feeds(os.path.join(source_dir, "profiles", profile), profile,
+                        declared.PLUGINS, declared.OVERLAY_PREFIXES)
+            for name, targets in fed.items():
+                self.checks[profile].setdefault(name, [])
+                for plugin, option, auto in targets:
+                    if plugin is not None:
+                        option = {o.name: o for o in declared.PLUGINS[plugin]}[option]
+                        if option.parse is not None:
+                            self.checks[profile][name].append(
+                                lambda _, text, o=option, a=auto: o.value(text, a))
+                    elif option in TUNED_OPTION_KINDS:
+                        self.checks[profile][name].append(kinds[TUNED_OPTION_KINDS[option]])
 
     def check_value(self, profile, option, value):
         """The text to write, or VariableError."""
@@ -197,10 +213,9 @@ class ProfileVariables:
             raise VariableError(profile, option, value, "one line of text")
         if text == "":
             return text     # empty: the plugin leaves that setting alone
-        checker = self.checkers.get(KINDS.get(option))
-        if checker is not None:
+        for check in self.checks.get(profile, {}).get(option, ()):
             try:
-                checker(option, text)
+                check(option, text)
             except self.option_error as err:
                 raise VariableError(profile, option, value, err.accepted) from None
         return text

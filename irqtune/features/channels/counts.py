@@ -1,0 +1,86 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Channel counts of a device: set, verified and restored through the
+ethtool netlink family (or a backend the caller lends)."""
+
+import logging
+
+from ...kernel.errors import NetlinkRequestError, UnsupportedError
+from ...kernel.netlink.ethtool import channel_count
+from ...services.tuner import Check
+from .plan import plan_channels, refusal_reason
+
+log = logging.getLogger("irqtune.features.channels")
+
+
+class ChannelCounts:
+    """wanted: HOUSEKEEPING or a count; family(): a context manager with
+    channels(ifindex) and set_channels(ifindex, **counts)."""
+
+    def __init__(self, wanted, housekeeping_count, family, refusals):
+        self.wanted = wanted
+        self.housekeeping_count = housekeeping_count
+        self.family = family
+        self.refusals = refusals
+        self.targets = {}       # ifname -> planned channel counts
+
+    def apply(self, ifname, ifindex, saved, save):
+        """Record the originals (save() puts them on disk), then set."""
+        try:
+            with self.family() as fam:
+                current = fam.channels(ifindex)
+                target = plan_channels(current, self.wanted, self.housekeeping_count)
+                self.targets[ifname] = target
+                for kind in target:
+                    saved["channels"].setdefault(kind, channel_count(current, kind + "-count"))
+                save()
+                changes = {k: v for k, v in target.items()
+                           if channel_count(current, k + "-count") != v}
+                if changes:
+                    fam.set_channels(ifindex, **changes)
+        except NetlinkRequestError as err:
+            self.refusals.add(ifname, "channels", refusal_reason(err))
+            return "channels refused"
+        except UnsupportedError as err:
+            self.refusals.add(ifname, "channels", str(err))
+            return "no channels"
+        self.refusals.resolve(ifname, "channels")
+        text = ", ".join("%s %d" % kv for kv in sorted(target.items()))
+        if changes:
+            log.info("%s: channels set to %s (were %s)", ifname, text,
+                     ", ".join("%s %d" % (k, channel_count(current, k + "-count"))
+                               for k in sorted(changes)))
+        return "channels " + text
+
+    def verify(self, ifname, ifindex):
+        try:
+            with self.family() as fam:
+                current = fam.channels(ifindex)
+            target = plan_channels(current, self.wanted, self.housekeeping_count)
+        except (NetlinkRequestError, UnsupportedError) as err:
+            reason = refusal_reason(err)
+            return [Check("channels", None, self.wanted, False, reason)]
+        problems = self.refusals.of(ifname)
+        out = []
+        for kind, want in sorted(target.items()):
+            have = channel_count(current, kind + "-count")
+            out.append(Check("channels %s" % kind, have, want, have == want,
+                             problems.get("channels", "") if have != want else ""))
+        return out
+
+    def restore(self, ifname, ifindex, counts):
+        try:
+            with self.family() as fam:
+                current = fam.channels(ifindex)
+                changes = {k: v for k, v in counts.items()
+                           if channel_count(current, k + "-count") != v}
+                if changes:
+                    fam.set_channels(ifindex, **changes)
+                    log.info("%s: channels restored to %s", ifname,
+                             ", ".join("%s %d" % kv for kv in sorted(changes.items())))
+        except NetlinkRequestError as err:
+            log.error("%s: cannot restore channels %s: %s", ifname,
+                      ", ".join("%s %d" % kv for kv in sorted(counts.items())),
+                      refusal_reason(err))
+
+    def forget(self, ifname):
+        self.targets.pop(ifname, None)

@@ -1,0 +1,93 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The napi plugin's options (VALUES: the per-NAPI values, also zerocopy_rx's
+napi_* options; OPTIONS: the plugin's), its target values (NapiConfig) and
+the queues= scope.
+
+In the napi plugin gro_flush_timeout and irq_suspend_timeout may be
+"auto": the values then start at the series' (irqtune.services.measure.auto.START)
+and follow the measured services (irqtune.services.measure.auto).  Other users of
+the values (zerocopy_rx's napi_* options) measure nothing and refuse it.
+"""
+
+from dataclasses import dataclass, fields
+
+from ...kernel.names import attr_name
+from ...kernel.netlink.netdev import THREADED_VALUES
+from ...kernel.values import (MAX_QUEUE, S32_MAX, parse_choice, parse_duration_ns, parse_index_list,
+                              parse_int)
+from ...services.measure import auto as measured
+from ...services.options import AUTO, Option, parse_options
+
+THREADED_CHOICES = dict(THREADED_VALUES, **{"0": 0, "1": 1, "2": 2, "off": 0, "on": 1})
+DURATION = "duration (ns, or with unit ns/us/ms/s), at most 1s"
+
+VALUES = (
+    Option("defer_hard_irqs", lambda o, v: parse_int(o, v, 0, S32_MAX),
+           "0-2147483647", "polls in a row that find work and keep the device IRQ masked"),
+    Option("gro_flush_timeout", parse_duration_ns, DURATION,
+           "the timer that polls again while the IRQ stays masked", auto="auto_services"),
+    Option("irq_suspend_timeout", parse_duration_ns, DURATION,
+           "the longest a busy polling application keeps the IRQ suspended",
+           auto="auto_services"),
+    Option("threaded", lambda o, v: parse_choice(o, v, THREADED_CHOICES),
+           "disabled, enabled or busy-poll", "threaded NAPI polling (busy-poll: Linux 6.19)"),
+)
+
+
+def parse_queues(text, option="queues"):
+    if text is None or str(text).strip() == "":
+        return None
+    return parse_index_list(option, text, MAX_QUEUE)
+
+
+OPTIONS = VALUES + (
+    Option("queues", lambda o, v: parse_queues(v, o), "rx queue indexes 0-65535, e.g. 0-3,8",
+           "tune only the NAPIs serving these rx queues (unset: every NAPI)"),
+    Option("recheck_interval", lambda o, v: parse_int(o, v, 0, 86400),
+           "seconds, 0-86400 (default 5)",
+           "how often recreated NAPIs are looked for; 0: on link events only"),
+    Option("auto_services", lambda o, v: measured.parse_services(v, o),
+           "systemd services or absolute paths of pid files, separated by commas",
+           "the services whose epoll loops the auto values follow"),
+    Option("auto_interval",
+           lambda o, v: parse_int(o, v, measured.INTERVAL_MIN, measured.INTERVAL_MAX),
+           "seconds, %d-%d (default %d)" % (measured.INTERVAL_MIN, measured.INTERVAL_MAX,
+                                           measured.INTERVAL_DEFAULT),
+           "the shortest time between two measurements for the auto values"),
+)
+
+
+@dataclass(frozen=True)
+class NapiConfig:
+    """Target values; None leaves a value alone."""
+
+    defer_hard_irqs: int = None
+    gro_flush_timeout: int = None      # ns
+    irq_suspend_timeout: int = None    # ns
+    threaded: int = None               # 0 disabled, 1 enabled, 2 busy-poll
+    auto: frozenset = frozenset()      # attribute names whose value is "auto"
+
+    @classmethod
+    def from_options(cls, options, auto=False, declared=VALUES):
+        """(config, [OptionError]) from {"defer_hard_irqs": "100", ...}.
+
+        A bad value is left out of the config and reported; the rest stands.
+        Empty or missing options are not set.  auto: whether the timeouts
+        may be "auto" (the napi plugin measures for them): such a value is
+        the series' START and its attribute is in config.auto.  declared:
+        VALUES, or VALUES renamed (zerocopy_rx's napi_* options).
+        """
+        given, errors = parse_options(declared, options, auto)
+        values = {o.name: given[d.name] for o, d in zip(VALUES, declared) if d.name in given}
+        automatic = {attr_name(n) for n, v in values.items() if v == AUTO}
+        values.update({n: measured.START[attr_name(n)] for n, v in values.items() if v == AUTO})
+        return cls(auto=frozenset(automatic), **values), errors
+
+    def attrs(self):
+        """{netlink attribute name: value} of the values to set."""
+        return {attr_name(f.name): getattr(self, f.name)
+                for f in fields(self) if f.name != "auto" and getattr(self, f.name) is not None}
+
+    def fixed(self):
+        """attrs() without the auto values: what the profile itself sets."""
+        return {a: v for a, v in self.attrs().items() if a not in self.auto}

@@ -1,0 +1,67 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Opt systemd services in to epoll busy polling (and IRQ suspension).
+
+IRQ suspension only engages for epoll contexts with ``prefer_busy_poll`` set
+(``EPIOCSPARAMS``).  Stock servers never set it; ``libirqtune-busypoll.so``
+does it for them when preloaded.  This module writes, for each named
+service, a systemd drop-in
+
+    /etc/systemd/system/<unit>.d/50-irqtune-busypoll.conf
+
+that sets ``LD_PRELOAD`` and the library's ``IRQTUNE_*`` variables, runs
+``systemctl daemon-reload``, and removes exactly what it added on unapply.
+
+Rules it keeps:
+
+- Nothing half-done: without a running systemd it raises
+  :class:`UnsupportedError` before touching anything; when writing a drop-in
+  or the reload fails, the drop-ins written so far are removed again.
+- It never removes or overwrites a file it did not write.  Its files carry a
+  marker line; a file at its path without the marker is left alone (error),
+  a file with the marker but edited since it was written is left in place
+  on unapply (warning).  A ``<unit>.d`` directory is removed only when this
+  module created it and it is empty.
+- Services are not restarted unless ``restart=True``: the preload reaches a
+  process only when it starts, so the running services that need a restart
+  are logged (and returned).  With ``restart=True`` it runs
+  ``systemctl try-restart`` for those, on apply and on unapply.
+
+Services that already set ``LD_PRELOAD``: the drop-in's ``Environment=``
+would replace the unit's value, dropping the service's own preload.  When
+the unit's configured environment (``systemctl show -p Environment``) holds
+``LD_PRELOAD``, the drop-in sets it to that value with the library appended
+and logs that it did so; the value is a snapshot taken at apply time.
+``EnvironmentFile=`` settings override ``Environment=`` in systemd: a service
+that sets ``LD_PRELOAD`` in an environment file keeps its own value and is
+not opted in (verify reports the drop-in, not the process; the per-process
+check is :meth:`ServiceOptIn.preload_status`).
+
+Not reached through the preload: statically linked programs and runtimes
+that issue epoll system calls themselves (Go).
+
+``root`` relocates every configuration path (tests use a fixture
+directory); ``systemctl`` is an injectable callable
+``argv -> (returncode, stdout)``.
+
+Modules: config (values, service names, the library's path), dropins (the
+files, their marker, removal rules), systemd (whether it runs, systemctl),
+optin (ServiceOptIn: one set of services), tuner (OptInTuner: the tuner
+contract and the ledger).
+"""
+
+import os  # noqa: F401 - tests patch os through this module
+
+from ...services.systemd import SYSTEMD_RUNNING_MARKER, default_systemctl, systemd_running
+from .config import (BUDGET_WITHOUT_CAP, DEFAULT_BUDGET, DEFAULT_PREFER, DEFAULT_USECS,
+                     LIBRARY_CANDIDATES, LIBRARY_NAME, MAX_BUDGET, MAX_USECS, OPTIONS, OptInValues,
+                     check_library_path, find_library, parse_bool, parse_services)
+from .dropins import DROPIN_NAME, MARKER, UNIT_DIR, _CLAIMED, DropIn, dropin_content
+from .optin import ServiceOptIn
+from .tuner import OptInTuner
+
+__all__ = ["BUDGET_WITHOUT_CAP", "DEFAULT_BUDGET", "DEFAULT_PREFER", "DEFAULT_USECS",
+           "LIBRARY_CANDIDATES", "LIBRARY_NAME", "MAX_BUDGET", "MAX_USECS", "OPTIONS", "OptInValues",
+           "check_library_path", "find_library", "parse_bool", "parse_services",
+           "DROPIN_NAME", "MARKER", "UNIT_DIR", "_CLAIMED", "DropIn", "dropin_content",
+           "ServiceOptIn", "SYSTEMD_RUNNING_MARKER", "default_systemctl", "systemd_running",
+           "OptInTuner"]

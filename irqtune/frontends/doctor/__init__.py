@@ -1,0 +1,151 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""`irqtune doctor`: why IRQ suspension does or does not engage.
+
+Walks the chain suspension needs (irqtune.frontends.doctor.chain) for a service's
+processes and the NICs their sockets receive from, and ends with a
+measured window under the current traffic, during which the service's
+epoll waits are recorded: the values that fit its batches
+(irqtune.frontends.doctor.recommend).  Read-only: the target's epoll fds are
+duplicated and closed again (irqtune.services.epoll), its sockets only where
+that cannot change their classification (irqtune.services.retag), nothing
+is set, the target keeps running.
+
+Modules: targets (which processes, their network namespace), epoll (their
+epoll instances read from the kernel), chain (the links), window (the
+measured window), recommend (the values that fit the service), links
+(report, verdict, text).
+"""
+
+import errno
+import os
+import socket
+import time
+
+from ...kernel import caps as kernel_caps
+from ...kernel.errors import IrqtuneError, NetlinkRequestError
+from ...kernel.kfs import KFS
+from ...kernel.names import LINE_MAX, shown
+from ...kernel.netdevs import ifname_of
+from ...kernel.netlink import netdev
+from ...services import epoll, window
+from .. import activeprofile
+from . import chain, recommend, targets
+from .links import EXIT_CANNOT_TELL, Report, format_text  # noqa: F401
+
+
+def diagnose(pids=(), devices=(), seconds=3.0, unit=None, kfs=KFS, measure=None,
+             etc="/etc/tuned", trace=None):
+    """Report of the chain for pids (may be empty) and devices (default:
+    the devices the pids' sockets receive from, or every device with NAPIs).
+    measure and trace stand in for the window and the epoll recording
+    (tests)."""
+    report = Report()
+    if pids:
+        targets.enter_net_namespace_of(pids[0], kfs)
+    caps = kernel_caps.detect_napi_capabilities()
+    chain.check_kernel(report, caps, epoll.kernel_has_epoll_params())
+
+    instances = {}
+    for pid in pids:
+        try:
+            instances[pid] = epoll.inspect_process(pid, kfs)
+        except IrqtuneError as err:
+            report.add("process", "pid %d" % pid, "unknown", str(err))
+    napi_ids = sorted({n for insts in instances.values() for i in insts for n in i.napi_ids})
+    # sockets left unread (irqtune.services.retag): any NAPI of the named
+    # devices may be theirs, so each is judged
+    unread = any(i.napi_unread for insts in instances.values() for i in insts)
+
+    napis = {}          # id: napi-get dict
+    with netdev.NapiFamily() as nl:
+        for nid in napi_ids:
+            try:
+                napis[nid] = nl.napi(nid)
+            except NetlinkRequestError as err:
+                if err.errno != errno.ENOENT:
+                    raise
+        dev_names = {n["id"]: ifname_of(n.get("ifindex")) for n in napis.values()}
+        scope = list(devices) or sorted({d for d in dev_names.values() if d})
+        if not scope and not pids:
+            scope = sorted({ifname_of(n.get("ifindex")) for n in nl.all_napis()} - {None})
+        device_napis = {}
+        for dev in scope:
+            try:
+                device_napis[dev] = nl.napis(socket.if_nametoindex(dev))
+            except OSError:
+                report.add("napi", shown(dev), "unknown",
+                           "no such device in this network namespace")
+    with netdev.QueueFamily() as ql:
+        for dev, found in device_napis.items():
+            try:
+                queue_of = {n: q for q, n in ql.rx_queue_napis(socket.if_nametoindex(dev)).items()}
+            except (OSError, IrqtuneError):
+                queue_of = {}
+            for n in found:
+                n["_queue"] = queue_of.get(n["id"])
+                dev_names[n["id"]] = dev
+
+    profile, units, skipped = activeprofile.napi_units(etc)
+    for why in skipped:
+        report.add("napi", "profile %s" % shown(profile), "info", shown(why, LINE_MAX))
+    for dev in scope:
+        for napi in sorted(device_napis.get(dev, []), key=lambda n: n["id"]):
+            judged = not pids or unread or napi["id"] in napi_ids
+            chain.check_napi(report, napi, dev, units, profile, judged)
+        if dev in device_napis and not device_napis[dev]:
+            report.add("napi", shown(dev), "broken", "has no NAPI (link down, or a driver "
+                       "without NAPI such as veth with GRO off)", "bring it up / `ethtool -K %s "
+                       "gro on` for veth" % shown(dev))
+    for nid in napi_ids:
+        if nid not in dev_names:
+            report.add("napi", "NAPI %d" % nid, "unknown", "a socket received from it, but "
+                       "napi-get does not know it here (another network namespace, or gone)")
+
+    for pid in pids:
+        if pid not in instances:
+            continue
+        comm = targets.comm(pid, kfs)
+        chain.check_process(report, pid, comm, instances[pid], epoll.preload_loaded(pid, kfs),
+                            unit)
+        for inst in instances[pid]:
+            chain.check_epoll(report, inst, comm, dev_names)
+    if pids:
+        chain.check_sockets_seen(report, instances)
+
+    _window(report, pids, [d for d in scope if d in device_napis] if scope else None, seconds,
+            unit, kfs, measure or window.measure, trace or recommend.start)
+    return report
+
+
+def _window(report, pids, devices, seconds, unit, kfs, measure, trace):
+    """The counters' window over devices (None: no window) and, for pids,
+    the recording of their epoll waits over the same seconds."""
+    subject = shown(unit) if unit else ", ".join("pid %d (%s)" % (p, shown(targets.comm(p, kfs)))
+                                                 for p in pids)
+    started = trace(pids, kfs) if pids else None
+    try:
+        if devices is not None:
+            chain.check_window(report, measure(devices, seconds, kfs))
+        elif started is not None:
+            time.sleep(seconds)
+    except BaseException:
+        if started is not None and not isinstance(started, str):
+            started.close()
+        raise
+    if started is not None:
+        recommend.check_service(report, started, subject)
+
+
+def resolve_targets(service=None, pid=None, kfs=KFS):
+    """[pid] for the command line's --service / --pid; IrqtuneError naming
+    the bad input."""
+    if service is None and pid is None:
+        return []
+    if os.geteuid() != 0:
+        raise IrqtuneError("%s: reading another process's epoll instances needs root "
+                           "(pidfd_getfd); run irqtune doctor as root"
+                           % ("--service " + shown(service, quote=True) if service
+                              else "--pid %d" % pid))
+    pids = targets.service_pids(service, kfs=kfs) if service else targets.check_pid(pid, kfs)
+    epoll.check_pidfd_getfd()
+    return pids

@@ -1,0 +1,90 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""The processes `irqtune doctor` inspects: a systemd unit's or one pid,
+and entering their network namespace (NAPI ids and counters are per
+namespace; a NAPI id from a socket is only found by napi-get there)."""
+
+import ctypes
+import os
+
+from ...kernel.errors import IrqtuneError
+from ...kernel.kfs import KFS
+from ...kernel.names import shown
+from ...services.measure import procstat
+from ...services.systemd import default_systemctl, systemd_running
+
+CLONE_NEWNET = 0x40000000
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def comm(pid, kfs=KFS):
+    """The process's name as its owner set it (any characters, escape
+    sequences too): shown through irqtune.kernel.names.shown."""
+    return kfs.read_optional(kfs.proc_path(pid, "comm")) or "?"
+
+
+def check_pid(pid, kfs=KFS):
+    """[pid] when it is a running user process; IrqtuneError otherwise (a
+    zombie has no fds left to read, a kernel thread has no epoll loop)."""
+    stat = procstat.read(pid, kfs)
+    if stat is None:
+        raise IrqtuneError("--pid %d: no such process" % pid)
+    if not stat.user_running:
+        why = ("a kernel thread" if stat.flags & procstat.PF_KTHREAD else
+               "a zombie: it has exited and its parent has not reaped it")
+        raise IrqtuneError("--pid %d: not a running user process (%s)" % (pid, why))
+    return [pid]
+
+
+def _show(systemctl, unit, prop):
+    """One property of a unit named on the command line; after "--", so a
+    name starting with '-' is looked up as a unit, never taken as an option."""
+    rc, out = systemctl(["show", "--property=" + prop, "--value", "--", unit])
+    return out.strip() if rc == 0 else None
+
+
+def service_pids(unit, systemctl=None, kfs=KFS, root="/"):
+    """The pids of a running unit: its cgroup's processes, else MainPID."""
+    if not systemd_running(root):
+        raise IrqtuneError("--service %s: systemd is not running on this host; name the "
+                           "process with --pid instead" % shown(unit, quote=True))
+    systemctl = systemctl or default_systemctl
+    load = _show(systemctl, unit, "LoadState")
+    if load is None or load == "not-found":
+        raise IrqtuneError("--service %s: no such unit (systemctl show: LoadState=%s)"
+                           % (shown(unit, quote=True), shown(load or "?")))
+    main = _show(systemctl, unit, "MainPID") or "0"
+    cgroup = _show(systemctl, unit, "ControlGroup") or ""
+    pids = []
+    if cgroup:
+        pids = kfs.cgroup_procs(cgroup)
+    if not pids and main.isdigit() and main != "0":
+        pids = [int(main)]
+    if not pids:
+        raise IrqtuneError("--service %s: the unit runs no process (ActiveState=%s)"
+                           % (shown(unit, quote=True),
+                              shown(_show(systemctl, unit, "ActiveState") or "?")))
+    return sorted(pids)
+
+
+def net_namespace(pid="self", kfs=KFS):
+    try:
+        return os.stat(kfs.proc_path(pid, "ns/net")).st_ino
+    except OSError:
+        return None
+
+
+def enter_net_namespace_of(pid, kfs=KFS):
+    """Move this thread into pid's network namespace when it is another;
+    returns True when it did.  Only the namespace changes (setns), nothing
+    in it."""
+    if net_namespace(pid, kfs) in (None, net_namespace("thread-self", kfs)):
+        return False
+    fd = os.open(kfs.proc_path(pid, "ns/net"), os.O_RDONLY)
+    try:
+        if _libc.setns(fd, CLONE_NEWNET) != 0:
+            err = ctypes.get_errno()
+            raise IrqtuneError("pid %d: cannot enter its network namespace: %s"
+                               % (pid, os.strerror(err)))
+    finally:
+        os.close(fd)
+    return True

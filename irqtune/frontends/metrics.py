@@ -1,0 +1,229 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""`irqtune metrics`: per-NAPI metrics in the OpenMetrics text format.
+
+One producer serves both monitoring stacks RHEL users run:
+
+- Prometheus, through node_exporter's textfile collector: ``--output
+  FILE.prom`` writes the Prometheus text format (what that collector
+  parses) atomically (a temporary file in the same directory, fsync,
+  rename), from a systemd timer;
+- PCP, through pmdaopenmetrics: its config.d holds an executable that runs
+  ``irqtune metrics``, so PCP shows the same metric names, labels (as
+  instances) and help text as Prometheus, without a PMDA of our own to keep
+  in step.
+
+Names follow Prometheus' rules: ``irqtune_`` prefix, base units in the
+name (``_seconds``), counters end in ``_total``.  Labels: ``device``,
+``napi`` (the NAPI id), ``netns`` (the network namespace the values belong
+to: "init" for PID 1's, its name under /run/netns, else its inode).  Everything is read:
+netdev napi-get and qstats-get, /proc/interrupts, /proc/net/netstat and
+the active TuneD profile's files, and (under systemd) the mapped
+libraries of the services the profile opts in to busy polling.
+"""
+
+import os
+from dataclasses import dataclass, field
+
+from ..kernel import files
+from ..kernel.errors import IrqtuneError
+from ..kernel.kfs import KFS
+from ..kernel.names import shown
+from ..kernel.netdevs import ifindex_of, ifname_of
+from ..kernel.netlink import netdev
+from ..services import counters, epoll, systemd, window
+from . import activeprofile
+
+
+@dataclass
+class Family:
+    name: str            # without _total for counters
+    kind: str            # "gauge" or "counter"
+    help: str
+    unit: str = ""
+    samples: list = field(default_factory=list)    # [(labels dict, value)]
+
+    def add(self, value, **labels):
+        self.samples.append((labels, value))
+
+
+def _families():
+    f = {}
+    for name, kind, unit, text in (
+            ("irqtune_napi_defer_hard_irqs", "gauge", "",
+             "defer-hard-irqs the NAPI holds: polls that keep its IRQ masked"),
+            ("irqtune_napi_gro_flush_timeout_seconds", "gauge", "seconds",
+             "gro-flush-timeout the NAPI holds: the deferral re-poll timer"),
+            ("irqtune_napi_irq_suspend_timeout_seconds", "gauge", "seconds",
+             "irq-suspend-timeout the NAPI holds: longest IRQ suspension while an "
+             "epoll loop finds events (0: never suspended)"),
+            ("irqtune_napi_threaded", "gauge", "",
+             "threaded mode of the NAPI: 0 softirq, 1 kthread, 2 busy-poll kthread"),
+            ("irqtune_napi_interrupts", "counter", "",
+             "interrupts of the NAPI's queue vector, all CPUs (/proc/interrupts)"),
+            ("irqtune_napi_rx_packets", "counter", "",
+             "packets received on the NAPI's rx queue (netdev qstats)"),
+            ("irqtune_device_rx_packets", "counter", "",
+             "packets the device received (/proc/net/dev)"),
+            ("irqtune_busy_poll_rx_packets", "counter", "",
+             "packets taken by busy polling in the network namespace "
+             "(TcpExt:BusyPollRxPackets; the kernel counts them per namespace only)"),
+            ("irqtune_napi_profile_match", "gauge", "",
+             "1 when the NAPI holds what the active TuneD profile's [napi] unit sets, "
+             "0 on drift; absent when no unit covers the NAPI"),
+            ("irqtune_unit_verified", "gauge", "",
+             "1 when every NAPI a [napi] unit of the active TuneD profile covers holds "
+             "its values (tuned-adm verify's judgement for that unit), else 0"),
+            ("irqtune_optin_preload_loaded", "gauge", "",
+             "1 when the main process of a service the active profile's busy_poll_optin "
+             "unit opts in has libirqtune-busypoll.so loaded, 0 when it runs without "
+             "(restart it); absent when the service is not running")):
+        f[name] = Family(name, kind, text, unit)
+    return f
+
+
+def netns_label(kfs=KFS):
+    """The name of this thread's network namespace under /run/netns, "init"
+    for the one of PID 1, else its inode."""
+    try:
+        ino = os.stat(kfs.proc_path("thread-self/ns/net")).st_ino
+    except OSError:
+        return "?"
+    try:
+        if os.stat(kfs.proc_path(1, "ns/net")).st_ino == ino:
+            return "init"
+    except OSError:
+        pass
+    for name in sorted(kfs.listdir("/run/netns")):
+        try:
+            if os.stat(os.path.join("/run/netns", name)).st_ino == ino:
+                return name
+        except OSError:
+            continue
+    return "net:[%d]" % ino
+
+
+def collect(devices=(), kfs=KFS, etc="/etc/tuned", systemctl=None):
+    """[Family] of the devices' NAPIs (default: every device with NAPIs)."""
+
+    fam = _families()
+    netns = netns_label(kfs)
+    with netdev.NapiFamily() as nl:
+        napis = nl.all_napis()
+    by_dev = {}
+    for n in napis:
+        name = ifname_of(n["ifindex"])
+        if name is not None:
+            by_dev.setdefault(name, []).append(n)
+    if devices:
+        missing = [d for d in devices if d not in by_dev]
+        for d in missing:
+            if ifindex_of(d) is None:
+                raise IrqtuneError("device %s: no such device in this network namespace"
+                                   % shown(d, quote=True))
+        by_dev = {d: by_dev.get(d, []) for d in devices}
+    profile, units, _skipped = activeprofile.napi_units(etc)
+    unit_ok = {}
+    rx_dev = window.device_rx_packets(kfs)
+    for dev in sorted(by_dev):
+        try:
+            counted = {c.napi_id: c for c in counters.sample(dev, kfs)}
+        except (OSError, IrqtuneError):
+            counted = {}
+        if dev in rx_dev:
+            fam["irqtune_device_rx_packets"].add(rx_dev[dev], device=dev, netns=netns)
+        for n in sorted(by_dev[dev], key=lambda n: n["id"]):
+            labels = dict(device=dev, napi=str(n["id"]), netns=netns)
+            fam["irqtune_napi_defer_hard_irqs"].add(n.get("defer-hard-irqs", 0), **labels)
+            fam["irqtune_napi_gro_flush_timeout_seconds"].add(
+                n.get("gro-flush-timeout", 0) / 1e9, **labels)
+            fam["irqtune_napi_irq_suspend_timeout_seconds"].add(
+                n.get("irq-suspend-timeout", 0) / 1e9, **labels)
+            fam["irqtune_napi_threaded"].add(n.get("threaded", 0), **labels)
+            c = counted.get(n["id"])
+            if c is not None and c.irq is not None:
+                fam["irqtune_napi_interrupts"].add(c.interrupts, irq=str(c.irq), **labels)
+            if c is not None and c.rx_packets is not None:
+                fam["irqtune_napi_rx_packets"].add(c.rx_packets, **labels)
+            queue = c.queue if c is not None else None
+            for unit in units:
+                if not unit.covers(dev, kfs) or (unit.queues is not None and queue not in unit.queues):
+                    continue
+                match = all(n.get(a, 0) == v for a, v in unit.expected().items())
+                fam["irqtune_napi_profile_match"].add(int(match), profile=profile,
+                                                      unit=unit.name, **labels)
+                unit_ok[unit.name] = unit_ok.get(unit.name, True) and match
+    for unit in units:
+        if unit.name in unit_ok:
+            fam["irqtune_unit_verified"].add(int(unit_ok[unit.name]), profile=profile,
+                                             unit=unit.name, netns=netns)
+    fam["irqtune_busy_poll_rx_packets"].add(counters.busy_poll_rx_packets(kfs), netns=netns)
+    _optin_state(fam["irqtune_optin_preload_loaded"], etc, kfs, systemctl)
+    return list(fam.values())
+
+
+def _optin_state(family, etc, kfs, systemctl):
+    """Preload state of each opted-in service's main process (systemd only).
+    The library is recognised by its name wherever it was loaded from, as
+    the doctor does."""
+    if systemctl is None and not systemd.systemd_running():
+        return
+    ctl = systemd.Systemctl(systemctl)
+    profile, units = activeprofile.optin_units(etc)
+    for section, services in units:
+        for service in services:
+            pid = ctl.show(service, "MainPID")
+            if not pid or not pid.isdigit() or pid == "0":
+                continue
+            loaded = epoll.preload_loaded(int(pid), kfs)
+            if loaded is not None:
+                family.add(int(loaded), profile=profile, unit=section, service=service)
+
+
+def _escape(value):
+    """A label value: a name someone chose (a device, a unit) is shown
+    escaped and cut (irqtune.kernel.names.shown), then in the exposition format's
+    own escapes."""
+    return shown(value).replace("\\", "\\\\").replace('"', '\\"')
+
+
+def _number(value):
+    if isinstance(value, float) and not value.is_integer():
+        return repr(value)
+    return "%d" % value
+
+
+def render(families, openmetrics=True):
+    """The exposition text: OpenMetrics 1.0 (openmetrics=True, ends in
+    "# EOF") or the Prometheus text format 0.0.4 (node_exporter's textfile
+    collector).  Families without samples are left out."""
+    out = []
+    for f in families:
+        if not f.samples:
+            continue
+        sample_name = f.name + "_total" if f.kind == "counter" else f.name
+        family_name = f.name if openmetrics else sample_name
+        out.append("# HELP %s %s" % (family_name, f.help))
+        out.append("# TYPE %s %s" % (family_name, f.kind))
+        if f.unit and openmetrics:
+            out.append("# UNIT %s %s" % (family_name, f.unit))
+        for labels, value in f.samples:
+            text = ",".join('%s="%s"' % (k, _escape(v)) for k, v in sorted(labels.items()))
+            out.append("%s{%s} %s" % (sample_name, text, _number(value)))
+    if openmetrics:
+        out.append("# EOF")
+    return "\n".join(out) + "\n"
+
+
+def write_atomically(path, text):
+    """path replaced in one rename: readers (node_exporter) never see half
+    a file.  The file is world-readable, as metrics are.  IrqtuneError
+    naming path when it cannot be written."""
+    directory = os.path.dirname(os.path.abspath(path))
+    try:
+        files.replace_file(path, text, 0o644)
+    except FileNotFoundError:
+        raise IrqtuneError("cannot write %s: directory %s does not exist (node_exporter's "
+                           "textfile directory differs by distribution; see irqtune(8))"
+                           % (path, directory)) from None
+    except OSError as err:
+        raise IrqtuneError("cannot write %s: %s" % (path, err.strerror or err)) from None

@@ -1,0 +1,278 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Another process's epoll instances, read from the kernel without
+disturbing it.
+
+For each epoll file descriptor of the target (``anon_inode:[eventpoll]``
+in /proc/PID/fd):
+
+- ``pidfd_getfd()`` duplicates it into this process; ``EPIOCGPARAMS`` on
+  the duplicate reads the busy-poll parameters the kernel holds for the
+  instance (the same ``struct eventpoll`` the target's fd refers to);
+- /proc/PID/fdinfo/EPFD lists the instance's targets (``tfd:`` lines: the
+  target's fd number and the file's inode); stat() of /proc/PID/fd/TFD
+  tells sockets from other files, and its inode is compared with fdinfo's,
+  so an fd number the target has since closed and reused is not mistaken
+  for the registered file;
+- ``SO_INCOMING_NAPI_ID`` of each socket names the NAPI it last received
+  from.  Reading it needs a duplicate of the socket, and duplicating a
+  socket re-tags it with this process's net_cls / net_prio values
+  (irqtune.services.retag): sockets are duplicated only where that writes
+  back the values they hold, else their NAPI ids stay unread and the
+  instance says why (``napi_unread``).
+
+Nothing is written: only get operations, and every duplicate is closed
+before the next one is taken (``try/finally``).  pidfd_getfd needs
+ptrace-attach rights over the target (root, or CAP_SYS_PTRACE).
+"""
+
+import errno
+import fcntl
+import os
+import re
+import select
+import socket
+import stat
+import struct
+from dataclasses import dataclass, field
+
+from ..kernel import syscalls
+from ..kernel.errors import IrqtuneError, UnsupportedError
+from ..kernel.kfs import KFS
+from .retag import socket_dup_disturbs
+
+# _IOR(0x8A, 0x02, struct epoll_params) and its 8 bytes (include/uapi/linux/eventpoll.h).
+EPIOCGPARAMS = (2 << 30) | (8 << 16) | (0x8A << 8) | 0x02
+EPOLL_PARAMS = struct.Struct("=IHBB")
+SO_INCOMING_NAPI_ID = 56
+EVENTPOLL_LINK = "anon_inode:[eventpoll]"
+LIBRARY_NAME = "libirqtune-busypoll.so"
+
+_TFD = re.compile(r"^tfd:\s*(\d+)\s+events:\s*([0-9a-f]+).*?\bino:([0-9a-f]+)", re.M)
+
+
+@dataclass(frozen=True)
+class EpollParams:
+    busy_poll_usecs: int
+    busy_poll_budget: int
+    prefer_busy_poll: int
+
+    @classmethod
+    def unpack(cls, raw):
+        usecs, budget, prefer, _pad = EPOLL_PARAMS.unpack(raw)
+        return cls(usecs, budget, prefer)
+
+
+@dataclass
+class EpollTarget:
+    fd: int
+    inode: int
+    kind: str = "?"        # "socket", "other" or "gone" (closed since registered)
+    napi_id: int = 0       # SO_INCOMING_NAPI_ID, 0: none received yet
+
+
+@dataclass
+class EpollInstance:
+    pid: int
+    fd: int
+    params: EpollParams = None
+    error: str = None               # why params could not be read
+    targets: list = field(default_factory=list)
+    napi_unread: str = None         # why the sockets' NAPI ids were not read
+
+    @property
+    def sockets(self):
+        return [t for t in self.targets if t.kind == "socket"]
+
+    @property
+    def napi_ids(self):
+        """Distinct NAPIs the instance's sockets last received from."""
+        return sorted({t.napi_id for t in self.sockets if t.napi_id})
+
+
+def parse_fdinfo_targets(text):
+    """[(fd, inode)] from the tfd: lines of an eventpoll fdinfo file."""
+    return [(int(m.group(1)), int(m.group(3), 16)) for m in _TFD.finditer(text)]
+
+
+def _pidfd_open(pid):
+    """os.pidfd_open (Python 3.9+), else the system call."""
+    if hasattr(os, "pidfd_open"):
+        return os.pidfd_open(pid)
+    return syscalls.call(syscalls.number("pidfd_open"), pid, 0)
+
+
+class ProcessFds:
+    """Duplicates fds of one process (pidfd_open + pidfd_getfd); close() it."""
+
+    def __init__(self, pid):
+        self.pid = pid
+        self._nr = syscalls.number("pidfd_getfd")
+        self._pidfd = None
+        try:
+            self._pidfd = _pidfd_open(pid)
+        except ProcessLookupError:
+            raise IrqtuneError("pid %d: no such process" % pid) from None
+        except OSError as err:
+            if err.errno == errno.ENOSYS:
+                raise UnsupportedError("the kernel has no pidfd_open (Linux >= 5.3)") from None
+            raise IrqtuneError("pid %d: pidfd_open: %s" % (pid, err.strerror)) from None
+
+    def close(self):
+        if self._pidfd is not None:
+            os.close(self._pidfd)
+            self._pidfd = None
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+
+    def dup(self, fd):
+        """A duplicate of the target's fd (O_CLOEXEC); raises OSError."""
+        try:
+            return syscalls.call(self._nr, self._pidfd, fd, 0)
+        except OSError as err:
+            if err.errno == errno.ENOSYS:
+                raise UnsupportedError("the kernel has no pidfd_getfd (Linux >= 5.6)") from None
+            raise
+
+
+def check_pidfd_getfd():
+    """Raise UnsupportedError when this kernel cannot duplicate another
+    process's fds (probed on our own stdin-independent pipe)."""
+    r, w = os.pipe()
+    try:
+        with ProcessFds(os.getpid()) as fds:
+            os.close(fds.dup(r))
+    finally:
+        os.close(r)
+        os.close(w)
+
+
+def epoll_params_of_fd(fd):
+    """EpollParams of an epoll fd of ours; OSError (ENOTTY: kernel < 6.9 or
+    without CONFIG_NET_RX_BUSY_POLL)."""
+    return EpollParams.unpack(fcntl.ioctl(fd, EPIOCGPARAMS, bytes(EPOLL_PARAMS.size)))
+
+
+def kernel_has_epoll_params():
+    """(True, None) when EPIOCGPARAMS works on a fresh epoll fd, else (False, why)."""
+    e = select.epoll()
+    try:
+        epoll_params_of_fd(e.fileno())
+        return True, None
+    except OSError as err:
+        return False, os.strerror(err.errno)
+    finally:
+        e.close()
+
+
+def epoll_fds(pid, kfs=KFS):
+    """The target's epoll fd numbers, ascending."""
+    fddir = kfs.proc_path(pid, "fd")
+    try:
+        names = os.listdir(fddir)
+    except FileNotFoundError:
+        raise IrqtuneError("pid %d: no such process" % pid) from None
+    except PermissionError:
+        raise IrqtuneError("pid %d: cannot read %s (not root?)" % (pid, fddir)) from None
+    found = []
+    for name in names:
+        try:
+            if os.readlink(os.path.join(fddir, name)) == EVENTPOLL_LINK:
+                found.append(int(name))
+        except OSError:      # closed meanwhile
+            continue
+    return sorted(found)
+
+
+def preload_loaded(pid, kfs=KFS, library=LIBRARY_NAME):
+    """Whether the busy-poll preload library is mapped in the process."""
+    try:
+        with open(kfs.proc_path(pid, "maps")) as maps:
+            return any(line.rstrip().endswith(library) for line in maps)
+    except OSError:
+        return None
+
+
+def _napi_id_of(fd):
+    s = socket.socket(fileno=fd)
+    try:
+        return s.getsockopt(socket.SOL_SOCKET, SO_INCOMING_NAPI_ID)
+    except OSError:
+        return 0      # not an inet socket (unix, netlink): no NAPI
+    finally:
+        s.detach()    # the caller closes fd
+
+
+def inspect_process(pid, kfs=KFS):
+    """[EpollInstance] of pid, each with its params and targets."""
+    instances = []
+    with ProcessFds(pid) as fds:
+        for epfd in epoll_fds(pid, kfs):
+            inst = EpollInstance(pid, epfd)
+            try:
+                dup = fds.dup(epfd)       # an eventpoll file: nothing to re-tag
+            except OSError as err:
+                if err.errno == errno.EBADF:      # closed meanwhile
+                    continue
+                inst.error = "pidfd_getfd: %s" % err.strerror
+                instances.append(inst)
+                continue
+            try:
+                inst.params = epoll_params_of_fd(dup)
+            except OSError as err:
+                inst.error = "EPIOCGPARAMS: %s" % os.strerror(err.errno)
+            finally:
+                os.close(dup)
+            try:
+                text = kfs.read_text(kfs.proc_path(pid, "fdinfo", epfd))
+            except OSError:
+                continue
+            for tfd, inode in parse_fdinfo_targets(text):
+                target = _inspect_target(pid, tfd, inode, kfs)
+                if target.kind == "socket":
+                    why = socket_dup_disturbs(kfs)     # again for each: cgroups come and go
+                    if why is None:
+                        _read_napi_id(fds, target)
+                    else:
+                        inst.napi_unread = why
+                inst.targets.append(target)
+            instances.append(inst)
+    return instances
+
+
+def _inspect_target(pid, tfd, inode, kfs):
+    """The registered file's kind, from stat() through /proc/PID/fd: no
+    duplicate, so no socket is touched."""
+    target = EpollTarget(tfd, inode)
+    try:
+        st = os.stat(kfs.proc_path(pid, "fd", tfd))
+    except OSError:
+        target.kind = "gone"
+        return target
+    if st.st_ino != inode:
+        target.kind = "gone"          # the fd number now names another file
+    elif stat.S_ISSOCK(st.st_mode):
+        target.kind = "socket"
+    else:
+        target.kind = "other"
+    return target
+
+
+def _read_napi_id(fds, target):
+    """SO_INCOMING_NAPI_ID of a socket target, through a duplicate (only
+    where socket_dup_disturbs() found none)."""
+    try:
+        dup = fds.dup(target.fd)
+    except OSError:
+        target.kind = "gone"
+        return
+    try:
+        if os.fstat(dup).st_ino != target.inode:
+            target.kind = "gone"      # closed and reused since the stat()
+        else:
+            target.napi_id = _napi_id_of(dup)
+    finally:
+        os.close(dup)

@@ -1,0 +1,375 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""gro_flush_timeout=auto and irq_suspend_timeout=auto: values that follow
+the measured services (the [napi] option auto_services).
+
+Until a measurement says otherwise the values are the series' (START).
+On the napi plugin's periodic re-check (no wake-up of its own) an
+AutoValues decides whether a window is due: the first as soon as the
+services have load, then at most one per interval.  A service has load
+when its processes used at least MIN_LOAD of a CPU since the previous
+re-check, compared only over the same processes (pid and start time: a
+restarted service starts a new mark).  A window
+(irqtune.services.measure.epolltrace) gives the series' rule
+(irqtune.services.measure.recommend); a value changes only when the rule's value
+leaves the band [value / BAND, value x BAND] around the one set, so
+measurements that vary a little never make it flap.  Too little traffic
+in a window changes nothing and the next try comes after RETRY seconds,
+twice as long after each such window up to RETRY_MAX (or the interval,
+when longer).  A window during which a measured process ended sets
+nothing.
+
+Root measures what a pid file names and sets NIC-wide values from it, so
+a pid is taken only from a file only root could have written, and only
+when its process is the one that wrote it: a running user process that
+started before the file was last written.  A service that ended and left
+its pid file behind, its pid taken over by another process, is refused.
+
+Each warning is said once per subject (a pid file, the services) and
+cause, for as long as the instance is applied, whatever its text: a user
+who can change what lies at a pid file's path cannot flood the log.
+"""
+
+import logging
+import os
+import re
+import time
+from dataclasses import dataclass
+
+from ...kernel import files
+from ...kernel.errors import IrqtuneError, OptionError
+from ...kernel.kfs import KFS
+from ...kernel.names import option_name
+from ...kernel.values import MAX_TIMEOUT_NS, format_duration_ns, parse_int
+from .. import systemd
+from . import epolltrace, procstat, recommend
+
+log = logging.getLogger(__name__)
+
+AUTO_ATTRS = ("gro-flush-timeout", "irq-suspend-timeout")
+# The series' values (latency-suspend's defaults), set until a window says otherwise.
+START = {"gro-flush-timeout": 20000, "irq-suspend-timeout": 20000000}
+WINDOW_SECONDS = 3.0
+INTERVAL_DEFAULT, INTERVAL_MIN, INTERVAL_MAX = 600, 10, 86400
+RETRY = 60
+RETRY_MAX = 3600
+MIN_LOAD = 0.05
+BAND = 1.5
+
+SERVICES_ACCEPTED = ("systemd service units (name or name.service) or absolute paths of "
+                     "pid files, separated by commas")
+_PID = re.compile(r"^[0-9]{1,10}$")
+# A file's times come from the kernel's coarse clock (up to a jiffy behind
+# the process's start), a start time is truncated to the clock tick: a
+# process that wrote its pid file within this of starting is taken.
+TIMESTAMP_SLACK = 0.02
+
+
+class SaidOnce:
+    """Warnings said once per (subject, cause), not per text; repeats go
+    to the debug log."""
+
+    def __init__(self):
+        self._said = set()
+
+    def warning(self, subject, cause, text):
+        if (subject, cause) in self._said:
+            log.debug("%s (said before)", text)
+            return
+        self._said.add((subject, cause))
+        log.warning("%s", text)
+
+
+def parse_services(text, option="auto_services"):
+    """auto_services: service unit names (as busy_poll_optin's services,
+    .service added) or absolute paths of pid files; each once, in order."""
+    entries = []
+    for word in str(text or "").split(","):
+        word = word.strip()
+        if not word:
+            continue
+        if word.startswith("/"):
+            if re.search(r"\s", word) or os.path.normpath(word) != word:
+                raise OptionError(option, word, SERVICES_ACCEPTED)
+            entry = word
+        else:
+            try:
+                (entry,) = systemd.parse_services(word, option)
+            except OptionError:
+                raise OptionError(option, word, SERVICES_ACCEPTED) from None
+        if entry not in entries:
+            entries.append(entry)
+    return entries
+
+
+def from_options(config, options, recheck_interval):
+    """(AutoValues or None, [OptionError]) of a NapiConfig whose values may
+    be auto (config.auto), from the napi options auto_services and
+    auto_interval.  None when nothing is auto, or nothing can measure: the
+    series' values then stay."""
+    if not config.auto:
+        return None, []
+    wanting = " and ".join("%s=auto" % option_name(a) for a in sorted(config.auto))
+    try:
+        entries = parse_services(options.get("auto_services"))
+    except OptionError as err:
+        return None, [err]
+    if not entries:
+        return None, [OptionError("auto_services", options.get("auto_services") or "",
+                                  "%s, which %s measures; until then the series' values "
+                                  "stay" % (SERVICES_ACCEPTED, wanting))]
+    if not recheck_interval:
+        return None, [OptionError("recheck_interval", recheck_interval,
+                                  "1 to 86400 with %s: the services are measured on the "
+                                  "re-check; until then the series' values stay" % wanting)]
+    errors, interval = [], INTERVAL_DEFAULT
+    text = options.get("auto_interval")
+    if text is not None and str(text).strip() != "":
+        try:
+            interval = parse_int("auto_interval", text, INTERVAL_MIN, INTERVAL_MAX)
+        except OptionError as err:
+            errors.append(err)
+    return AutoValues(config.auto, config.fixed(), Services(entries), interval), errors
+
+
+class Services:
+    """The processes of the measured services, found again on every
+    re-check that is due - cheaply: a unit's control group is asked of
+    systemd once and its cgroup.procs read after that, in systemd's own
+    hierarchy (cgroup v2, hybrid or v1, by /proc/self/mountinfo, read
+    once); systemctl runs again only when the group is empty, at most
+    every RETRY seconds.  A pid file's pid is checked on every read
+    (Services._pid_in_file)."""
+
+    def __init__(self, entries, kfs=KFS, systemctl=None, clock=time.monotonic):
+        self.entries = list(entries)
+        self.kfs = kfs
+        self._systemctl = systemctl
+        self.clock = clock
+        self._cgroups = {}          # unit: control group path
+        self._asked = {}            # unit: when systemctl was last asked
+        self._cgroup_root = None    # systemd's hierarchy: unified, hybrid or legacy
+        self.said = SaidOnce()      # a pid file's refusals
+
+    def pids(self):
+        """Sorted pids of every entry that runs now; IrqtuneError when none."""
+        pids, why = set(), []
+        for entry in self.entries:
+            try:
+                pids.update(self._pids_of(entry))
+            except IrqtuneError as err:
+                why.append(str(err))
+        if not pids:
+            raise IrqtuneError("auto_services: no process runs: %s" % "; ".join(why))
+        return sorted(pids)
+
+    def _pids_of(self, entry):
+        if entry.startswith("/"):
+            return [self._pid_in_file(entry)]
+        pids = self._cgroup_pids(self._cgroups.get(entry))
+        if pids:
+            return pids
+        now = self.clock()
+        if entry in self._asked and now - self._asked[entry] < RETRY:
+            raise IrqtuneError("%s: the unit runs no process" % entry)
+        self._asked[entry] = now
+        self._cgroups[entry] = self._ask_cgroup(entry)
+        pids = self._cgroup_pids(self._cgroups[entry])
+        if not pids:
+            raise IrqtuneError("%s: the unit runs no process" % entry)
+        return pids
+
+    def _pid_in_file(self, path):
+        """The pid in a pid file, when the file could only have been
+        written by root and its process is the one that wrote it.
+
+        Another user who could write the file could point the measurement -
+        root's perf events and tracepoint filters, and the NIC-wide values
+        set from it - at any process.  A file root wrote can outlive its
+        service (SIGKILL, a crash), and its pid can then be taken by any
+        user's process (fork until the pid comes round): that process
+        started after the file was last written, the service's before.
+        (A wall clock stepped forward since the file was written, as when
+        NTP first syncs after the service started, refuses it too, until
+        the service writes it again.)"""
+        try:
+            text, st = files.read_root_only_stat(path)
+        except files.NotRootOnly as err:
+            self.said.warning(path, "not root-only", "auto_services: pid file %s refused: %s "
+                              "(accepted: %s)" % (path, err, files.ROOT_ONLY))
+            raise IrqtuneError("%s: pid file refused" % path) from None
+        except OSError:
+            text, st = "", None
+        words = text.split()
+        process = procstat.read(int(words[0]), self.kfs) \
+            if words and _PID.match(words[0]) else None
+        if process is None:
+            raise IrqtuneError("%s: no running process in the pid file" % path)
+        pid = int(words[0])
+        if not process.user_running:
+            raise IrqtuneError("%s: pid %d is not a running user process" % (path, pid))
+        if process.started_at() > st.st_mtime_ns / 1e9 + TIMESTAMP_SLACK:
+            self.said.warning(path, "pid reused", "auto_services: pid file %s refused: pid %d "
+                              "started after the file was last written: not the process that "
+                              "wrote it (its pid was reused after it ended)" % (path, pid))
+            raise IrqtuneError("%s: pid %d started after the file was last written"
+                               % (path, pid))
+        return pid
+
+    def _ask_cgroup(self, unit):
+        if self._systemctl is None and not systemd.systemd_running():
+            raise IrqtuneError("%s: systemd is not running; name a pid file instead" % unit)
+        return systemd.Systemctl(self._systemctl).show(unit, "ControlGroup") or None
+
+    def _cgroup_pids(self, cgroup):
+        if not cgroup:
+            return []
+        if self._cgroup_root is None:       # the layout changes only with a reboot
+            self._cgroup_root = self.kfs.systemd_cgroup_root()
+        return self.kfs.cgroup_procs(cgroup, self._cgroup_root)
+
+    def usage(self, pids):
+        """(CPU seconds (user and system) the pids' processes used so far,
+        {pid: start time}): which processes the time is of."""
+        ticks, started = 0, {}
+        for pid in pids:
+            process = procstat.read(pid, self.kfs)
+            if process is not None:
+                ticks += process.cpu_ticks
+                started[pid] = process.start_ticks
+        return ticks / os.sysconf("SC_CLK_TCK"), started
+
+
+@dataclass
+class Change:
+    """What one measurement changed: {attr: (old ns, new ns)} and the
+    figures it is based on."""
+    values: dict
+    why: str
+
+    def targets(self):
+        """{attr: new ns}, for the tuner to set."""
+        return {a: new for a, (_, new) in self.values.items()}
+
+    def line(self):
+        """The change as one log line."""
+        return "auto: %s (%s)" % (", ".join(
+            "%s %s -> %s" % (option_name(a), format_duration_ns(old, exact=False),
+                             format_duration_ns(new, exact=False))
+            for a, (old, new) in sorted(self.values.items())), self.why)
+
+
+class AutoValues:
+    """The auto values of one [napi] instance.
+
+    auto: the attributes set to auto; fixed: the instance's other values
+    (a fixed gro_flush_timeout bounds an auto irq_suspend_timeout and the
+    other way round); record(pids, seconds) -> epolltrace.Recorded."""
+
+    def __init__(self, auto, fixed, services, interval=INTERVAL_DEFAULT, clock=time.monotonic,
+                 record=None):
+        self.auto = [a for a in AUTO_ATTRS if a in auto]
+        self.fixed = dict(fixed)
+        self.values = {a: START[a] for a in self.auto}
+        self.services = services
+        self.interval = interval
+        self.clock = clock
+        self.record = record
+        self.next_at = 0.0              # the first window as soon as there is load
+        self._load_mark = None          # (time, {pid: start}, cpu seconds) at the last re-check
+        self._retry = RETRY             # after a window with too few busy periods
+        self.said = SaidOnce()
+
+    def describe(self):
+        return "%s (auto)" % ", ".join("%s=%s" % (option_name(a),
+                                                  format_duration_ns(v, exact=False))
+                                       for a, v in self.values.items())
+
+    def tick(self):
+        """On a re-check: a Change when a window ran and moved a value out
+        of its band, else None.  A service that is down, or a window that
+        cannot be taken, is one log line (said once), never an exception."""
+        now = self.clock()
+        if now < self.next_at:
+            return None
+        try:
+            pids = self.services.pids()
+        except IrqtuneError as err:
+            self._warn("no process", str(err))
+            self._load_mark = None
+            return None
+        started = self._has_load(now, pids)
+        if started is None:
+            return None
+        return self._measure(now, pids, started)
+
+    def _warn(self, cause, text):
+        self.said.warning("auto_services", cause,
+                          "%s; the auto values stay %s" % (text, self.describe()))
+
+    def _has_load(self, now, pids):
+        """{pid: start} of the pids when they used MIN_LOAD of a CPU since
+        the last re-check - the same processes, not a restarted service's
+        new ones - else None."""
+        cpu, started = self.services.usage(pids)
+        mark, self._load_mark = self._load_mark, (now, started, cpu)
+        if mark is None or mark[1] != started or now <= mark[0]:
+            return None
+        return started if (cpu - mark[2]) / (now - mark[0]) >= MIN_LOAD else None
+
+    def _measure(self, now, pids, started):
+        if self.record is None:
+            self.record = epolltrace.record
+        try:
+            recorded = self.record(pids, WINDOW_SECONDS)
+        except IrqtuneError as err:
+            self._warn("cannot measure", "auto_services: cannot measure: %s" % err)
+            self.next_at = now + max(RETRY, self.interval)
+            return None
+        self._load_mark = None
+        # a pid whose process is not the one whose load was seen (ended
+        # and reused between the check and the window) counts as ended
+        swapped = [p for p, t in recorded.started.items() if started.get(p, t) != t]
+        result = recommend.measured(recorded)
+        if result.exited or swapped:
+            log.debug("auto: pid %s ended during the window; nothing set, next try in %d s",
+                      ", ".join(str(p) for p in sorted(set(result.exited + swapped))), RETRY)
+            self.next_at = now + RETRY
+            return None
+        figures, found = result.figures, result.found
+        if found is None:
+            log.debug("auto: %d busy periods in the window, too few; next try in %d s",
+                      figures.busy_periods, self._retry)
+            self.next_at = now + self._retry
+            self._retry = min(2 * self._retry, max(RETRY_MAX, self.interval))
+            return None
+        self._retry = RETRY
+        self.next_at = now + self.interval
+        wanted = self._bounded({"gro-flush-timeout": found.gro_flush_timeout_ns,
+                                "irq-suspend-timeout": found.irq_suspend_timeout_ns})
+        moved = {a: (self.values[a], wanted[a]) for a in self.auto
+                 if not self.values[a] / BAND <= wanted[a] <= self.values[a] * BAND}
+        why = ("%d busy periods in %.1f s: per event p99 %s, per batch p99 %s, up to %d events"
+               % (figures.busy_periods, recorded.seconds,
+                  format_duration_ns(figures.event_ns["p99"], exact=False),
+                  format_duration_ns(figures.batch_ns["p99"], exact=False),
+                  figures.batch_events["max"]))
+        if not moved:
+            log.debug("auto: %s within the band of %s; unchanged", why, self.describe())
+            return None
+        for attr, (_, new) in moved.items():
+            self.values[attr] = new
+        return Change(moved, why)
+
+    def _bounded(self, wanted):
+        """The rule's values, kept consistent with a fixed partner (the
+        suspension timeout at least twice the deferral timeout) and within
+        what a profile may set (irqtune.kernel.values.MAX_TIMEOUT_NS)."""
+        gro = self.fixed.get("gro-flush-timeout")
+        suspend = self.fixed.get("irq-suspend-timeout")
+        if gro is not None and "irq-suspend-timeout" in self.auto:
+            wanted["irq-suspend-timeout"] = max(wanted["irq-suspend-timeout"],
+                                                recommend.SUSPEND_MIN_FACTOR * gro)
+        if suspend is not None and "gro-flush-timeout" in self.auto:
+            wanted["gro-flush-timeout"] = min(wanted["gro-flush-timeout"],
+                                              suspend // recommend.SUSPEND_MIN_FACTOR)
+        return {a: min(v, MAX_TIMEOUT_NS) for a, v in wanted.items()}

@@ -1,0 +1,42 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""One error model: a refused netlink request is an OSError with errno and
+the kernel's whole extack; describe_os_error is the one place an errno
+becomes the administrator's words."""
+
+import errno
+
+from irqtune.kernel.errors import Extack, NetlinkRequestError, OptionError, describe_os_error
+
+# What a 6.18 kernel answered a napi-set with defer-hard-irqs 2**31
+# (tests/netlink/test_netdev.py reads it off the kernel).
+RANGE = Extack("integer out of range", offset=28, refused="defer-hard-irqs")
+
+
+def test_a_refused_request_is_an_oserror_with_the_whole_extack():
+    err = NetlinkRequestError("setting NAPI 8193", errno.ERANGE, RANGE)
+    assert isinstance(err, OSError) and err.errno == errno.ERANGE
+    assert str(err) == ("setting NAPI 8193: integer out of range, in attribute "
+                        "defer-hard-irqs (errno 34)")
+    assert str(Extack(offset=28)) == "in attribute at offset 28"
+    missing = NetlinkRequestError("reading a NAPI", errno.EINVAL, Extack(missing="id"))
+    assert str(missing) == "reading a NAPI: attribute id missing (errno 22)"
+    assert str(NetlinkRequestError("dumping NAPIs", errno.EIO)) == \
+        "dumping NAPIs: Input/output error (errno 5)"
+
+
+def test_the_callers_meaning_then_the_errno_and_the_extack():
+    err = NetlinkRequestError("setting rings", errno.EOPNOTSUPP, Extack("no header split"))
+    meanings = {errno.EOPNOTSUPP: "the driver does not support header split (%s)"}
+    assert describe_os_error(err, meanings) == \
+        "the driver does not support header split (EOPNOTSUPP: no header split)"
+    assert describe_os_error(OSError(errno.ENOSPC, "No space left on device"), meanings) == \
+        "No space left on device (ENOSPC)"
+    assert describe_os_error(err) == str(err)
+    assert describe_os_error(PermissionError(errno.EACCES, "Permission denied", "/sys/x")) == \
+        "/sys/x: Permission denied (EACCES)"
+
+
+def test_other_errors_say_what_happened_themselves():
+    err = OptionError("queues", "x", "rx queue indexes")
+    assert describe_os_error(err) == str(err)
+    assert describe_os_error(ValueError("bad number")) == "bad number"
