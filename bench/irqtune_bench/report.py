@@ -289,7 +289,7 @@ def write_report(report, out, name):
     """Table, verdicts, plots (and, for a run that interleaved topologies,
     the before/after spread table) of a run; returns the text printed."""
     runs, loads, args = report["runs"], report["loads"], report["settings"]
-    modes = [m.strip() for m in args["modes"].split(",") if m.strip()]
+    modes = args["modes"]
     by_topology = split_topologies(runs)
     main_runs = by_topology.get("pinned", runs) if len(by_topology) > 1 else runs
     cells = summarise(main_runs, modes, loads)

@@ -33,6 +33,7 @@ each round sets every mode once (shuffled order) and runs each load once
 per topology (shuffled order).
 """
 
+import base64
 import json
 import os
 import random
@@ -45,9 +46,16 @@ from .modes import MODES, PROFILE, RECOMMEND, WHO_SETS, check, recommended, vari
 
 DROPIN = "/etc/systemd/system/%s.service.d/40-irqtune-bench.conf"
 VARIABLES = "/etc/tuned/%s-variables.conf" % PROFILE
-# writes a file from stdin with an explicit mode, atomically; path and mode
-# are arguments, never part of the script
-WRITE = 'umask 077 && cat > "$1.irqtune-bench" && chmod "$2" "$1.irqtune-bench" && mv -f "$1.irqtune-bench" "$1"'
+# The remote files the bench changes go through text channels (ssh's
+# captured output, the lab's agent), so their bytes travel as base64: a
+# CR, a CRLF or a byte that is not UTF-8 comes back exactly.  Path and
+# mode are arguments, never part of the script.
+# writes stdin (base64) to $1 with mode $2, atomically
+WRITE = ('umask 077 && base64 -d > "$1.irqtune-bench" && chmod "$2" "$1.irqtune-bench" '
+         '&& mv -f "$1.irqtune-bench" "$1"')
+# prints "absent", or the file's mode (octal) and its bytes in base64
+READ = ('if [ -e "$1" ] || [ -L "$1" ]; then stat -c %a -- "$1" && base64 -w 0 -- "$1"; '
+        'else echo absent; fi')
 
 
 class BenchError(Exception):
@@ -75,12 +83,28 @@ class Bench:
             raise BenchError("%s: rc %s: %s" % (" ".join(argv), rc, (err or out).strip()[-800:]))
         return out
 
-    def read(self, path):
-        rc, out, _ = self.tb.server.run(["cat", "--", path], timeout=30)
-        return out if rc == 0 else None
+    def save_file(self, path):
+        """(mode, bytes) of a server file the bench will change, None when
+        there is none."""
+        out = self.sh(["sh", "-c", READ, "read", path], timeout=30).split()
+        if out == ["absent"]:
+            return None
+        if len(out) not in (1, 2) or not out[0].isdigit():
+            raise BenchError("reading %s on the server: unexpected answer %r" % (path, " ".join(out)[:200]))
+        return out[0], base64.b64decode(out[1] if len(out) == 2 else "")
 
-    def write(self, path, text, mode="0644"):
-        self.sh(["sh", "-c", WRITE, "write", path, mode], input=text)
+    def write(self, path, data, mode="0644"):
+        """Write data (str or bytes) to a server file with mode."""
+        if isinstance(data, str):
+            data = data.encode()
+        self.sh(["sh", "-c", WRITE, "write", path, mode], input=base64.b64encode(data).decode())
+
+    def put_back(self, path, saved):
+        """A file as save_file() found it: bytes and mode, or absent."""
+        if saved is None:
+            self.tb.server.run(["rm", "-f", "--", path], timeout=30)
+        else:
+            self.write(path, saved[1], saved[0])
 
     def prepare(self):
         """Check the server, find its NIC, remember what the bench changes."""
@@ -98,7 +122,7 @@ class Bench:
         if rc != 0:
             raise BenchError("TuneD on the server does not know the profile %s: %s (install irqtune's "
                              "profiles and start tuned)" % (PROFILE, (out + err).strip()[-300:]))
-        if "fullbusy" in self.args.modes.split(","):
+        if "fullbusy" in self.args.modes:
             rc, _, _ = self.tb.server.run(["test", "-f", self.tb.shim], timeout=30)
             if rc != 0:
                 raise BenchError("the epoll shim %s is not on the server (fullbusy needs it)" % self.tb.shim)
@@ -106,8 +130,8 @@ class Bench:
         rc, out, _ = self.tb.server.run(["tuned-adm", "active"], timeout=60)
         active = tuned_active(out)
         rc, out, _ = self.tb.server.run(["tuned-adm", "profile_mode"], timeout=60)
-        self.saved = {"active": active, "auto": "mode: auto" in out, "variables": self.read(VARIABLES),
-                      "dropin": self.read(self.dropin)}
+        self.saved = {"active": active, "auto": "mode: auto" in out, "variables": self.save_file(VARIABLES),
+                      "dropin": self.save_file(self.dropin)}
         self.log("server: NIC %s, %s active, TuneD profile before the bench: %s%s"
                  % (self.nic, self.service, " ".join(active or ["none"]),
                     " (chosen by TuneD)" if self.saved["auto"] else ""))
@@ -150,14 +174,8 @@ class Bench:
         if self.saved is None:
             return
         s, self.saved = self.saved, None
-        if s["variables"] is None:
-            self.tb.server.run(["rm", "-f", "--", VARIABLES], timeout=30)
-        else:
-            self.write(VARIABLES, s["variables"])
-        if s["dropin"] is None:
-            self.tb.server.run(["rm", "-f", "--", self.dropin], timeout=30)
-        else:
-            self.write(self.dropin, s["dropin"])
+        self.put_back(VARIABLES, s["variables"])
+        self.put_back(self.dropin, s["dropin"])
         self.tb.server.run(["systemctl", "daemon-reload"], timeout=60)
         if s["auto"]:
             # TuneD chose the profile itself: let it choose again
@@ -416,7 +434,7 @@ def one_run(bench, tb, args, run, log, n_runs, runs):
 def run_bench(tb, args, log, report, save):
     """The whole schedule; fills report (runs, loads, saturation) and calls
     save() after each run so a killed bench leaves its runs."""
-    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    modes = args.modes
     bench = Bench(tb, args, log)
     tb.prepare(log)
     bench.prepare()
@@ -424,13 +442,12 @@ def run_bench(tb, args, log, report, save):
     runs = report.setdefault("runs", [])
     try:
         if args.loads:
-            loads = sorted(int(x) for x in args.loads.split(","))
+            loads = args.loads
             report["saturation"] = None
         else:
             sat, probes = saturation(bench, tb, args, log)
             report["saturation"] = {"rate": sat, "probes": probes}
-            fr = sorted(float(x) for x in args.fractions.split(","))
-            loads = sorted({max(100, int(round(sat * f, -2))) for f in fr})
+            loads = sorted({max(100, int(round(sat * f, -2))) for f in args.fractions})
             log("saturation %d req/s; loads %s" % (sat, loads))
         report["loads"] = loads
         if RECOMMEND in modes:

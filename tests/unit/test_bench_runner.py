@@ -17,9 +17,13 @@ loaded at 8000 req/s from the host (tests/lab/gen7/test_doctor.py).  The fake se
 the kernel: its NAPIs and memcached's epoll hold what the variables file
 last asked for."""
 
+import base64
 import copy
 import json
+import os
 import re
+import stat
+import subprocess
 import types
 from pathlib import Path
 
@@ -129,10 +133,12 @@ class FakeServer:
         if argv[:2] == ["irqtune", "doctor"]:
             self.doctor_while = self.load_running
             return self.doctor
-        if argv[:2] == ["cat", "--"]:
-            return (0, self.files[argv[2]], "") if argv[2] in self.files else (1, "", "No such file")
+        if argv[:2] == ["sh", "-c"] and argv[2] == runner.READ:
+            if argv[4] not in self.files:
+                return 0, "absent\n", ""
+            return 0, "644\n%s" % base64.b64encode(self.files[argv[4]].encode()).decode(), ""
         if argv[:2] == ["sh", "-c"] and argv[2] == runner.WRITE:
-            self.files[argv[4]] = input
+            self.files[argv[4]] = base64.b64decode(input).decode()
             return 0, "", ""
         if argv[:3] == ["rm", "-f", "--"]:
             self.files.pop(argv[3], None)
@@ -198,10 +204,13 @@ class FakeTestbed:
 
 
 def args(**kw):
-    a = dict(modes=",".join(modes.MODES), loads="500,1000", fractions="", repeats=2, seconds=1.0,
+    a = dict(modes=",".join(modes.SERIES_MODES), loads="500,1000", fractions=[], repeats=2, seconds=1.0,
              warmup=0.1, conns=1, memcached_cpu=2, service="memcached", probe_start=1000,
-             probe_max=2000, probe_seconds=1.0, seed=1, recommend_seconds=5.0)
+             probe_max=2000, probe_seconds=1.0, seed=1, recommend_seconds=5.0, reruns=2)
     a.update(kw)
+    # as cli.run_settings() hands them over
+    a["modes"] = modes.parse_modes(a["modes"])
+    a["loads"] = sorted(int(x) for x in a["loads"].split(",") if x)
     return types.SimpleNamespace(**a)
 
 
@@ -223,7 +232,8 @@ def test_every_mode_set_read_back_and_run_then_put_back():
     # interleaved: every round sets every mode once
     assert [r["round"] for r in runs] == [1] * 22 + [2] * 22
     writes = [a for a in server.log if a[:3] == ["sh", "-c", runner.WRITE]]
-    assert writes and all(w[5] == "0644" for w in writes)
+    # every write names its mode: the bench's own 0644, the original's when put back
+    assert writes and all(w[5] in ("0644", "644") for w in writes) and writes[-1][5] == "644"
     # put back: the administrator's variables file, no drop-in, their profile
     assert server.files == {runner.VARIABLES: ORIGINAL_VARIABLES}
     assert server.active == "virtual-guest"
@@ -364,3 +374,46 @@ def test_recommend_without_suspend20_fails_only_its_runs():
     assert report["recommend"]["failed"].startswith("setting suspend20: tuned-adm profile"), report["recommend"]
     assert {r["mode"] for r in failed} == {"recommend"} and len(failed) == 2
     assert not any(a[:2] == ["irqtune", "doctor"] for a in server.log)
+
+
+class LocalShell:
+    """A server that runs the bench's commands for real on this machine,
+    through a text-mode channel as ssh's capture and the lab's agent are:
+    what the bench reads and writes must survive str both ways."""
+
+    def run(self, argv, timeout=60, input=None):
+        res = subprocess.run(argv, capture_output=True, text=True, input=input, timeout=timeout)
+        return res.returncode, res.stdout, res.stderr
+
+
+@pytest.mark.parametrize("original", [
+    b"defer_hard_irqs=100\r\ngro_flush_timeout=20us\r\n",      # CRLF stays CRLF
+    b"a=1\rb=2\n",                                           # a lone CR is not a new line
+    b"# caf\xe9 (Latin-1)\ngro_flush_timeout=50us\n",        # not UTF-8
+    b"no newline at the end",
+    b"",
+])
+def test_remote_files_are_saved_and_put_back_byte_for_byte(tmp_path, original):
+    """Issue 39 item 8: the variables file and the drop-in come back as
+    they were, bytes and mode."""
+    path = tmp_path / "latency-suspend-variables.conf"
+    path.write_bytes(original)
+    os.chmod(path, 0o640)
+    tb = FakeTestbed(LocalShell())
+    bench = runner.Bench(tb, args(), lambda msg: None)
+    saved = bench.save_file(str(path))
+    bench.write(str(path), "# irqtune-bench mode base\ndefer_hard_irqs=0\n")
+    assert path.read_bytes() != original or original == b""
+    bench.put_back(str(path), saved)
+    assert path.read_bytes() == original
+    assert stat.S_IMODE(path.stat().st_mode) == 0o640
+
+
+def test_a_remote_file_that_was_absent_is_removed_again(tmp_path):
+    path = tmp_path / "40-irqtune-bench.conf"
+    bench = runner.Bench(FakeTestbed(LocalShell()), args(), lambda msg: None)
+    saved = bench.save_file(str(path))
+    assert saved is None
+    bench.write(str(path), "[Service]\nCPUAffinity=2\n")
+    bench.put_back(str(path), saved)
+    assert not path.exists()

@@ -186,19 +186,15 @@ def main(argv=None):
     cli.add_run_options(ap, out_default=str(labvm.REPO / "build"))
     ap.add_argument("--topology", choices=("pinned", "shared", "both"), default="pinned",
                     help="where the host runs the guest's threads (see the top of this file)")
-    ap.add_argument("--vcpus", type=int, default=4, help="the guest's vCPUs (memcached's among them)")
+    ap.add_argument("--vcpus", default="4", help="the guest's vCPUs (memcached's among them)")
     ap.add_argument("--report", metavar="JSON", help="only write table, verdicts and plots of a saved run")
     args = ap.parse_args(argv)
     if args.report:
         return cli.main(["report", args.report, "--out", args.out, "--name", "lab-bench"])
-    bad = cli.bad_run_argument(args)
-    if not bad and not 0 <= args.memcached_cpu < args.vcpus:
-        bad = "--memcached-cpu %d: accepted a vCPU of the guest, 0 to %d (--vcpus)" % (
-            args.memcached_cpu, args.vcpus - 1)
-    if not bad and args.memcached_cpu == 0:
-        bad = "--memcached-cpu 0: accepted 1 to %d; vCPU 0 stays the guest's housekeeping CPU" % (args.vcpus - 1)
-    if bad:
-        ap.exit(cli.EXIT_BAD_ARGUMENT, "lab-bench: %s\n" % bad)
+    try:
+        settings = lab_settings(args)
+    except cli.BadArgument as err:
+        ap.exit(cli.EXIT_BAD_ARGUMENT, "lab-bench: %s\n" % err)
     reason = labvm.missing(KERNEL)
     for tool in ("mcload", "epoll_slice.so"):
         if not reason and not (TOOLS / tool).is_file():
@@ -208,10 +204,24 @@ def main(argv=None):
     if reason:
         print("lab-bench: %s" % reason, file=sys.stderr)
         return 1
-    with labvm.Guest(kernel=KERNEL, cmdline=COUNTED_BOOT_ARGS, cpu=COUNTED_CPU, smp=args.vcpus,
+    with labvm.Guest(kernel=KERNEL, cmdline=COUNTED_BOOT_ARGS, cpu=COUNTED_CPU, smp=settings.vcpus,
                      count_insns=True) as g:
         print("[lab-bench] guest up in %.0fs, nic %s" % (g.boot_seconds, g.nic), file=sys.stderr)
-        return cli.execute(LabTestbed(g, args), args, "lab-bench")
+        return cli.execute(LabTestbed(g, settings), settings, "lab-bench")
+
+
+def lab_settings(args):
+    """cli.run_settings() plus the lab's own options."""
+    s = cli.run_settings(args)
+    s.topology = args.topology
+    s.vcpus = cli.number("--vcpus", args.vcpus, 2, 64)
+    if not 0 <= s.memcached_cpu < s.vcpus:
+        raise cli.BadArgument("--memcached-cpu %d: accepted a vCPU of the guest, 0 to %d (--vcpus)"
+                              % (s.memcached_cpu, s.vcpus - 1))
+    if s.memcached_cpu == 0:
+        raise cli.BadArgument("--memcached-cpu 0: accepted 1 to %d; vCPU 0 stays the guest's housekeeping "
+                              "CPU" % (s.vcpus - 1))
+    return s
 
 
 if __name__ == "__main__":
