@@ -120,6 +120,10 @@ class FakeServer:
         profile last applied (base's when it ignored them)."""
         if self.held in (None, "base"):
             return modes.MODES["base"]
+        if self.held == "auto":
+            # what TuneD's irqtune set after measuring (test_tuned_auto.py's
+            # server of 100 us per request: 172us / 1.8ms)
+            return modes.mode_ns(100, 172000, 1800000, 0)
         v = dict(line.split("=", 1) for line in self.files[runner.VARIABLES].splitlines()
                  if "=" in line and not line.startswith("#"))
         return modes.mode_ns(int(v["defer_hard_irqs"]),
@@ -164,7 +168,7 @@ class FakeServer:
         if "server-state" in argv:
             st = self.state()
             if "--stats-only" in argv:
-                st = {"stats": FIX["after"]["stats"]}
+                st = {"stats": FIX["after"]["stats"], "napis": st["napis"]}
             return 0, json.dumps(st), ""
         if argv[0] in ("systemctl", "install", "test") or argv[:2] == ["tuned-adm", "profile_info"]:
             return 0, "active\n" if argv[:2] == ["systemctl", "is-active"] else "", ""
@@ -178,9 +182,12 @@ class FakeTestbed:
     nic = None
     topologies = ["-"]
 
-    def __init__(self, server):
+    def __init__(self, server, late=None):
         self.server = server
         self.loads = []
+        # the generator's p99 lateness per load, in order; then 120 us (the
+        # fixture's real run was 16 ms late: a disturbed run)
+        self.late = list(late or [])
 
     def prepare(self, log):
         pass
@@ -197,7 +204,7 @@ class FakeTestbed:
             self.server.load_running = True
             wait_for(lambda: self.server.doctor_while, timeout=10, what="the doctor")
             self.server.load_running = False
-        return dict(FIX["mcload"])
+        return dict(FIX["mcload"], send_late_p99_us=self.late.pop(0) if self.late else 120.0)
 
     def placement(self):
         return None
@@ -214,8 +221,8 @@ def args(**kw):
     return types.SimpleNamespace(**a)
 
 
-def run_fake(server, **kw):
-    tb = FakeTestbed(server)
+def run_fake(server, late=None, **kw):
+    tb = FakeTestbed(server, late)
     report = {}
     failed = runner.run_bench(tb, args(**kw), lambda msg: None, report, lambda: None)
     return tb, report, failed
@@ -417,3 +424,59 @@ def test_a_remote_file_that_was_absent_is_removed_again(tmp_path):
     bench.write(str(path), "[Service]\nCPUAffinity=2\n")
     bench.put_back(str(path), saved)
     assert not path.exists()
+
+
+def test_a_disturbed_run_is_run_again_up_to_the_bound():
+    """The rule fixed before the run: generator p99 lateness above 250 us
+    (here 900, 300, then 100 us) runs the cell again; the run kept counts
+    its re-runs and what disturbed the others."""
+    server = FakeServer()
+    tb, report, failed = run_fake(server, late=[900.0, 300.0, 100.0], modes="suspend20", loads="500", repeats=1)
+    run, = report["runs"]
+    assert len(tb.loads) == 3 and failed == []
+    assert run["reruns"] == 2 and "disturbed" not in run and run["send_late_p99_us"] == 100.0
+    assert [a["send_late_p99_us"] for a in run["attempts"]] == [900.0, 300.0]
+    assert run["attempts"][0]["reasons"] == ["send_late_p99_us 900.0 > 250.0"]
+    assert report["rule"] == runner.DISTURBED == run["rule"]
+
+
+def test_a_run_still_disturbed_at_the_bound_is_kept_and_marked():
+    server = FakeServer()
+    tb, report, failed = run_fake(server, late=[900.0] * 5, modes="suspend20", loads="500", repeats=1, reruns=2)
+    run, = report["runs"]
+    assert len(tb.loads) == 3 and run["reruns"] == 2
+    assert run["disturbed"] == ["send_late_p99_us 900.0 > 250.0"]
+
+
+@pytest.mark.parametrize("figures,reasons", [
+    ({"send_late_p99_us": 250.0, "serving_core_other_pct": 1.0, "main_loop_wait_pct": 5.0}, []),
+    ({"send_late_p99_us": 251.0}, ["send_late_p99_us 251.0 > 250.0"]),
+    ({"serving_core_other_pct": 1.5, "main_loop_wait_pct": None}, ["serving_core_other_pct 1.5 > 1.0"]),
+    ({"main_loop_wait_pct": 7.25}, ["main_loop_wait_pct 7.25 > 5.0"]),
+])
+def test_the_disturbed_rule(figures, reasons):
+    assert runner.disturbed(figures) == reasons
+
+
+def test_auto_runs_with_what_the_daemon_measured_and_records_it():
+    """auto: the variables file says auto for both timeouts, the server's
+    daemon sets measured values (the fake: 172us / 1.8ms), a settle load
+    per round precedes the runs, and every run records what was held."""
+    server = FakeServer()
+    tb, report, failed = run_fake(server, modes="auto,suspend20", loads="500,1000", repeats=2)
+    assert failed == []
+    runs = [r for r in report["runs"] if r["mode"] == "auto"]
+    assert len(runs) == 4
+    for r in runs:
+        assert r["held"] == {"before": [[100, 172000, 1800000]], "after": [[100, 172000, 1800000]]}
+    assert [s["round"] for s in report["auto_settles"]] == [1, 2]
+    assert report["auto_settles"][0]["held"] == [[100, 172000, 1800000]]
+    # the settle load ran in auto, at the busiest load, before its runs
+    auto_loads = [x for x in tb.loads if x[0] == "auto"]
+    assert auto_loads[0] == ("auto", 1000) and len(auto_loads) == 6
+    bench = runner.Bench(FakeTestbed(server), args(), lambda msg: None)
+    bench.nic = NIC
+    bench.set_mode("auto")
+    assert server.files[runner.VARIABLES] == (
+        "# irqtune-bench mode auto\nsuspend_nics=%s\ndefer_hard_irqs=100\ngro_flush_timeout=auto\n"
+        "irq_suspend_timeout=auto\noptin_services=memcached\noptin_busy_poll_usecs=0\noptin_restart=true\n" % NIC)
