@@ -7,8 +7,12 @@ your own NIC.
       mode set through irqtune's latency-suspend profile and read back
       before every run; writes NAME.{json,txt,md} and NAME-{p99,insn}.png
   irqtune-bench report RUN.json         table, verdicts and plots again
+  irqtune-bench report --verdicts-json RUN.json   the verdicts as JSON
   irqtune-bench compare A.json [B.json] p99 spread per cell, side by side
                                         (one file: its two topologies)
+  irqtune-bench docs RUN.json FILE.md --images DIR
+                                        FILE.md's generated part and plots
+                                        from a saved run (docs/benchmarks.md)
   irqtune-bench server-state NIC        the read-back (run by the bench on the server)
   irqtune-bench count                   instructions per CPU (run by the bench on the server)
 
@@ -163,14 +167,15 @@ def logger():
     return log
 
 
-def execute(tb, args, name, report_extra=None):
-    """Run the schedule on testbed tb and write the results; the exit code."""
+def execute(tb, args, name, command):
+    """Run the schedule on testbed tb and write the results; the exit code.
+    command: how the run was started, for the report."""
     from . import report as rep
     from .runner import BenchError, run_bench
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     log = logger()
-    report = dict(report_extra or {}, settings=vars(args), profile=PROFILE,
+    report = dict(settings=vars(args), profile=PROFILE, command=command,
                   started=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))
 
     def save():
@@ -238,7 +243,8 @@ def main(argv=None, mcload=MCLOAD, shim=SHIM):
         if args.command == "run":
             from .ssh import SshTestbed
             settings = ssh_settings(args)
-            return execute(SshTestbed(settings), settings, settings.name)
+            return execute(SshTestbed(settings), settings, settings.name,
+                           " ".join(["irqtune-bench"] + [shown(a, 200) for a in argv or sys.argv[1:]]))
         if args.command in ("report", "compare", "docs"):
             from . import saved
             return saved.main(args)

@@ -311,7 +311,8 @@ def plot(cells, modes, loads, out, name, title):
     styles = {"base": ("k", "o"), "defer10": ("tab:blue", "v"), "defer20": ("tab:blue", "^"),
               "defer50": ("tab:blue", "<"), "defer200": ("tab:blue", ">"), "napibusy": ("tab:orange", "s"),
               "fullbusy": ("tab:red", "D"), "suspend0": ("tab:green", "x"), "suspend10": ("tab:green", "v"),
-              "suspend20": ("tab:green", "o"), "suspend50": ("tab:green", "^")}
+              "suspend20": ("tab:green", "o"), "suspend50": ("tab:green", "^"), "suspend200": ("tab:olive", "s"),
+              "recommend": ("tab:purple", "P"), "auto": ("tab:brown", "*")}
     for key, suffix, ytitle, scale in (
             ("p99_us", "p99", "p99 latency (us), median of runs, bars min..max", 1.0),
             ("ipr_serving", "insn", "instructions per request, serving CPUs (thousands)", 1e-3)):
@@ -340,7 +341,7 @@ def plot(cells, modes, loads, out, name, title):
         fig.suptitle(title, fontsize=10)
         fig.tight_layout()
         path = out / ("%s-%s.png" % (name, suffix))
-        fig.savefig(path, dpi=100)
+        fig.savefig(path, dpi=100, metadata={"Software": None})     # the same bytes for the same run
         plt.close(fig)
         written.append(path)
     return written

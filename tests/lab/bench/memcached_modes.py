@@ -220,7 +220,8 @@ def main(argv=None):
     with labvm.Guest(kernel=KERNEL, cmdline=COUNTED_BOOT_ARGS, cpu=COUNTED_CPU, smp=settings.vcpus,
                      count_insns=True) as g:
         print("[lab-bench] guest up in %.0fs, nic %s" % (g.boot_seconds, g.nic), file=sys.stderr)
-        return cli.execute(LabTestbed(g, settings), settings, "lab-bench")
+        return cli.execute(LabTestbed(g, settings), settings, "lab-bench",
+                           "make lab-bench LAB_BENCH_ARGS=\"%s\"" % " ".join(sys.argv[1:] if argv is None else argv))
 
 
 def lab_settings(args):
