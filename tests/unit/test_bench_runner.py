@@ -480,3 +480,34 @@ def test_auto_runs_with_what_the_daemon_measured_and_records_it():
     assert server.files[runner.VARIABLES] == (
         "# irqtune-bench mode auto\nsuspend_nics=%s\ndefer_hard_irqs=100\ngro_flush_timeout=auto\n"
         "irq_suspend_timeout=auto\noptin_services=memcached\noptin_busy_poll_usecs=0\noptin_restart=true\n" % NIC)
+
+
+def test_a_whole_fake_run_of_the_verdict_set_reports_and_documents(tmp_path, capsys):
+    """The verdict set through run, report, --verdicts-json and docs: no
+    step trips over what the others wrote."""
+    from irqtune_bench import docs, report as rep, saved
+    server = FakeServer()
+    tb, report, failed = run_fake(server, late=[120.0, 400.0, 400.0, 400.0], modes=",".join(modes.VERDICT_MODES),
+                                  loads="500,1000", repeats=5)
+    assert failed == []
+    report["settings"] = dict(vars(args(modes=",".join(modes.VERDICT_MODES), loads="500,1000", repeats=5)))
+    path = tmp_path / "run.json"
+    path.write_text(json.dumps(report))
+    loaded = saved.load(path)
+    records = rep.verdict_records(loaded)
+    assert [(v["load"], v["mode"]) for v in records] == [
+        (load, m) for load in (500, 1000) for m in ("suspend20", "suspend200", "recommend", "auto")]
+    # every run of the fake answers alike: ratios of exactly 1
+    assert all(v["p99_ratio"] == [1.0, 1.0, 1.0] and v["latency"] == "holds" for v in records)
+    assert sum(v["reruns"] for v in records) >= 1          # the first run was late
+    md = tmp_path / "benchmarks.md"
+    md.write_text("# Benchmarks\n\n" + docs.BEGIN % "data/run.json" + "\nold\n" + docs.END + "\n\n## Other\n")
+    assert docs.regenerate(loaded, md, tmp_path / "img") == 0
+    text = md.read_text()
+    assert text.startswith("# Benchmarks\n\n<!-- irqtune-bench docs: generated from data/run.json")
+    assert text.endswith(docs.END + "\n\n## Other\n") and "\nold\n" not in text
+    assert "offered 500: suspend20 against fullbusy (5 paired rounds): p99 1.00x [1.00-1.00]" in text
+    assert "auto (gro_flush_timeout=auto" in text and "[100, 172000, 1800000]" in text
+    first = text
+    assert docs.regenerate(loaded, md, tmp_path / "img") == 0
+    assert md.read_text() == first          # regenerating changes nothing
