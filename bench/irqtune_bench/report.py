@@ -77,9 +77,9 @@ def one(c, key, scale=1.0, digits=0):
 
 def table(cells, modes, loads):
     lines = []
-    head = "%-10s %7s %7s %26s %24s %17s %15s %6s %6s %7s %6s %6s" % (
+    head = "%-10s %7s %7s %26s %24s %17s %15s %6s %6s %7s %6s %6s %6s" % (
         "mode", "qps", "p50 us", "p99 us med [min..max]", "kinsn/req serving", "kinsn/req all",
-        "CPU% serv/all", "irq/r", "busy%", "late99", "gen%", "wait%")
+        "CPU% serv/all", "irq/r", "busy%", "late99", "gen%", "wait%", "loop%")
     for load in loads:
         lines.append("offered %d req/s" % load)
         lines.append(head)
@@ -88,12 +88,13 @@ def table(cells, modes, loads):
             if not c["runs"]:
                 lines.append("%-10s no valid run (%d failed)" % (m, c["failed"]))
                 continue
-            lines.append("%-10s %7s %7s %26s %24s %17s %15s %6s %6s %7s %6s %6s" % (
+            lines.append("%-10s %7s %7s %26s %24s %17s %15s %6s %6s %7s %6s %6s %6s" % (
                 m, one(c, "qps"), one(c, "p50_us"), fmt(c, "p99_us"), fmt(c, "ipr_serving", 1e-3, 1),
                 one(c, "ipr_guest", 1e-3, 1),
                 "%s/%s" % (one(c, "cpu_pct_serving"), one(c, "cpu_pct_guest")),
                 one(c, "irqs_per_request", digits=3), one(c, "busy_share", 100), one(c, "send_late_p99_us"),
-                one(c, "gen_cpu_pct", digits=1), one(c, "serving_wait_pct", digits=1)))
+                one(c, "gen_cpu_pct", digits=1), one(c, "serving_wait_pct", digits=1),
+                one(c, "main_loop_wait_pct", digits=1)))
         lines.append("")
     return "\n".join(lines)
 
@@ -104,18 +105,18 @@ def markdown(cells, modes, loads):
     for load in loads:
         lines += ["### Offered %d req/s" % load, "",
                   "| mode | runs | qps | p50 us | p99 us | kinsn/req serving | kinsn/req all | CPU % "
-                  "| irq/req | busy % | late p99 | gen % | wait % |", "|" + "---|" * 13]
+                  "| irq/req | busy % | late p99 | gen % | wait % | loop % |", "|" + "---|" * 14]
         for m in modes:
             c = cells["%s@%d" % (m, load)]
             if not c["runs"]:
-                lines.append("| %s | 0 (%d failed) |%s" % (m, c["failed"], " - |" * 11))
+                lines.append("| %s | 0 (%d failed, %d disturbed) |%s" % (m, c["failed"], c["disturbed"], " - |" * 12))
                 continue
-            lines.append("| %s | %d | %s | %s | %s | %s | %s | %s/%s | %s | %s | %s | %s | %s |" % (
+            lines.append("| %s | %d | %s | %s | %s | %s | %s | %s/%s | %s | %s | %s | %s | %s | %s |" % (
                 m, c["runs"], one(c, "qps"), one(c, "p50_us"), fmt(c, "p99_us", between="-"),
                 fmt(c, "ipr_serving", 1e-3, 1, between="-"), one(c, "ipr_guest", 1e-3, 1),
                 one(c, "cpu_pct_serving"), one(c, "cpu_pct_guest"), one(c, "irqs_per_request", digits=2),
                 one(c, "busy_share", 100), one(c, "send_late_p99_us"), one(c, "gen_cpu_pct", digits=1),
-                one(c, "serving_wait_pct", digits=1)))
+                one(c, "serving_wait_pct", digits=1), one(c, "main_loop_wait_pct", digits=1)))
         lines.append("")
     return "\n".join(lines)
 
@@ -355,7 +356,7 @@ def header(report):
             "serving CPUs (memcached's and its rx queues') and the whole server (%s); server CPU %% "
             "serving/all; queue interrupts per request; busy-polled share of rx packets (%%); the "
             "generator's p99 send lateness (us) and CPU %%; wait: %% of a run the serving thread (%s) "
-            "was runnable but waited for a CPU"
+            "was runnable but waited for a CPU; loop: the same for QEMU's main loop (the lab)"
             % (tb.get("summary", "?"), args["repeats"], args["seconds"], args["conns"],
                sat["rate"] if sat else "not searched", report.get("seconds_total", "?"),
                tb.get("insns", "not counted"), tb.get("serving_thread", "memcached's threads")))

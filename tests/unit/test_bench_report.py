@@ -165,7 +165,7 @@ def test_table_and_markdown_show_every_mode_and_a_failed_cell():
     assert text.splitlines()[2].split()[:2] == ["suspend20", "1000"]
     md = report.markdown(cells, ["suspend20", "fullbusy"], [1000])
     assert "| suspend20 | 1 | 1000 | 25 | 100 [100-100] | 0.1 [0.1-0.1] |" in md, md
-    assert "| fullbusy | 0 (1 failed) |" in md
+    assert "| fullbusy | 0 (1 failed, 0 disturbed) |" in md
 
 
 def test_compare_gives_no_spread_for_a_single_run():
