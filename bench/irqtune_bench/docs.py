@@ -26,13 +26,27 @@ def _median_max(runs, key):
     return statistics.median(values), max(values)
 
 
+VERDICT_RUN = {"repeats": 8, "seconds": 20, "warmup": 2}
+
+
+def kind(report):
+    """"a verdict run" when the run meets the rule's minimum rounds, window
+    and warm-up (issue 40), else what it is short of."""
+    short = ["%s %s < %s" % (k, report["settings"].get(k), v) for k, v in VERDICT_RUN.items()
+             if not report["settings"].get(k, 0) >= v]
+    if not short:
+        return "a verdict run"
+    return ("a validation run, not a verdict run (%s: its verdicts cannot decide; it shows the machinery "
+            "on the real guest and what disturbs it)" % ", ".join(short))
+
+
 def facts(report):
     """The run's circumstances, as bullet lines."""
     s, tb = report["settings"], report.get("testbed", {})
     runs = report["runs"]
     kept = [r for r in runs if not r.get("failed")]
-    lines = ["- Run: %s, started %s; %s." % (report.get("kind", "a run"), report.get("started", "?"),
-                                              report.get("command", "command not recorded"))]
+    lines = ["- Run: %s, started %s; `%s`." % (kind(report), report.get("started", "?"),
+                                                report.get("command", "command not recorded"))]
     machine = tb.get("machine")
     if machine:
         lines.append("- Host: %s, %s CPUs, %s GiB, kernel %s, %s." % (

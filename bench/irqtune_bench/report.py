@@ -86,7 +86,7 @@ def table(cells, modes, loads):
         for m in modes:
             c = cells["%s@%d" % (m, load)]
             if not c["runs"]:
-                lines.append("%-10s no valid run (%d failed)" % (m, c["failed"]))
+                lines.append("%-10s no valid run (%d failed, %d disturbed)" % (m, c["failed"], c["disturbed"]))
                 continue
             lines.append("%-10s %7s %7s %26s %24s %17s %15s %6s %6s %7s %6s %6s %6s" % (
                 m, one(c, "qps"), one(c, "p50_us"), fmt(c, "p99_us"), fmt(c, "ipr_serving", 1e-3, 1),
@@ -194,7 +194,8 @@ def verdict_lines(report, records):
             "offered %d: %s against %s (%d paired rounds): p99 %s -> latency %s (target <= %.1fx); "
             "instructions/request %s -> cost %s (target <= %.1fx); p99 spread %s; re-runs %d"
             % (v["load"], v["mode"], BASELINE, v["pairs"], _iv(v["p99_ratio"]), v["latency"].upper(), CLAIM_P99,
-               _iv(v["insn_ratio"]) if v["insn_pairs"] else "not counted", v["cost"].upper(), CLAIM_COST,
+               _iv(v["insn_ratio"]) if v["insn_pairs"] or not v["pairs"] else "not counted", v["cost"].upper(),
+               CLAIM_COST,
                ", ".join("%s %s" % (m, "-" if x is None else "%.2f" % x) for m, x in v["spread"].items()),
                v["reruns"]))
     return lines

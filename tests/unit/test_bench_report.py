@@ -161,7 +161,7 @@ def test_table_and_markdown_show_every_mode_and_a_failed_cell():
     runs = [run("suspend20", 1000, 100, 60), run("fullbusy", 1000, 1, failed="x")]
     cells = cells_of(runs)
     text = report.table(cells, ["suspend20", "fullbusy"], [1000])
-    assert "fullbusy   no valid run (1 failed)" in text
+    assert "fullbusy   no valid run (1 failed, 0 disturbed)" in text
     assert text.splitlines()[2].split()[:2] == ["suspend20", "1000"]
     md = report.markdown(cells, ["suspend20", "fullbusy"], [1000])
     assert "| suspend20 | 1 | 1000 | 25 | 100 [100-100] | 0.1 [0.1-0.1] |" in md, md

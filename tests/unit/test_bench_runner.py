@@ -508,6 +508,7 @@ def test_a_whole_fake_run_of_the_verdict_set_reports_and_documents(tmp_path, cap
     assert text.endswith(docs.END + "\n\n## Other\n") and "\nold\n" not in text
     assert "offered 500: suspend20 against fullbusy (5 paired rounds): p99 1.00x [1.00-1.00]" in text
     assert "auto (gro_flush_timeout=auto" in text and "[100, 172000, 1800000]" in text
+    assert "a validation run, not a verdict run (repeats 5 < 8, seconds 1.0 < 20, warmup 0.1 < 2" in text
     first = text
     assert docs.regenerate(loaded, md, tmp_path / "img") == 0
     assert md.read_text() == first          # regenerating changes nothing
