@@ -217,6 +217,36 @@ def spread_summary(records):
                100.0 * within / len(values), SPREAD_BOUND))
 
 
+WAITS = (("serving_wait_pct", "serving vCPU waited %.1f %%"), ("main_loop_wait_pct", "main loop waited %.1f %%"),
+         ("serving_core_other_pct", "other work on the serving core %.1f %%"),
+         ("send_late_p99_us", "generator late %.0f us at p99"))
+
+
+def spread_causes(report, records):
+    """For each verdict cell whose p99 spread exceeds SPREAD_BOUND: its
+    slowest and fastest runs side by side - the round, the p99, the worst
+    1 s slice of the window and what waited in that run - the measurement
+    of what limits the spread."""
+    runs = judged_runs(report)
+    lines, seen = [], set()
+    for v in records:
+        for m, x in v["spread"].items():
+            if x is None or x <= SPREAD_BOUND or (m, v["load"]) in seen:
+                continue
+            seen.add((m, v["load"]))
+            cell = sorted(by_round(runs, m, v["load"]).values(), key=lambda r: r["p99_us"])
+            parts = []
+            for what, r in (("slowest", cell[-1]), ("fastest", cell[0])):
+                sl = [y for y in r.get("slices_p99_us", []) if y is not None]
+                worst = "worst 1 s slice %.0f us (second %d of %d)" % (
+                    max(sl), r["slices_p99_us"].index(max(sl)) + 1, len(r["slices_p99_us"])) if sl else "no slices"
+                waits = ", ".join(f % r[k] for k, f in WAITS if r.get(k) is not None)
+                parts.append("%s round %s p99 %.0f us, %s; %s" % (what, r.get("round", "?"), r["p99_us"], worst,
+                                                                 waits or "no waits measured"))
+            lines.append("%s @ %d, spread %.2f: %s" % (m, v["load"], x, " | ".join(parts)))
+    return lines
+
+
 def reruns_table(report):
     """Markdown: per cell of the verdict modes, runs kept, re-runs, runs
     still disturbed, and what disturbed the re-run ones."""
@@ -381,6 +411,10 @@ def markdown_report(report):
     if lines:
         md += ["Verdicts (`irqtune-bench report`; intervals: 90 %, paired by round):", ""]
         md += ["- " + v for v in lines] + ["", "- " + spread_summary(records), ""]
+        causes = spread_causes(report, records)
+        if causes:
+            md += ["What the cells above the spread bound had in their slowest and fastest runs:", ""]
+            md += ["- " + c for c in causes] + [""]
         md += ["Re-runs (the rule: %s):" % ", ".join("%s > %s" % kv for kv in report.get("rule", {}).items()), "",
                reruns_table(report)]
     auto = auto_lines(report)
@@ -408,7 +442,7 @@ def write_report(report, out, name):
         parts += ["", "table and verdicts: topology pinned; the runs of topology shared are in the JSON"]
     parts += ["", table(cells, modes, loads)] + lines
     if records:
-        parts += ["", spread_summary(records), "", reruns_table(report)]
+        parts += ["", spread_summary(records)] + spread_causes(report, records) + ["", reruns_table(report)]
     parts += auto_lines(report)
     if {"shared", "pinned"} <= set(by_topology):
         parts += ["", "p99 spread between the runs of each cell, topology shared (before) and pinned "

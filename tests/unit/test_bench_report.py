@@ -186,3 +186,20 @@ def test_the_report_names_the_recommended_values_and_their_figures():
     failed = report.recommend_lines(dict(rec, failed="too little traffic to judge"))
     assert failed[1].endswith(": too little traffic to judge"), failed
     assert report.recommend_lines(None) == []
+
+
+def test_a_cell_above_the_spread_bound_names_its_slowest_and_fastest_runs():
+    full = [1000] * 8
+    p99s = [1000, 1100, 1000, 1200, 900, 1000, 4000, 1000]
+    runs = rounds("fullbusy", 1000, full, [100] * 8) + rounds("suspend20", 1000, p99s, [60] * 8)
+    for r in runs:
+        r["slices_p99_us"] = [r["p99_us"] / 2] * 20
+    slow = runs[8 + 6]
+    slow.update(slices_p99_us=[900.0] * 12 + [9000.0] + [900.0] * 7, main_loop_wait_pct=7.5, serving_wait_pct=2.0)
+    rep = saved(runs)
+    records = report.verdict_records(rep)
+    assert records[0]["spread"]["suspend20"] == round(3100 / 1000, 2)
+    line, = report.spread_causes(rep, records)
+    assert line.startswith("suspend20 @ 1000, spread 3.10: slowest round 7 p99 4000 us, worst 1 s slice 9000 us "
+                           "(second 13 of 20); serving vCPU waited 2.0 %, main loop waited 7.5 %"), line
+    assert "| fastest round 5 p99 900 us" in line, line
