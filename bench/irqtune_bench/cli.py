@@ -3,9 +3,10 @@
 your own NIC.
 
   irqtune-bench run --server root@SERVER --client root@CLIENT --server-addr ADDR [options]
-      the eleven modes at five loads up to the server's saturation, each
-      mode set through irqtune's latency-suspend profile and read back
-      before every run; writes NAME.{json,txt,md} and NAME-{p99,insn}.png
+      the series' eleven modes (or --modes) at four loads up to 90 % of
+      the server's saturation, each mode set through irqtune's
+      latency-suspend profile and read back before every run, a disturbed
+      run run again; writes NAME.{json,txt,md} and NAME-{p99,insn}.png
   irqtune-bench report RUN.json         table, verdicts and plots again
   irqtune-bench report --verdicts-json RUN.json   the verdicts as JSON
   irqtune-bench compare A.json [B.json] p99 spread per cell, side by side
