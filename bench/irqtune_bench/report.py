@@ -41,6 +41,11 @@ def summarise(runs, modes, loads):
             cell = {"runs": len(ok), "failed": sum(1 for r in mine if r.get("failed")),
                     "disturbed": sum(1 for r in mine if r.get("disturbed") and not r.get("failed")),
                     "reruns": sum(r.get("reruns", 0) for r in mine)}
+            if not ok and cell["disturbed"]:
+                # nothing counts: show what the disturbed runs measured,
+                # marked (tables only; verdicts and plots leave them out)
+                ok = [r for r in mine if r.get("disturbed") and not r.get("failed")]
+                cell["shown"] = "disturbed"
             for k in KEYS:
                 vals = [r[k] for r in ok if r.get(k) is not None]
                 if vals:
@@ -85,11 +90,12 @@ def table(cells, modes, loads):
         lines.append(head)
         for m in modes:
             c = cells["%s@%d" % (m, load)]
-            if not c["runs"]:
+            if not c["runs"] and not c.get("shown"):
                 lines.append("%-10s no valid run (%d failed, %d disturbed)" % (m, c["failed"], c["disturbed"]))
                 continue
             lines.append("%-10s %7s %7s %26s %24s %17s %15s %6s %6s %7s %6s %6s %6s" % (
-                m, one(c, "qps"), one(c, "p50_us"), fmt(c, "p99_us"), fmt(c, "ipr_serving", 1e-3, 1),
+                m + ("*" if c.get("shown") else ""), one(c, "qps"), one(c, "p50_us"), fmt(c, "p99_us"),
+                fmt(c, "ipr_serving", 1e-3, 1),
                 one(c, "ipr_guest", 1e-3, 1),
                 "%s/%s" % (one(c, "cpu_pct_serving"), one(c, "cpu_pct_guest")),
                 one(c, "irqs_per_request", digits=3), one(c, "busy_share", 100), one(c, "send_late_p99_us"),
@@ -108,16 +114,20 @@ def markdown(cells, modes, loads):
                   "| irq/req | busy % | late p99 | gen % | wait % | loop % |", "|" + "---|" * 14]
         for m in modes:
             c = cells["%s@%d" % (m, load)]
-            if not c["runs"]:
+            if not c["runs"] and not c.get("shown"):
                 lines.append("| %s | 0 (%d failed, %d disturbed) |%s" % (m, c["failed"], c["disturbed"], " - |" * 12))
                 continue
-            lines.append("| %s | %d | %s | %s | %s | %s | %s | %s/%s | %s | %s | %s | %s | %s | %s |" % (
-                m, c["runs"], one(c, "qps"), one(c, "p50_us"), fmt(c, "p99_us", between="-"),
+            lines.append("| %s | %s | %s | %s | %s | %s | %s | %s/%s | %s | %s | %s | %s | %s | %s |" % (
+                m, c["runs"] if not c.get("shown") else "0 (%d disturbed, shown *)" % c["disturbed"],
+                one(c, "qps"), one(c, "p50_us"), fmt(c, "p99_us", between="-"),
                 fmt(c, "ipr_serving", 1e-3, 1, between="-"), one(c, "ipr_guest", 1e-3, 1),
                 one(c, "cpu_pct_serving"), one(c, "cpu_pct_guest"), one(c, "irqs_per_request", digits=2),
                 one(c, "busy_share", 100), one(c, "send_late_p99_us"), one(c, "gen_cpu_pct", digits=1),
                 one(c, "serving_wait_pct", digits=1), one(c, "main_loop_wait_pct", digits=1)))
         lines.append("")
+    if any(c.get("shown") for c in cells.values()):
+        lines += ["\\* no run of the cell counted: the figures are its disturbed runs' (indicative; left out of "
+                  "verdicts and plots).", ""]
     return "\n".join(lines)
 
 
@@ -348,14 +358,14 @@ def plot(cells, modes, loads, out, name, title):
     for key, suffix, ytitle, scale in (
             ("p99_us", "p99", "p99 latency (us), median of runs, bars min..max", 1.0),
             ("ipr_serving", "insn", "instructions per request, serving CPUs (thousands)", 1e-3)):
-        if not any(med(c, key) for c in cells.values()):
+        if not any(med(c, key) for c in cells.values() if not c.get("shown")):
             continue
         fig, ax = plt.subplots(figsize=(9, 5.5))
         for m in modes:
             xs, ys, lo, hi = [], [], [], []
             for load in loads:
                 c = cells["%s@%d" % (m, load)]
-                if med(c, key) is None:
+                if med(c, key) is None or c.get("shown"):
                     continue
                 xs.append(load)
                 ys.append(med(c, key) * scale)

@@ -228,3 +228,8 @@ def test_a_real_lab_run_reads_back():
     assert "[100, 1000000, 32120000] in 2 run(s)" in "\n".join(report.auto_lines(rep))
     table = report.reruns_table(rep)
     assert "| 6000 | fullbusy | 0 | 2 | 1 | main_loop_wait_pct x2" in table, table
+    # the tables show what the disturbed runs measured, marked, as nothing counted
+    cells = report.summarise(rep["runs"], rep["settings"]["modes"], rep["loads"])
+    assert report.table(cells, ["fullbusy"], [6000]).splitlines()[2].startswith("fullbusy*  ")
+    md = report.markdown(cells, ["fullbusy"], [6000])
+    assert "| fullbusy | 0 (1 disturbed, shown *) |" in md and "\\* no run of the cell counted" in md, md
