@@ -24,7 +24,8 @@ from .modes import VERDICT_MODES
 
 KEYS = ("qps", "avg_us", "p50_us", "p99_us", "cpu_pct_serving", "cpu_pct_guest", "ipr_serving",
         "ipr_guest", "irqs_per_request", "busy_share", "send_late_p99_us", "gen_cpu_pct",
-        "serving_wait_pct", "serving_cpu_other_ms", "serving_core_other_pct", "main_loop_wait_pct")
+        "serving_wait_pct", "serving_cpu_other_ms", "serving_core_other_pct", "main_loop_wait_pct",
+        "cpu_us_per_request")
 CLAIM_P99, CLAIM_COST = 1.5, 0.7
 BASELINE = "fullbusy"
 COMPARED = tuple(m for m in VERDICT_MODES if m != BASELINE)
@@ -163,7 +164,9 @@ def verdict_records(report):
     """Per judged load and compared mode: {"load", "mode", "p99_ratio":
     [lo, median, hi], "insn_ratio": [lo, median, hi], "latency", "cost"
     (holds / fails / undecided), "spread": {mode: p99 spread of the cell},
-    "reruns": re-runs in the two cells compared, "pairs": paired rounds}."""
+    "reruns": re-runs in the two cells compared, "pairs": paired rounds}.
+    Without instruction counts the cost half is judged on CPU time per
+    request ("cost_basis": "cpu_time", "cpu_ratio"; "insn_ratio" None)."""
     modes = report["settings"]["modes"]
     if BASELINE not in modes:
         return []
@@ -175,15 +178,22 @@ def verdict_records(report):
             mine = by_round(runs, m, load)
             p99 = stats.paired_ratios(mine, base, "p99_us")
             insn = stats.paired_ratios(mine, base, "ipr_serving")
-            p_iv, c_iv = stats.interval(p99.values()), stats.interval(insn.values())
+            # without instruction counts (a server without a PMU) the cost
+            # half is judged on CPU time per request
             cells = {x: [r for r in runs if r["mode"] == x and r["offered"] == load] for x in (m, BASELINE)}
+            counted = any(r.get("ipr_serving") is not None for x in cells for r in cells[x])
+            basis = "instructions" if counted else "cpu_time"
+            cost = insn if counted else stats.paired_ratios(mine, base, "cpu_us_per_request")
+            p_iv, c_iv = stats.interval(p99.values()), stats.interval(cost.values())
             out.append({
-                "load": load, "mode": m, "p99_ratio": _rounded(p_iv), "insn_ratio": _rounded(c_iv),
-                "latency": stats.judge(p_iv, CLAIM_P99, len(p99)), "cost": stats.judge(c_iv, CLAIM_COST, len(insn)),
+                "load": load, "mode": m, "p99_ratio": _rounded(p_iv),
+                "insn_ratio": _rounded(c_iv) if basis == "instructions" else None,
+                "cpu_ratio": _rounded(c_iv) if basis == "cpu_time" else None, "cost_basis": basis,
+                "latency": stats.judge(p_iv, CLAIM_P99, len(p99)), "cost": stats.judge(c_iv, CLAIM_COST, len(cost)),
                 "spread": {x: _round(stats.spread([r["p99_us"] for r in by_round(runs, x, load).values()]), 2)
                            for x in (m, BASELINE)},
                 "reruns": sum(r.get("reruns", 0) for x in cells for r in cells[x]),
-                "pairs": len(p99), "insn_pairs": len(insn)})
+                "pairs": len(p99), "cost_pairs": len(cost)})
     return out
 
 
@@ -202,9 +212,11 @@ def verdict_lines(report, records):
     for v in records:
         lines.append(
             "offered %d: %s against %s (%d paired rounds): p99 %s -> latency %s (target <= %.1fx); "
-            "instructions/request %s -> cost %s (target <= %.1fx); p99 spread %s; re-runs %d"
+            "%s %s -> cost %s (target <= %.1fx); p99 spread %s; re-runs %d"
             % (v["load"], v["mode"], BASELINE, v["pairs"], _iv(v["p99_ratio"]), v["latency"].upper(), CLAIM_P99,
-               _iv(v["insn_ratio"]) if v["insn_pairs"] or not v["pairs"] else "not counted", v["cost"].upper(),
+               "instructions/request" if v["cost_basis"] == "instructions" else
+               "instructions not counted; CPU time/request",
+               _iv(v["insn_ratio"] if v["cost_basis"] == "instructions" else v["cpu_ratio"]), v["cost"].upper(),
                CLAIM_COST,
                ", ".join("%s %s" % (m, "-" if x is None else "%.2f" % x) for m, x in v["spread"].items()),
                v["reruns"]))

@@ -242,6 +242,9 @@ def serving_queues(rxq, irqs):
     return sorted(q for q, n in basis.items() if total and n >= 0.1 * total)
 
 
+USER_HZ = 100      # /proc/stat's unit on every Linux architecture
+
+
 def derive(res, st0, st1, cpu):
     """Per-run figures from the generator's answer and two server snapshots."""
     irq_of_queue = {int(q): irq for q, irq in st0["queue_irqs"].items()}
@@ -265,6 +268,11 @@ def derive(res, st0, st1, cpu):
         "irqs_per_request": round(sum(irqs.values()) / answered, 4),
         "net_rx_per_request": round((b["net_rx"] - a["net_rx"]) / answered, 4),
         "busy_share": round((b["busy_poll_rx"] - a["busy_poll_rx"]) / max(1, b["rx_packets"] - a["rx_packets"]), 3),
+        # CPU time per request on the serving CPUs, whatever the CPU offers:
+        # /proc/stat's busy ticks (USER_HZ, 100 a second) between the two
+        # read-backs, over every request answered in the load run
+        "cpu_us_per_request": round(sum(busy.get(c, 0) for c in serving) * 1e6 / USER_HZ
+                                    / max(1, res.get("answered", answered)), 2),
     }
     ins = res.get("insns")
     if ins:

@@ -233,3 +233,16 @@ def test_a_real_lab_run_reads_back():
     assert report.table(cells, ["fullbusy"], [6000]).splitlines()[2].startswith("fullbusy*  ")
     md = report.markdown(cells, ["fullbusy"], [6000])
     assert "| fullbusy | 0 (1 disturbed, shown *) |" in md and "\\* no run of the cell counted" in md, md
+
+
+def test_without_instruction_counts_cost_is_judged_on_cpu_time():
+    """A server without a PMU: no instruction counts, CPU time per request
+    instead (suspend20 0.5x fullbusy's in every round)."""
+    runs = rounds("fullbusy", 1000, [1000] * 8, [None] * 8) + rounds("suspend20", 1000, [900] * 8, [None] * 8)
+    for r in runs:
+        r["cpu_us_per_request"] = 40.0 if r["mode"] == "fullbusy" else 20.0
+    rep = saved(runs)
+    v, = report.verdict_records(rep)
+    assert (v["cost_basis"], v["cpu_ratio"], v["insn_ratio"], v["cost"]) == ("cpu_time", [0.5, 0.5, 0.5], None, "holds")
+    line, = report.verdict_lines(rep, [v])
+    assert "instructions not counted; CPU time/request 0.50x [0.50-0.50] -> cost HOLDS" in line, line

@@ -57,6 +57,14 @@ def test_derive_from_two_real_read_backs():
     assert "ipr_serving" not in d          # no counter in the fixture's run
 
 
+def test_cpu_time_per_request_from_the_serving_cpus_busy_ticks():
+    res = FIX["mcload"]
+    d = runner.derive(res, FIX["before"], FIX["after"], cpu=2)
+    cpu = [runner.parse_stats(s["stats"], set())["cpu"][2][0] for s in (FIX["before"], FIX["after"])]
+    assert d["serving_cpus"] == [2] and cpu[1] > cpu[0]
+    assert d["cpu_us_per_request"] == round((cpu[1] - cpu[0]) * 10000 / res["answered"], 2)
+
+
 def test_instructions_per_request_by_scope():
     res = dict(FIX["mcload"], insns=[0, 0, 2000000, 1000000], insns_scope="window")
     d = runner.derive(res, FIX["before"], FIX["after"], cpu=2)
