@@ -59,14 +59,6 @@ def med(cell, key):
     return cell.get(key, {}).get("median")
 
 
-def spread(cell, key="p99_us"):
-    """(max - min) / median of a cell's key over its runs; None without runs."""
-    v = cell.get(key)
-    if not v or not v["median"]:
-        return None
-    return (v["max"] - v["min"]) / v["median"]
-
-
 def fmt(cell, key, scale=1.0, digits=0, between=".."):
     """"median [min..max]" of a cell's key, "-" when it has none."""
     v = cell.get(key)
@@ -330,13 +322,12 @@ def compare(before, after, modes, loads, labels=("before", "after")):
     for load in loads:
         for m in modes:
             row = ["%d" % load, m]
-            for label, cells in zip(labels, (cb, ca)):
+            for label, cells, runs in zip(labels, (cb, ca), (before, after)):
                 c = cells["%s@%d" % (m, load)]
-                sp = spread(c)
-                if sp is not None and c["runs"] > 1:
+                sp = stats.spread([r.get("p99_us") for r in by_round(runs, m, load).values()])
+                if sp is not None:
                     spreads[label].append(sp)
-                row += [fmt(c, "p99_us", between="-") + " (%d)" % c["runs"],
-                        "-" if sp is None or c["runs"] < 2 else "%.2f" % sp]
+                row += [fmt(c, "p99_us", between="-") + " (%d)" % c["runs"], "-" if sp is None else "%.2f" % sp]
             row += [fmt(cb["%s@%d" % (m, load)], "serving_wait_pct", digits=1, between="-"),
                     fmt(ca["%s@%d" % (m, load)], "serving_wait_pct", digits=1, between="-")]
             lines.append("| " + " | ".join(row) + " |")
