@@ -56,7 +56,7 @@ def facts(report):
     if guest:
         lines.append("- Guest: Linux %s, %d vCPUs, `-cpu %s`, %d-queue virtio-net, boot arguments `%s`." % (
             tb.get("kernel", "?"), guest["vcpus"], guest["cpu_model"], guest["nic_queues"], guest["cmdline_extra"]))
-    lines.append("- %d runs kept (%s; %d round(s), %.0f s windows after %.1f s of warm-up, %d connection(s)), "
+    lines.append("- %d runs counted (%s; %d round(s), %.0f s windows after %.1f s of warm-up, %d connection(s)), "
                  "%d failed, %d still disturbed at the re-run bound, %d re-runs in all; the whole bench %s s."
                  % (len(kept) - sum(1 for r in kept if r.get("disturbed")), " x ".join(
                      ["%d modes" % len(s["modes"]), "%d loads" % len(report["loads"])]), s["repeats"], s["seconds"],
@@ -72,7 +72,7 @@ def facts(report):
                       ("main_loop_wait_pct", "QEMU main loop's wait for a host core (% of a run)")):
         mm = _median_max(kept, key)
         if mm:
-            lines.append("- Kept runs' %s: median %.1f, at most %.1f." % (what, mm[0], mm[1]))
+            lines.append("- Runs' %s (disturbed ones included): median %.1f, at most %.1f." % (what, mm[0], mm[1]))
     return lines
 
 
@@ -81,10 +81,15 @@ def generated(report, source, images_rel):
     lines = [BEGIN % source, ""] + facts(report) + [""]
     lines += rep.recommend_lines(report.get("recommend"))[1:]
     lines += ["", rep.markdown_report(report)]
+    cells, _, _ = rep.derived(report)
+    shown = rep.plotted(cells)
     for suffix, what in (("p99", "p99 latency against offered load"),
                          ("insn", "instructions per request on the serving vCPU against offered load")):
-        lines += ["![%s, per mode (median of runs, bars min-max)](%s/%s-%s.png)" % (what, images_rel, PLOT_NAME,
-                                                                                   suffix), ""]
+        if suffix in shown:
+            lines += ["![%s, per mode (median of runs, bars min-max)](%s/%s-%s.png)" % (
+                what, images_rel, PLOT_NAME, suffix), ""]
+    if not shown:
+        lines += ["No plot: no cell has a run that counts.", ""]
     return "\n".join(lines) + "\n" + END
 
 

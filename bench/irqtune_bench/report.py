@@ -344,6 +344,17 @@ def compare(before, after, modes, loads, labels=("before", "after")):
     return "\n".join(lines) + "\n"
 
 
+PLOTS = (("p99_us", "p99", "p99 latency (us), median of runs, bars min..max", 1.0),
+         ("ipr_serving", "insn", "instructions per request, serving CPUs (thousands)", 1e-3))
+
+
+def plotted(cells):
+    """The suffixes of the plots a run has data for (cells with runs that
+    count)."""
+    return [suffix for key, suffix, _, _ in PLOTS
+            if any(med(c, key) for c in cells.values() if not c.get("shown"))]
+
+
 def plot(cells, modes, loads, out, name, title):
     try:
         import matplotlib
@@ -358,10 +369,8 @@ def plot(cells, modes, loads, out, name, title):
               "fullbusy": ("tab:red", "D"), "suspend0": ("tab:green", "x"), "suspend10": ("tab:green", "v"),
               "suspend20": ("tab:green", "o"), "suspend50": ("tab:green", "^"), "suspend200": ("tab:olive", "s"),
               "recommend": ("tab:purple", "P"), "auto": ("tab:brown", "*")}
-    for key, suffix, ytitle, scale in (
-            ("p99_us", "p99", "p99 latency (us), median of runs, bars min..max", 1.0),
-            ("ipr_serving", "insn", "instructions per request, serving CPUs (thousands)", 1e-3)):
-        if not any(med(c, key) for c in cells.values() if not c.get("shown")):
+    for key, suffix, ytitle, scale in PLOTS:
+        if suffix not in plotted(cells):
             continue
         fig, ax = plt.subplots(figsize=(9, 5.5))
         for m in modes:
