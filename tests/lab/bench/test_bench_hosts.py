@@ -21,6 +21,7 @@ variables are put back afterwards.  Latency is printed, never asserted.
 """
 
 import json
+import re
 import os
 import shutil
 import subprocess
@@ -126,7 +127,9 @@ def test_bench_over_ssh_sets_and_reads_back_every_mode(hosts):
     for m in MODES:
         assert "\n%-10s " % m in table, m
     # one round: a verdict line, undecided (too few paired rounds)
-    assert "offered %d: suspend20 against fullbusy (1 paired rounds): p99 " % LOAD in table, table
+    # (0 paired rounds when a disturbed run stayed disturbed: the client's
+    # generator late beyond the rule on the shared host)
+    assert re.search(r"offered %d: suspend20 against fullbusy \([01] paired rounds\): p99 " % LOAD, table), table
     assert "latency UNDECIDED" in table
     assert report["nic"] == h["server"].nic
     # what the bench changed on the server is put back
