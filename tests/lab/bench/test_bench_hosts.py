@@ -21,8 +21,8 @@ variables are put back afterwards.  Latency is printed, never asserted.
 """
 
 import json
-import re
 import os
+import re
 import shutil
 import subprocess
 import sys
