@@ -96,7 +96,8 @@ def generated(report, source, images_rel):
 def regenerate(report, markdown, images, source=None):
     """Rewrite markdown's generated part from report and write its plots;
     exit code (1 when the markers are missing)."""
-    text = markdown.read_text()
+    from .saved import read_regular
+    text = read_regular(markdown).decode()
     head, sep, rest = text.partition("<!-- irqtune-bench docs: generated from ")
     body, sep2, tail = rest.partition(END)
     if not sep or not sep2:

@@ -180,3 +180,12 @@ def test_every_option_is_in_the_man_page(command):
     assert command != "run" or len(options) > 20
     missing = sorted(o for o in options if not re.search(re.escape(o) + r"\b", man))
     assert missing == [], missing
+
+
+def test_docs_refuses_a_fifo_for_its_markdown(tmp_path):
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps({"settings": {"modes": ["base"]}, "loads": [100], "runs": []}))
+    fifo = tmp_path / "benchmarks.md"
+    os.mkfifo(fifo)
+    res = bench("docs", str(run), str(fifo), "--images", str(tmp_path / "img"))
+    assert res.returncode == 2 and res.stderr == "irqtune-bench docs: %s: not a regular file\n" % fifo, res.stderr
