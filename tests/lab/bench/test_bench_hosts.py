@@ -125,7 +125,9 @@ def test_bench_over_ssh_sets_and_reads_back_every_mode(hosts):
         assert "service_wait_pct" in r
     table = (results / "irqtune-bench.txt").read_text()
     for m in MODES:
-        assert "\n%-10s " % m in table, m
+        # starred: the cell's runs were all disturbed (a TCG client's
+        # generator is milliseconds late), its figures shown all the same
+        assert re.search(r"\n%s\*? +\d" % m, table), m
     # one round: a verdict line, undecided (too few paired rounds)
     # (0 paired rounds when a disturbed run stayed disturbed: the client's
     # generator late beyond the rule on the shared host)
