@@ -7,7 +7,7 @@
 # MANDIR, PYTHON and PYTHON_SITELIB.  Not part of `make install`: the bench is a
 # package of its own (irqtune-bench), wanted on the bench's hosts only.
 #
-# Targets: bench-tools, install-bench, uninstall-bench, clean-bench.
+# Targets: bench-tools, install-bench, uninstall-bench, clean-bench, bench-docs.
 
 BENCH_SRCDIR     := bench
 BENCH_BUILDDIR   := build/bench
@@ -30,7 +30,7 @@ BENCH_MCLOAD := $(BENCH_BUILDDIR)/mcload
 BENCH_SHIM   := $(BENCH_BUILDDIR)/epoll_slice.so
 BENCH_CMD    := $(BENCH_BUILDDIR)/irqtune-bench
 
-.PHONY: bench-tools install-bench uninstall-bench clean-bench
+.PHONY: bench-tools install-bench uninstall-bench clean-bench bench-docs
 
 bench-tools: $(BENCH_MCLOAD) $(BENCH_SHIM) $(BENCH_CMD)
 
@@ -67,3 +67,9 @@ uninstall-bench:
 
 clean-bench:
 	rm -rf $(BENCH_BUILDDIR)
+
+# docs/benchmarks.md's run-derived part and its plots, from the committed
+# run (tests/unit/test_bench_docs.py checks they match it).
+BENCH_DOCS_RUN ?= docs/data/lab-bench.json.xz
+bench-docs:
+	PYTHONPATH=$(BENCH_SRCDIR) $(PYTHON) -m irqtune_bench docs $(BENCH_DOCS_RUN) docs/benchmarks.md --images docs/img

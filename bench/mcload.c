@@ -18,6 +18,14 @@
  * latency, not as less load).  Requests are pipelined per connection and
  * matched to answers in order (memcached answers in order per connection).
  *
+ * Every request scheduled in the window goes into a log-bucketed
+ * histogram (below: 128 buckets per power of two, each at most 1/128 of
+ * its lower bound wide, so a value read as its bucket's midpoint is within
+ * 0.4 %); a request still unanswered when the generator stops (2 s after
+ * the window) counts at the histogram's maximum, HIST_MAX_NS, rather than
+ * being left out.  The percentiles, and the p99 of each 1 s slice of the
+ * window (by scheduled time), come from these histograms.
+ *
  * --counter PATH reads the insn_count plugin's socket (tests/lab/plugin)
  * when the window starts and when it ends: the guest instructions each
  * vCPU executed during exactly the window the latencies come from.
@@ -46,6 +54,14 @@
 #define MAX_CONNS 64
 #define MAX_VCPUS 64
 #define OUTBUF_MAX (16 << 20)
+/* histogram: values in ns; below HIST_SUB exact, then HIST_SUB buckets per
+ * power of two; HIST_MAX_NS and above in the last bucket */
+#define HIST_SUB_BITS 7
+#define HIST_SUB (1u << HIST_SUB_BITS)
+#define HIST_MAX_SHIFT 35
+#define HIST_MAX_NS (1ull << HIST_MAX_SHIFT)
+#define HIST_BUCKETS ((HIST_MAX_SHIFT - HIST_SUB_BITS + 1) * HIST_SUB)
+#define MAX_SLICES 120
 
 static const char REQUEST[] = "get irqtune\r\n";
 static const char END[] = "END\r\n";
@@ -58,6 +74,61 @@ struct conn {
 	size_t head, tail, cap;
 	int match;		/* bytes of END matched so far */
 };
+
+struct hist {
+	unsigned long long counts[HIST_BUCKETS];
+	unsigned long long total, unanswered;
+};
+
+static unsigned hist_index(uint64_t ns)
+{
+	unsigned e, shift;
+
+	if (ns >= HIST_MAX_NS)
+		return HIST_BUCKETS - 1;
+	if (ns < HIST_SUB)
+		return (unsigned)ns;
+	e = 63 - (unsigned)__builtin_clzll(ns);
+	shift = e - HIST_SUB_BITS;
+	return (shift + 1) * HIST_SUB + (unsigned)((ns >> shift) - HIST_SUB);
+}
+
+/* the midpoint of a bucket, in ns (irqtune_bench.stats.bucket_mid) */
+static double hist_mid(unsigned idx)
+{
+	unsigned k = idx / HIST_SUB, sub = idx % HIST_SUB;
+
+	if (!k)
+		return idx;
+	return (double)((uint64_t)(HIST_SUB + sub) << (k - 1)) + ((1ull << (k - 1)) - 1) / 2.0;
+}
+
+static void hist_add(struct hist *h, double seconds)
+{
+	double ns = seconds * 1e9;
+
+	h->counts[hist_index(ns <= 0 ? 0 : (uint64_t)ns)]++;
+	h->total++;
+}
+
+/* nearest rank: the smallest value with at least p % of the requests at or
+ * below it; unanswered requests are the largest, at HIST_MAX_NS; in us */
+static double hist_pct(const struct hist *h, double p)
+{
+	unsigned long long n = h->total + h->unanswered, rank, seen = 0;
+
+	if (!n)
+		return NAN;
+	rank = (unsigned long long)ceil(p / 100.0 * (double)n);
+	if (rank < 1)
+		rank = 1;
+	for (unsigned i = 0; i < HIST_BUCKETS; i++) {
+		seen += h->counts[i];
+		if (seen >= rank)
+			return hist_mid(i) / 1e3;
+	}
+	return HIST_MAX_NS / 1e3;
+}
 
 static double now_s(void)
 {
@@ -98,6 +169,14 @@ static int cmp_double(const void *a, const void *b)
 	double x = *(const double *)a, y = *(const double *)b;
 
 	return x < y ? -1 : x > y;
+}
+
+/* the 1 s slice of the window a scheduled time (s after its start) is in */
+static int slice_of(double since_start, int nslices)
+{
+	int k = (int)since_start;
+
+	return k < 0 ? 0 : k >= nslices ? nslices - 1 : k;
 }
 
 static double pct(const double *v, size_t n, double p)
@@ -215,8 +294,10 @@ int main(int argc, char **argv)
 	struct conn conns[MAX_CONNS];
 	unsigned long long ins_a[MAX_VCPUS] = { 0 }, ins_b[MAX_VCPUS] = { 0 };
 	double t_start, w_start, w_end, next_at, t_a = 0, t_b = 0, cpu_a = 0, cpu_b = 0;
-	double *lat, *lateness, lat_sum = 0;
-	size_t lat_cap, n_lat = 0, n_late = 0, late_100us = 0, late_1ms = 0;
+	double *lateness, lat_sum = 0;
+	size_t lat_cap, n_late = 0, late_100us = 0, late_1ms = 0;
+	struct hist *slices, whole;
+	int nslices;
 	unsigned long long sent = 0, answered = 0, errors = 0, lost = 0;
 	int sampled_a = 0, sampled_b = 0, ci = 0;
 	char buf[65536];
@@ -235,17 +316,19 @@ int main(int argc, char **argv)
 		}
 	}
 	if (!host || !(rate > 0 && rate <= 2e6) || nconns < 1 || nconns > MAX_CONNS ||
-	    !(seconds > 0 && seconds <= 120) || !(warmup >= 0 && warmup <= 30) || port <= 0 ||
+	    !(seconds > 0 && seconds <= MAX_SLICES) || !(warmup >= 0 && warmup <= 30) || port <= 0 ||
 	    port > 65535) {
 		fprintf(stderr, "mcload: rate must be in (0, 2000000], conns in [1, %d], seconds in "
 				"(0, 120], warmup in [0, 30]\n", MAX_CONNS);
 		usage();
 	}
 	lat_cap = (size_t)(rate * seconds * 1.5) + 1024;
-	lat = malloc(lat_cap * sizeof(*lat));
 	lateness = malloc(lat_cap * sizeof(*lateness));
-	if (!lat || !lateness)
+	nslices = (int)ceil(seconds - 1e-9);
+	slices = calloc((size_t)nslices, sizeof(*slices));
+	if (!lateness || !slices)
 		die("malloc");
+	memset(&whole, 0, sizeof(whole));
 
 	memset(conns, 0, sizeof(conns));
 	for (int i = 0; i < nconns; i++)
@@ -307,7 +390,10 @@ int main(int argc, char **argv)
 				size_t ncap = c->out_cap ? 2 * c->out_cap : 65536;
 
 				if (ncap > OUTBUF_MAX) {
+					/* never sent: unanswered, if in the window */
 					errors++;
+					if (next_at >= w_start)
+						slices[slice_of(next_at - w_start, nslices)].unanswered++;
 					goto next;
 				}
 				c->out = realloc(c->out, ncap);
@@ -384,8 +470,8 @@ next:
 					}
 					sched = c->fifo[c->head++ % c->cap];
 					answered++;
-					if (sched >= w_start && sched < w_end && n_lat < lat_cap) {
-						lat[n_lat++] = t - sched;
+					if (sched >= w_start && sched < w_end) {
+						hist_add(&slices[slice_of(sched - w_start, nslices)], t - sched);
 						lat_sum += t - sched;
 					}
 				}
@@ -393,24 +479,64 @@ next:
 		}
 	}
 	for (int i = 0; i < nconns; i++) {
-		lost += conns[i].tail - conns[i].head;
-		close(conns[i].fd);
+		struct conn *c = &conns[i];
+
+		lost += c->tail - c->head;
+		/* requests of the window never answered: at the maximum */
+		for (size_t j = c->head; j != c->tail; j++) {
+			double sched = c->fifo[j % c->cap];
+
+			if (sched >= w_start && sched < w_end)
+				slices[slice_of(sched - w_start, nslices)].unanswered++;
+		}
+		close(c->fd);
 	}
-	qsort(lat, n_lat, sizeof(*lat), cmp_double);
 	qsort(lateness, n_late, sizeof(*lateness), cmp_double);
+	for (int k = 0; k < nslices; k++) {
+		for (unsigned i = 0; i < HIST_BUCKETS; i++)
+			whole.counts[i] += slices[k].counts[i];
+		whole.total += slices[k].total;
+		whole.unanswered += slices[k].unanswered;
+	}
 
 	printf("{\"generator\": \"mcload\", \"offered\": %.1f, \"seconds\": %.3f, \"warmup\": %.3f, "
 	       "\"conns\": %d, \"sent\": %llu, \"answered\": %llu, \"lost\": %llu, \"errors\": %llu, "
-	       "\"measured\": %zu, \"qps\": %.1f",
-	       rate, seconds, warmup, nconns, sent, answered, lost, errors, n_lat, n_lat / seconds);
-	if (n_lat)
+	       "\"measured\": %llu, \"unanswered\": %llu, \"qps\": %.1f",
+	       rate, seconds, warmup, nconns, sent, answered, lost, errors, whole.total + whole.unanswered,
+	       whole.unanswered, whole.total / seconds);
+	if (whole.total + whole.unanswered) {
+		unsigned top = 0;
+
+		for (unsigned i = 0; i < HIST_BUCKETS; i++)
+			if (whole.counts[i])
+				top = i;
 		printf(", \"avg_us\": %.1f, \"p50_us\": %.1f, \"p90_us\": %.1f, \"p99_us\": %.1f, "
 		       "\"p999_us\": %.1f, \"max_us\": %.1f",
-		       lat_sum / n_lat * 1e6, pct(lat, n_lat, 50) * 1e6, pct(lat, n_lat, 90) * 1e6,
-		       pct(lat, n_lat, 99) * 1e6, pct(lat, n_lat, 99.9) * 1e6, lat[n_lat - 1] * 1e6);
-	else
+		       whole.total ? lat_sum / whole.total * 1e6 : NAN, hist_pct(&whole, 50), hist_pct(&whole, 90),
+		       hist_pct(&whole, 99), hist_pct(&whole, 99.9),
+		       whole.unanswered ? HIST_MAX_NS / 1e3 : hist_mid(top) / 1e3);
+	} else {
 		printf(", \"avg_us\": null, \"p50_us\": null, \"p90_us\": null, \"p99_us\": null, "
 		       "\"p999_us\": null, \"max_us\": null");
+	}
+	printf(", \"hist\": {\"sub_bits\": %d, \"max_ns\": %llu, \"unanswered\": %llu, \"counts\": [",
+	       HIST_SUB_BITS, HIST_MAX_NS, whole.unanswered);
+	for (unsigned i = 0, first = 1; i < HIST_BUCKETS; i++) {
+		if (whole.counts[i]) {
+			printf("%s[%u, %llu]", first ? "" : ", ", i, whole.counts[i]);
+			first = 0;
+		}
+	}
+	printf("]}, \"slices_p99_us\": [");
+	for (int k = 0; k < nslices; k++) {
+		double v = hist_pct(&slices[k], 99);
+
+		if (isnan(v))
+			printf("%snull", k ? ", " : "");
+		else
+			printf("%s%.1f", k ? ", " : "", v);
+	}
+	printf("]");
 	printf(", \"send_late_p50_us\": %.1f, \"send_late_p99_us\": %.1f, \"send_late_max_us\": %.1f, "
 	       "\"send_late_over_100us\": %zu, \"send_late_over_1ms\": %zu",
 	       n_late ? pct(lateness, n_late, 50) * 1e6 : 0.0,

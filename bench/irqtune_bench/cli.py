@@ -3,12 +3,17 @@
 your own NIC.
 
   irqtune-bench run --server root@SERVER --client root@CLIENT --server-addr ADDR [options]
-      the eleven modes at five loads up to the server's saturation, each
-      mode set through irqtune's latency-suspend profile and read back
-      before every run; writes NAME.{json,txt,md} and NAME-{p99,insn}.png
+      the series' eleven modes (or --modes) at four loads up to 90 % of
+      the server's saturation, each mode set through irqtune's
+      latency-suspend profile and read back before every run, a disturbed
+      run run again; writes NAME.{json,txt,md} and NAME-{p99,insn}.png
   irqtune-bench report RUN.json         table, verdicts and plots again
+  irqtune-bench report --verdicts-json RUN.json   the verdicts as JSON
   irqtune-bench compare A.json [B.json] p99 spread per cell, side by side
                                         (one file: its two topologies)
+  irqtune-bench docs RUN.json FILE.md --images DIR
+                                        FILE.md's generated part and plots
+                                        from a saved run (docs/benchmarks.md)
   irqtune-bench server-state NIC        the read-back (run by the bench on the server)
   irqtune-bench count                   instructions per CPU (run by the bench on the server)
 
@@ -17,13 +22,15 @@ what is accepted (exit 2); a failed bench exits 1.
 """
 
 import argparse
+import ipaddress
 import json
-import math
+import re
 import sys
 import time
+import types
 from pathlib import Path
 
-from .modes import MODES, PROFILE, parse_modes
+from .modes import MEASURED, MODES, PROFILE, SERIES_MODES, parse_modes
 
 EXIT_BAD_ARGUMENT = 2
 MCLOAD = "/usr/libexec/irqtune-bench/mcload"
@@ -38,72 +45,118 @@ class Parser(argparse.ArgumentParser):
 
 
 def add_run_options(ap, out_default):
-    """The options every testbed's run takes (the lab's script too)."""
-    ap.add_argument("--modes", default=",".join(MODES), help="comma separated, of: " + " ".join(MODES))
+    """The options every testbed's run takes (the lab's script too).
+    Numbers stay text here: run_settings() parses them, ASCII digits only."""
+    ap.add_argument("--modes", default=",".join(SERIES_MODES), help="comma separated, of: " + " ".join(MODES)
+                    + " " + " ".join(MEASURED) + " (default: the series' eleven)")
     ap.add_argument("--loads", default="", help="offered req/s, comma separated (default: found "
                     "from the server's saturation point and --fractions)")
-    ap.add_argument("--fractions", default="0.1,0.3,0.55,0.8,1.0",
+    ap.add_argument("--fractions", default=FRACTIONS,
                     help="offered loads as fractions of the saturation point")
-    ap.add_argument("--repeats", type=int, default=3, help="runs per cell, interleaved rounds")
-    ap.add_argument("--seconds", type=float, default=3.0, help="measurement window per run")
-    ap.add_argument("--warmup", type=float, default=0.5, help="load before the window opens")
-    ap.add_argument("--conns", type=int, default=1)
-    ap.add_argument("--memcached-cpu", type=int, default=2, help="CPU memcached is pinned to")
+    ap.add_argument("--repeats", default="3", help="runs per cell, interleaved rounds")
+    ap.add_argument("--seconds", default="3", help="measurement window per run")
+    ap.add_argument("--warmup", default="0.5", help="load before the window opens")
+    ap.add_argument("--conns", default="1")
+    ap.add_argument("--memcached-cpu", default="2", help="CPU memcached is pinned to")
     ap.add_argument("--service", default="memcached", help="systemd unit of the memcached server")
-    ap.add_argument("--probe-start", type=int, default=1000)
-    ap.add_argument("--probe-max", type=int, default=2000000)
-    ap.add_argument("--probe-seconds", type=float, default=2.0)
-    ap.add_argument("--seed", type=int, default=1, help="of the round orders")
-    ap.add_argument("--recommend-seconds", type=float, default=5.0,
+    ap.add_argument("--probe-start", default="1000")
+    ap.add_argument("--probe-max", default="2000000")
+    ap.add_argument("--probe-seconds", default="2")
+    ap.add_argument("--seed", default="1", help="of the round orders")
+    ap.add_argument("--recommend-seconds", default="5",
                     help="the doctor's window for the recommend mode (0.5-60)")
+    ap.add_argument("--reruns", default="2", help="re-runs of a disturbed run, at most (0-10)")
     ap.add_argument("--quick", action="store_true",
                     help="a short run: 1 repeat, 2 s windows, 3 loads (checks the machinery, not the modes)")
     ap.add_argument("--out", default=out_default, help="directory of the results")
 
 
-def _numbers(text, kind):
-    return [kind(x) for x in text.split(",") if x.strip()]
+FRACTIONS = "0.1,0.3,0.6,0.9"
+QUICK_FRACTIONS = "0.2,0.6,0.9"
+WHOLE = re.compile(r"[0-9]+")
+DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")
 
 
-def bad_run_argument(args):
-    """The line refusing a run option, or None; applies --quick."""
-    if args.quick:
-        args.repeats, args.seconds = 1, 2.0
-        if args.fractions == "0.1,0.3,0.55,0.8,1.0":
-            args.fractions = "0.2,0.6,1.0"
+class BadArgument(ValueError):
+    """One line refusing an argument: its name, its value, what is accepted."""
+
+
+def shown(value, limit=80):
+    """A value as a refusal quotes it: non-ASCII escaped, cut to limit."""
+    text = value.encode("ascii", "backslashreplace").decode()
+    text = "".join(c if c.isprintable() else "\\x%02x" % ord(c) for c in text)
+    return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+def _g(x):
+    return "%d" % x if float(x).is_integer() else "%g" % x
+
+
+def number(option, text, low, high, whole=True, unit=""):
+    """text as an int (whole) or float within [low, high]: ASCII digits
+    only (no sign, "_", exponent or other scripts' digits)."""
+    ok = (WHOLE if whole else DECIMAL).fullmatch(text) and text.isascii()
+    value = (int(text) if whole else float(text)) if ok else None
+    if value is None or not low <= value <= high:
+        raise BadArgument("%s %s: accepted %s to %s%s (ASCII digits)" % (option, shown(text), _g(low), _g(high), unit))
+    return value
+
+
+def numbers(option, text, low, high, whole=True, unit=""):
+    """[numbers] of a comma-separated option, each as number() takes it."""
+    items = text.split(",")
     try:
-        parse_modes(args.modes)
+        return [number(option, item.strip(), low, high, whole, unit) for item in items]
+    except BadArgument:
+        raise BadArgument("%s %s: accepted comma-separated %s, %s to %s%s each (ASCII digits)" % (
+            option, shown(text), "whole numbers" if whole else "numbers", _g(low), _g(high), unit)) from None
+
+
+def run_settings(args):
+    """The run's settings, parsed once from the run options (args is left
+    as it is); BadArgument names the first bad one.  --quick makes a short
+    run: 1 repeat, 2 s windows, 3 loads."""
+    try:
+        modes = parse_modes(args.modes)
     except ValueError as err:
-        return str(err)
-    try:
-        loads = _numbers(args.loads, int)
-    except ValueError:
-        return "--loads %s: accepted comma-separated whole numbers of requests/s" % args.loads
-    if any(not 1 <= x <= 2000000 for x in loads):
-        return "--loads %s: accepted 1 to 2000000 requests/s each" % args.loads
-    try:
-        fractions = _numbers(args.fractions, float)
-    except ValueError:
-        fractions = [float("nan")]
-    if not fractions or any(not (math.isfinite(x) and 0 < x <= 2) for x in fractions):
-        return "--fractions %s: accepted comma-separated numbers above 0, at most 2" % args.fractions
-    if not 1 <= args.repeats <= 100:
-        return "--repeats %d: accepted 1 to 100" % args.repeats
-    for name, value, low, high in (("--seconds", args.seconds, 0.5, 120), ("--warmup", args.warmup, 0, 30),
-                                   ("--probe-seconds", args.probe_seconds, 0.5, 120),
-                                   ("--recommend-seconds", args.recommend_seconds, 0.5, 60)):
-        if not (math.isfinite(value) and low <= value <= high):
-            return "%s %g: accepted %g to %g (seconds)" % (name, value, low, high)
-    if not 1 <= args.conns <= 64:
-        return "--conns %d: accepted 1 to 64 (mcload's limit)" % args.conns
-    if args.memcached_cpu < 0:
-        return "--memcached-cpu %d: accepted a CPU number, 0 or more" % args.memcached_cpu
-    if not 1 <= args.probe_start <= args.probe_max <= 2000000:
-        return "--probe-start %d / --probe-max %d: accepted 1 <= start <= max <= 2000000" % (
-            args.probe_start, args.probe_max)
+        raise BadArgument(str(err)) from None
+    s = types.SimpleNamespace(
+        modes=modes, service=args.service, quick=args.quick, out=args.out,
+        loads=sorted(numbers("--loads", args.loads, 1, 2000000, unit=" requests/s")) if args.loads else [],
+        fractions=sorted(numbers("--fractions", QUICK_FRACTIONS if args.quick and args.fractions == FRACTIONS
+                                 else args.fractions, 0.01, 2, whole=False)),
+        repeats=1 if args.quick else number("--repeats", args.repeats, 1, 100),
+        seconds=2.0 if args.quick else number("--seconds", args.seconds, 0.5, 120, False, " seconds"),
+        warmup=number("--warmup", args.warmup, 0, 30, False, " seconds"),
+        conns=number("--conns", args.conns, 1, 64, unit=" (mcload's limit)"),
+        memcached_cpu=number("--memcached-cpu", args.memcached_cpu, 0, 8191, unit=" (a CPU number)"),
+        probe_start=number("--probe-start", args.probe_start, 1, 2000000, unit=" requests/s"),
+        probe_max=number("--probe-max", args.probe_max, 1, 2000000, unit=" requests/s"),
+        probe_seconds=number("--probe-seconds", args.probe_seconds, 0.5, 120, False, " seconds"),
+        seed=number("--seed", args.seed, 0, 2**31 - 1),
+        recommend_seconds=number("--recommend-seconds", args.recommend_seconds, 0.5, 60, False, " seconds"),
+        reruns=number("--reruns", args.reruns, 0, 10))
+    if s.probe_start > s.probe_max:
+        raise BadArgument("--probe-start %d / --probe-max %d: accepted 1 <= start <= max <= 2000000"
+                          % (s.probe_start, s.probe_max))
     if not args.service or args.service.startswith("-") or "/" in args.service:
-        return "--service %r: accepted a systemd unit name" % args.service
-    return None
+        raise BadArgument("--service %s: accepted a systemd unit name" % shown(args.service))
+    return s
+
+
+def ssh_settings(args):
+    """run_settings() plus the two hosts' options of `irqtune-bench run`."""
+    s = run_settings(args)
+    if args.server.startswith("-") or args.client.startswith("-"):
+        raise BadArgument("--server/--client: accepted an ssh destination ([user@]host), not an option")
+    try:
+        ipaddress.IPv4Address(args.server_addr)
+    except ValueError:
+        raise BadArgument("--server-addr %s: accepted an IPv4 address (mcload's)" % shown(args.server_addr)) from None
+    s.__dict__.update(server=args.server, client=args.client, server_addr=args.server_addr, nic=args.nic,
+                      port=number("--port", args.port, 1, 65535), ssh_option=list(args.ssh_option),
+                      remote_command=args.remote_command, mcload=args.mcload, shim=args.shim, name=args.name)
+    return s
 
 
 def logger():
@@ -115,14 +168,15 @@ def logger():
     return log
 
 
-def execute(tb, args, name, report_extra=None):
-    """Run the schedule on testbed tb and write the results; the exit code."""
+def execute(tb, args, name, command):
+    """Run the schedule on testbed tb and write the results; the exit code.
+    command: how the run was started, for the report."""
     from . import report as rep
     from .runner import BenchError, run_bench
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     log = logger()
-    report = dict(report_extra or {}, settings=vars(args), profile=PROFILE,
+    report = dict(settings=vars(args), profile=PROFILE, command=command,
                   started=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))
 
     def save():
@@ -143,7 +197,7 @@ def execute(tb, args, name, report_extra=None):
     return 0
 
 
-def main(argv=None, mcload=MCLOAD, shim=SHIM):
+def parser():
     ap = Parser(prog="irqtune-bench", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True, parser_class=Parser)
     run = sub.add_parser("run", help="the bench against a server from a client, over ssh")
@@ -151,7 +205,7 @@ def main(argv=None, mcload=MCLOAD, shim=SHIM):
     run.add_argument("--client", required=True, help="ssh destination of the client (root)")
     run.add_argument("--server-addr", required=True, help="the server's address on the NIC under test")
     run.add_argument("--nic", help="the server's NIC under test (default: the one holding --server-addr)")
-    run.add_argument("--port", type=int, default=11211, help="memcached's TCP port")
+    run.add_argument("--port", default="11211", help="memcached's TCP port")
     run.add_argument("--ssh-option", action="append", default=[], metavar="OPTION",
                      help="an ssh -o option for both hosts (repeatable)")
     run.add_argument("--remote-command", default="irqtune-bench",
@@ -163,64 +217,40 @@ def main(argv=None, mcload=MCLOAD, shim=SHIM):
     run.add_argument("--name", default="irqtune-bench", help="base name of the result files")
     add_run_options(run, out_default=".")
     r = sub.add_parser("report", help="table, verdicts and plots of a saved run")
-    r.add_argument("json", nargs=1)
+    r.add_argument("json")
     r.add_argument("--out", default=".")
     r.add_argument("--name", default=None, help="base name of the files (default: the JSON's)")
+    r.add_argument("--verdicts-json", action="store_true",
+                   help="print only the verdicts, as JSON (nothing written)")
     c = sub.add_parser("compare", help="p99 spread per cell of two runs (or of one run's two topologies)")
     c.add_argument("json", nargs="+")
+    d = sub.add_parser("docs", help="regenerate the run-derived parts of a markdown file from a saved run")
+    d.add_argument("json")
+    d.add_argument("markdown")
+    d.add_argument("--images", required=True, help="directory of the plots the markdown shows")
     s = sub.add_parser("server-state", help="the read-back, as JSON (on the server)")
     s.add_argument("nic")
     s.add_argument("--service", default="memcached")
     s.add_argument("--stats-only", action="store_true")
     sub.add_parser("count", help="instructions per CPU until a line on stdin (on the server)")
     sub.add_parser("paths", help="where this installation keeps mcload and epoll_slice.so, as JSON")
-    args = ap.parse_args(argv)
+    return ap
 
-    if args.command == "run":
-        bad = bad_run_argument(args)
-        if not bad and not 1 <= args.port <= 65535:
-            bad = "--port %d: accepted 1 to 65535" % args.port
-        if not bad and (args.server.startswith("-") or args.client.startswith("-")):
-            bad = "--server/--client: accepted an ssh destination ([user@]host), not an option"
-        if not bad:
-            import ipaddress
-            try:
-                ipaddress.IPv4Address(args.server_addr)
-            except ValueError:
-                bad = "--server-addr %s: accepted an IPv4 address (mcload's)" % args.server_addr
-        if bad:
-            ap.exit(EXIT_BAD_ARGUMENT, "irqtune-bench run: %s\n" % bad)
-        from .ssh import SshTestbed
-        return execute(SshTestbed(args), args, args.name)
-    if args.command in ("report", "compare"):
-        from . import report as rep
-        try:
-            runs = [json.loads(Path(p).read_text()) for p in args.json]
-        except (OSError, ValueError) as err:
-            ap.exit(EXIT_BAD_ARGUMENT, "irqtune-bench %s: %s\n" % (args.command, err))
-        if args.command == "report":
-            out = Path(args.out)
-            out.mkdir(parents=True, exist_ok=True)
-            rep.write_report(runs[0], out, args.name or Path(args.json[0]).name.rsplit(".", 1)[0])
-            return 0
-        if len(runs) > 2:
-            ap.exit(EXIT_BAD_ARGUMENT, "irqtune-bench compare: accepted one or two JSON files\n")
-        modes = [m for m in runs[0]["settings"]["modes"].split(",") if m]
-        loads = runs[0]["loads"]
-        if len(runs) == 2:
-            if runs[1]["loads"] != loads:
-                print("irqtune-bench compare: the runs offered different loads (%s, %s): only the "
-                      "common ones are compared" % (loads, runs[1]["loads"]), file=sys.stderr)
-                loads = [x for x in loads if x in runs[1]["loads"]]
-            print(rep.compare(runs[0]["runs"], runs[1]["runs"], modes, loads,
-                              labels=tuple(Path(p).name for p in args.json)), end="")
-            return 0
-        split = rep.split_topologies(runs[0]["runs"])
-        if set(split) != {"shared", "pinned"}:
-            ap.exit(EXIT_BAD_ARGUMENT, "irqtune-bench compare: %s holds one topology (%s): name a "
-                    "second run\n" % (args.json[0], ", ".join(split)))
-        print(rep.compare(split["shared"], split["pinned"], modes, loads, labels=("shared", "pinned")), end="")
-        return 0
+
+def main(argv=None, mcload=MCLOAD, shim=SHIM):
+    ap = parser()
+    args = ap.parse_args(argv)
+    try:
+        if args.command == "run":
+            from .ssh import SshTestbed
+            settings = ssh_settings(args)
+            return execute(SshTestbed(settings), settings, settings.name,
+                           " ".join(["irqtune-bench"] + [shown(a, 200) for a in argv or sys.argv[1:]]))
+        if args.command in ("report", "compare", "docs"):
+            from . import saved
+            return saved.main(args)
+    except BadArgument as err:
+        ap.exit(EXIT_BAD_ARGUMENT, "irqtune-bench %s: %s\n" % (args.command, err))
     if args.command == "paths":
         # asked over ssh: each host's own installation knows its paths
         print(json.dumps({"mcload": mcload, "shim": shim}))

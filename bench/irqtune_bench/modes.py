@@ -11,11 +11,26 @@ the check that a server holds a mode before a run counts.
   suspend0   0 / 0 / 20 ms                usecs 0, budget 64, prefer 1
   suspendX   100 / X us / 20 ms           usecs 0, budget 64, prefer 1 (X 10 20 50)
 
-and, asked for by name (--modes ...,recommend), a mode the bench measures:
+the series' fixed-value control for a longer gro_flush_timeout (not among
+the eleven of the default --modes):
+
+  suspend200 100 / 200 us / 20 ms         usecs 0, budget 64, prefer 1
+
+and, asked for by name (--modes ...,recommend,auto), modes whose values
+are measured:
 
   recommend  irqtune doctor's values      usecs 0, budget 64, prefer 1
              for the server's service     (measured under load in suspend20
                                           before the rounds; runner.recommend)
+  auto       100 / auto / auto            usecs 0, budget 64, prefer 1
+             (latency-suspend with gro_flush_timeout=auto and
+             irq_suspend_timeout=auto: TuneD's irqtune measures the
+             service itself while the runs go on; each run records the
+             values the NAPIs held before and after it)
+
+The verdicts (report.verdict_records) compare suspend20, suspend200,
+recommend and auto with fullbusy: VERDICT_MODES is the set a judged run
+takes.
 """
 
 MS, US = 1000000, 1000
@@ -34,6 +49,8 @@ def mode_ns(defer, gro_ns, suspend_ns, epoll_usecs=None, slice_ms=0):
             "epoll_slice_ms": slice_ms}
 
 
+SERIES_MODES = ("base", "defer10", "defer20", "defer50", "defer200", "napibusy", "fullbusy", "suspend0",
+                "suspend10", "suspend20", "suspend50")
 MODES = {
     "base": mode(0, 0, 0),
     "defer10": mode(100, 10, 0),
@@ -46,9 +63,18 @@ MODES = {
     "suspend10": mode(100, 10, 20, epoll_usecs=0),
     "suspend20": mode(100, 20, 20, epoll_usecs=0),
     "suspend50": mode(100, 50, 20, epoll_usecs=0),
+    "suspend200": mode(100, 200, 20, epoll_usecs=0),
 }
 
-RECOMMEND = "recommend"
+RECOMMEND, AUTO = "recommend", "auto"
+MEASURED = (RECOMMEND, AUTO)
+# the value latency-suspend's variables take for "measure it" (and check()
+# accepts any non-zero value the daemon set for it)
+AUTO_VALUE = "auto"
+MODE_AUTO = {"defer_hard_irqs": 100, "gro_flush_timeout_ns": AUTO_VALUE, "irq_suspend_timeout_ns": AUTO_VALUE,
+             "epoll": {"busy_poll_usecs": 0, "busy_poll_budget": 64, "prefer_busy_poll": 1},
+             "epoll_slice_ms": 0}
+VERDICT_MODES = ("suspend20", "fullbusy", "suspend200", RECOMMEND, AUTO)
 
 
 def recommended(rec):
@@ -73,15 +99,20 @@ WHO_SETS = {
 def parse_modes(text):
     """[mode names] of a --modes value; ValueError naming the unknown ones."""
     modes = [m.strip() for m in text.split(",") if m.strip()]
-    unknown = [m for m in modes if m not in MODES and m != RECOMMEND]
-    if unknown or not modes:
-        raise ValueError("--modes: unknown mode(s) %r; accepted: comma-separated names of %s %s"
-                         % (",".join(unknown) or text, " ".join(MODES), RECOMMEND))
+    unknown = [m for m in modes if m not in MODES and m not in MEASURED]
+    if unknown or not modes or len(set(modes)) != len(modes):
+        raise ValueError("--modes %s: %s; accepted: comma-separated names, each once, of %s %s"
+                         % (text.encode("ascii", "backslashreplace").decode()[:200],
+                            "unknown mode(s) %r" % ",".join(unknown) if unknown else "a mode named twice"
+                            if modes else "no mode", " ".join(MODES), " ".join(MEASURED)))
     return modes
 
 
 def duration(ns):
-    """ns as the variables file takes it, in the largest whole unit."""
+    """ns as the variables file takes it, in the largest whole unit
+    ("auto" stays auto)."""
+    if ns == AUTO_VALUE:
+        return ns
     for unit, size in (("ms", MS), ("us", US)):
         if ns and ns % size == 0:
             return "%d%s" % (ns // size, unit)
@@ -111,7 +142,10 @@ def check(m, st, cpu):
         if napi["id"] not in rx_napis:
             continue
         for k, v in want.items():
-            if napi.get(k, 0) != v:
+            if v == AUTO_VALUE:
+                if not napi.get(k):
+                    problems.append("NAPI %d %s=%s, mode wants a measured value" % (napi["id"], k, napi.get(k)))
+            elif napi.get(k, 0) != v:
                 problems.append("NAPI %d %s=%s, mode wants %s" % (napi["id"], k, napi.get(k), v))
     ep = m["epoll"] or {"busy_poll_usecs": 0, "busy_poll_budget": 0, "prefer_busy_poll": 0}
     if not st["epoll"]:

@@ -4,19 +4,33 @@ bench run (the JSON the runner writes; `irqtune-bench report` and
 `irqtune-bench compare` redo them from a saved one).
 
 A cell is one (mode, offered load); its figures are the median and the
-range (min..max) over its runs.  The spread of a cell's p99 is
-(max - min) / median over its runs, the measure docs/benchmarks.md uses.
+range (min..max) over its runs that neither failed nor stayed disturbed
+(runner.DISTURBED).  The spread of a cell's p99 is (max - min) / median
+over those runs, the measure docs/benchmarks.md uses.
+
+The verdicts (verdict_records) judge each compared mode against fullbusy
+at each load up to 90 % of saturation: the series' claim is a p99 within
+1.5x of fullbusy's at no more than 0.7x its instructions per request,
+each half judged by the 90 % interval of its paired per-round ratios
+(stats.py).
 """
 
 import json
 import statistics
 import sys
 
+from . import stats
+from .modes import VERDICT_MODES
+
 KEYS = ("qps", "avg_us", "p50_us", "p99_us", "cpu_pct_serving", "cpu_pct_guest", "ipr_serving",
         "ipr_guest", "irqs_per_request", "busy_share", "send_late_p99_us", "gen_cpu_pct",
-        "serving_wait_pct", "serving_cpu_other_ms")
+        "serving_wait_pct", "serving_cpu_other_ms", "serving_core_other_pct", "main_loop_wait_pct",
+        "cpu_us_per_request")
 CLAIM_P99, CLAIM_COST = 1.5, 0.7
-DEFERS = ("defer10", "defer20", "defer50", "defer200")
+BASELINE = "fullbusy"
+COMPARED = tuple(m for m in VERDICT_MODES if m != BASELINE)
+JUDGED_SHARE = 0.9          # judged loads: at most this share of saturation
+SPREAD_BOUND = 1.5          # issue 40: p99 spread at most this in 80 % of verdict cells
 
 
 def summarise(runs, modes, loads):
@@ -24,8 +38,15 @@ def summarise(runs, modes, loads):
     for m in modes:
         for load in loads:
             mine = [r for r in runs if r["mode"] == m and r["offered"] == load]
-            ok = [r for r in mine if not r.get("failed")]
-            cell = {"runs": len(ok), "failed": len(mine) - len(ok)}
+            ok = [r for r in mine if not r.get("failed") and not r.get("disturbed")]
+            cell = {"runs": len(ok), "failed": sum(1 for r in mine if r.get("failed")),
+                    "disturbed": sum(1 for r in mine if r.get("disturbed") and not r.get("failed")),
+                    "reruns": sum(r.get("reruns", 0) for r in mine)}
+            if not ok and cell["disturbed"]:
+                # nothing counts: show what the disturbed runs measured,
+                # marked (tables only; verdicts and plots leave them out)
+                ok = [r for r in mine if r.get("disturbed") and not r.get("failed")]
+                cell["shown"] = "disturbed"
             for k in KEYS:
                 vals = [r[k] for r in ok if r.get(k) is not None]
                 if vals:
@@ -36,14 +57,6 @@ def summarise(runs, modes, loads):
 
 def med(cell, key):
     return cell.get(key, {}).get("median")
-
-
-def spread(cell, key="p99_us"):
-    """(max - min) / median of a cell's key over its runs; None without runs."""
-    v = cell.get(key)
-    if not v or not v["median"]:
-        return None
-    return (v["max"] - v["min"]) / v["median"]
 
 
 def fmt(cell, key, scale=1.0, digits=0, between=".."):
@@ -62,23 +75,25 @@ def one(c, key, scale=1.0, digits=0):
 
 def table(cells, modes, loads):
     lines = []
-    head = "%-10s %7s %7s %26s %24s %17s %15s %6s %6s %7s %6s %6s" % (
+    head = "%-10s %7s %7s %26s %24s %17s %15s %6s %6s %7s %6s %6s %6s" % (
         "mode", "qps", "p50 us", "p99 us med [min..max]", "kinsn/req serving", "kinsn/req all",
-        "CPU% serv/all", "irq/r", "busy%", "late99", "gen%", "wait%")
+        "CPU% serv/all", "irq/r", "busy%", "late99", "gen%", "wait%", "loop%")
     for load in loads:
         lines.append("offered %d req/s" % load)
         lines.append(head)
         for m in modes:
             c = cells["%s@%d" % (m, load)]
-            if not c["runs"]:
-                lines.append("%-10s no valid run (%d failed)" % (m, c["failed"]))
+            if not c["runs"] and not c.get("shown"):
+                lines.append("%-10s no valid run (%d failed, %d disturbed)" % (m, c["failed"], c["disturbed"]))
                 continue
-            lines.append("%-10s %7s %7s %26s %24s %17s %15s %6s %6s %7s %6s %6s" % (
-                m, one(c, "qps"), one(c, "p50_us"), fmt(c, "p99_us"), fmt(c, "ipr_serving", 1e-3, 1),
+            lines.append("%-10s %7s %7s %26s %24s %17s %15s %6s %6s %7s %6s %6s %6s" % (
+                m + ("*" if c.get("shown") else ""), one(c, "qps"), one(c, "p50_us"), fmt(c, "p99_us"),
+                fmt(c, "ipr_serving", 1e-3, 1),
                 one(c, "ipr_guest", 1e-3, 1),
                 "%s/%s" % (one(c, "cpu_pct_serving"), one(c, "cpu_pct_guest")),
                 one(c, "irqs_per_request", digits=3), one(c, "busy_share", 100), one(c, "send_late_p99_us"),
-                one(c, "gen_cpu_pct", digits=1), one(c, "serving_wait_pct", digits=1)))
+                one(c, "gen_cpu_pct", digits=1), one(c, "serving_wait_pct", digits=1),
+                one(c, "main_loop_wait_pct", digits=1)))
         lines.append("")
     return "\n".join(lines)
 
@@ -89,98 +104,204 @@ def markdown(cells, modes, loads):
     for load in loads:
         lines += ["### Offered %d req/s" % load, "",
                   "| mode | runs | qps | p50 us | p99 us | kinsn/req serving | kinsn/req all | CPU % "
-                  "| irq/req | busy % | late p99 | gen % | wait % |", "|" + "---|" * 13]
+                  "| irq/req | busy % | late p99 | gen % | wait % | loop % |", "|" + "---|" * 14]
         for m in modes:
             c = cells["%s@%d" % (m, load)]
-            if not c["runs"]:
-                lines.append("| %s | 0 (%d failed) |%s" % (m, c["failed"], " - |" * 11))
+            if not c["runs"] and not c.get("shown"):
+                lines.append("| %s | 0 (%d failed, %d disturbed) |%s" % (m, c["failed"], c["disturbed"], " - |" * 12))
                 continue
-            lines.append("| %s | %d | %s | %s | %s | %s | %s | %s/%s | %s | %s | %s | %s | %s |" % (
-                m, c["runs"], one(c, "qps"), one(c, "p50_us"), fmt(c, "p99_us", between="-"),
+            lines.append("| %s | %s | %s | %s | %s | %s | %s | %s/%s | %s | %s | %s | %s | %s | %s |" % (
+                m, c["runs"] if not c.get("shown") else "0 (%d disturbed, shown *)" % c["disturbed"],
+                one(c, "qps"), one(c, "p50_us"), fmt(c, "p99_us", between="-"),
                 fmt(c, "ipr_serving", 1e-3, 1, between="-"), one(c, "ipr_guest", 1e-3, 1),
                 one(c, "cpu_pct_serving"), one(c, "cpu_pct_guest"), one(c, "irqs_per_request", digits=2),
                 one(c, "busy_share", 100), one(c, "send_late_p99_us"), one(c, "gen_cpu_pct", digits=1),
-                one(c, "serving_wait_pct", digits=1)))
+                one(c, "serving_wait_pct", digits=1), one(c, "main_loop_wait_pct", digits=1)))
         lines.append("")
+    if any(c.get("shown") for c in cells.values()):
+        lines += ["\\* no run of the cell counted: the figures are its disturbed runs' (indicative; left out of "
+                  "verdicts and plots).", ""]
     return "\n".join(lines)
 
 
-def ratio_range(a, b, key):
-    """(median ratio, lowest, highest) of a's key over b's across their runs."""
-    va, vb = a[key], b[key]
-    return va["median"] / vb["median"], va["min"] / vb["max"], va["max"] / vb["min"]
+def judged_runs(report):
+    """The runs verdicts and tables use: the pinned ones of a run that
+    interleaved topologies, else all."""
+    by_topology = split_topologies(report["runs"])
+    return by_topology.get("pinned", report["runs"]) if len(by_topology) > 1 else report["runs"]
 
 
-def decided(lo, hi, target):
-    """True/False when every pairing of the runs agrees on ratio <= target,
-    None when the runs straddle it."""
-    if hi <= target:
-        return True
-    if lo > target:
-        return False
-    return None
+def by_round(runs, mode, load):
+    """{round: run} of a cell's runs that count (not failed, not disturbed)."""
+    return {r.get("round", i): r for i, r in enumerate(runs)
+            if r["mode"] == mode and r["offered"] == load and not r.get("failed") and not r.get("disturbed")}
 
 
-def noise(cells, load, modes=("suspend20", "fullbusy")):
-    """The highest generator lateness and serving wait of these cells' runs."""
-    late = [cells["%s@%d" % (m, load)].get("send_late_p99_us", {}).get("max") for m in modes]
-    wait = [cells["%s@%d" % (m, load)].get("serving_wait_pct", {}).get("max") for m in modes]
-    late, wait = [x for x in late if x is not None], [x for x in wait if x is not None]
-    parts = []
-    if late:
-        parts.append("generator late p99 up to %.0f us" % max(late))
-    if wait:
-        parts.append("serving thread waited up to %.1f %% of a run for a CPU" % max(wait))
-    return ", ".join(parts)
+def judged_loads(report):
+    """The loads at or below JUDGED_SHARE of the saturation found (all of
+    them when the loads were given, not searched)."""
+    sat = (report.get("saturation") or {}).get("rate")
+    return [x for x in report["loads"] if not sat or x <= JUDGED_SHARE * sat]
 
 
-def verdicts(cells, loads):
-    """The series' claim per load: suspend20's p99 within 1.5x of fullbusy's
-    at no more than 0.7x its instructions per request.  A half is decided
-    when every pairing of the two modes' runs gives the same answer."""
+def _rounded(iv, digits=3):
+    return None if iv is None else [round(x, digits) for x in iv]
+
+
+def _round(x, digits=2):
+    return None if x is None else round(x, digits)
+
+
+def verdict_records(report):
+    """Per judged load and compared mode: {"load", "mode", "p99_ratio":
+    [lo, median, hi], "insn_ratio": [lo, median, hi], "latency", "cost"
+    (holds / fails / undecided), "spread": {mode: p99 spread of the cell},
+    "reruns": re-runs in the two cells compared, "pairs": paired rounds}.
+    Without instruction counts the cost half is judged on CPU time per
+    request ("cost_basis": "cpu_time", "cpu_ratio"; "insn_ratio" None)."""
+    modes = report["settings"]["modes"]
+    if BASELINE not in modes:
+        return []
+    runs = judged_runs(report)
     out = []
-    for load in loads:
-        s, f = cells["suspend20@%d" % load], cells["fullbusy@%d" % load]
-        if not all(med(c, k) for c in (s, f) for k in ("p99_us", "ipr_serving")):
-            if med(s, "p99_us") and med(f, "p99_us"):
-                p, plo, phi = ratio_range(s, f, "p99_us")
-                out.append("offered %d: suspend20 p99 %.2fx fullbusy's (runs %.2f-%.2fx); no "
-                           "instruction counts: the cost half not judged" % (load, p, plo, phi))
-            else:
-                out.append("offered %d: suspend20 or fullbusy has no valid run - no verdict" % load)
-            continue
-        p, plo, phi = ratio_range(s, f, "p99_us")
-        c, clo, chi = ratio_range(s, f, "ipr_serving")
-        lat, cost = decided(plo, phi, CLAIM_P99), decided(clo, chi, CLAIM_COST)
-        holds = p <= CLAIM_P99 and c <= CLAIM_COST
-        if lat is False or cost is False:
-            verdict = "does NOT hold"
-        elif lat and cost:
-            verdict = "HOLDS"
-        else:
-            verdict = "NOT DECIDED by these runs (medians: %s; %s)" % (
-                "holds" if holds else "does not hold",
-                " and ".join(h for h, d in (("the latency half", lat), ("the cost half", cost))
-                             if d is None) + " straddles its target")
-        line = ("offered %d: suspend20 p99 %.2fx fullbusy's (target <= %.1fx; runs %.2f-%.2fx) at %.2fx "
-                "its instructions per request on the serving CPUs (target <= %.1fx; runs %.2f-%.2fx; "
-                "whole server %.2fx): %s"
-                % (load, p, CLAIM_P99, plo, phi, c, CLAIM_COST, clo, chi,
-                   med(s, "ipr_guest") / med(f, "ipr_guest") if med(f, "ipr_guest") else float("nan"),
-                   verdict))
-        defers = [(med(cells["%s@%d" % (d, load)], "p99_us"), d) for d in DEFERS
-                  if med(cells.get("%s@%d" % (d, load), {}), "p99_us")]
-        if defers:
-            best_p99, best = min(defers)
-            bc = cells["%s@%d" % (best, load)]
-            line += "; against the best defer mode (%s): p99 %.2fx" % (best, med(s, "p99_us") / best_p99)
-            if med(bc, "ipr_serving"):
-                line += ", instructions/request %.2fx" % (med(s, "ipr_serving") / med(bc, "ipr_serving"))
-        n = noise(cells, load)
-        if n:
-            line += " [%s]" % n
-        out.append(line)
+    for load in judged_loads(report):
+        base = by_round(runs, BASELINE, load)
+        for m in (m for m in COMPARED if m in modes):
+            mine = by_round(runs, m, load)
+            p99 = stats.paired_ratios(mine, base, "p99_us")
+            insn = stats.paired_ratios(mine, base, "ipr_serving")
+            # without instruction counts (a server without a PMU) the cost
+            # half is judged on CPU time per request
+            cells = {x: [r for r in runs if r["mode"] == x and r["offered"] == load] for x in (m, BASELINE)}
+            counted = any(r.get("ipr_serving") is not None for x in cells for r in cells[x])
+            basis = "instructions" if counted else "cpu_time"
+            cost = insn if counted else stats.paired_ratios(mine, base, "cpu_us_per_request")
+            p_iv, c_iv = stats.interval(p99.values()), stats.interval(cost.values())
+            out.append({
+                "load": load, "mode": m, "p99_ratio": _rounded(p_iv),
+                "insn_ratio": _rounded(c_iv) if basis == "instructions" else None,
+                "cpu_ratio": _rounded(c_iv) if basis == "cpu_time" else None, "cost_basis": basis,
+                "latency": stats.judge(p_iv, CLAIM_P99, len(p99)), "cost": stats.judge(c_iv, CLAIM_COST, len(cost)),
+                "spread": {x: _round(stats.spread([r["p99_us"] for r in by_round(runs, x, load).values()]), 2)
+                           for x in (m, BASELINE)},
+                "reruns": sum(r.get("reruns", 0) for x in cells for r in cells[x]),
+                "pairs": len(p99), "cost_pairs": len(cost)})
     return out
+
+
+def _iv(iv):
+    return "no pair" if iv is None else "%.2fx [%.2f-%.2f]" % (iv[1], iv[0], iv[2])
+
+
+def verdict_lines(report, records):
+    """One line per record, and a line per load left unjudged."""
+    lines = []
+    sat = (report.get("saturation") or {}).get("rate")
+    for load in report["loads"]:
+        if load not in judged_loads(report):
+            lines.append("offered %d: not judged (above %d %% of the saturation point, %d req/s)"
+                         % (load, JUDGED_SHARE * 100, sat))
+    for v in records:
+        lines.append(
+            "offered %d: %s against %s (%d paired rounds): p99 %s -> latency %s (target <= %.1fx); "
+            "%s %s -> cost %s (target <= %.1fx); p99 spread %s; re-runs %d"
+            % (v["load"], v["mode"], BASELINE, v["pairs"], _iv(v["p99_ratio"]), v["latency"].upper(), CLAIM_P99,
+               "instructions/request" if v["cost_basis"] == "instructions" else
+               "instructions not counted; CPU time/request",
+               _iv(v["insn_ratio"] if v["cost_basis"] == "instructions" else v["cpu_ratio"]), v["cost"].upper(),
+               CLAIM_COST,
+               ", ".join("%s %s" % (m, "-" if x is None else "%.2f" % x) for m, x in v["spread"].items()),
+               v["reruns"]))
+    return lines
+
+
+def spread_summary(records):
+    """The verdict cells' p99 spread against SPREAD_BOUND: one line."""
+    cells = {}
+    for v in records:
+        for m, x in v["spread"].items():
+            cells[(m, v["load"])] = x
+    values = [x for x in cells.values() if x is not None]
+    if not values:
+        return "p99 spread: no verdict cell with 2 or more runs"
+    within = sum(1 for x in values if x <= SPREAD_BOUND)
+    return ("p99 spread (max - min) / median over the %d verdict cells with 2+ runs: median %.2f, highest %.2f; "
+            "%d of %d (%.0f %%) at most %.1f (the aim: 80 %%)"
+            % (len(values), statistics.median(values), max(values), within, len(values),
+               100.0 * within / len(values), SPREAD_BOUND))
+
+
+WAITS = (("serving_wait_pct", "serving vCPU waited %.1f %%"), ("main_loop_wait_pct", "main loop waited %.1f %%"),
+         ("serving_core_other_pct", "other work on the serving core %.1f %%"),
+         ("send_late_p99_us", "generator late %.0f us at p99"))
+
+
+def spread_causes(report, records):
+    """For each verdict cell whose p99 spread exceeds SPREAD_BOUND: its
+    slowest and fastest runs side by side - the round, the p99, the worst
+    1 s slice of the window and what waited in that run - the measurement
+    of what limits the spread."""
+    runs = judged_runs(report)
+    lines, seen = [], set()
+    for v in records:
+        for m, x in v["spread"].items():
+            if x is None or x <= SPREAD_BOUND or (m, v["load"]) in seen:
+                continue
+            seen.add((m, v["load"]))
+            cell = sorted(by_round(runs, m, v["load"]).values(), key=lambda r: r["p99_us"])
+            parts = []
+            for what, r in (("slowest", cell[-1]), ("fastest", cell[0])):
+                sl = [y for y in r.get("slices_p99_us", []) if y is not None]
+                worst = "worst 1 s slice %.0f us (second %d of %d)" % (
+                    max(sl), r["slices_p99_us"].index(max(sl)) + 1, len(r["slices_p99_us"])) if sl else "no slices"
+                waits = ", ".join(f % r[k] for k, f in WAITS if r.get(k) is not None)
+                parts.append("%s round %s p99 %.0f us, %s; %s" % (what, r.get("round", "?"), r["p99_us"], worst,
+                                                                 waits or "no waits measured"))
+            lines.append("%s @ %d, spread %.2f: %s" % (m, v["load"], x, " | ".join(parts)))
+    return lines
+
+
+def reruns_table(report):
+    """Markdown: per cell of the verdict modes, runs kept, re-runs, runs
+    still disturbed, and what disturbed the re-run ones."""
+    runs = judged_runs(report)
+    modes = [m for m in report["settings"]["modes"] if m in VERDICT_MODES]
+    lines = ["| load | mode | runs | re-runs | still disturbed | why re-run |", "|---|---|---|---|---|---|"]
+    for load in report["loads"]:
+        for m in modes:
+            mine = [r for r in runs if r["mode"] == m and r["offered"] == load]
+            why = {}
+            for r in mine:
+                for a in r.get("attempts", []):
+                    for reason in a["reasons"]:
+                        key = reason.split(" ", 1)[0]
+                        why[key] = why.get(key, 0) + 1
+            lines.append("| %d | %s | %d | %d | %d | %s |" % (
+                load, m, sum(1 for r in mine if not r.get("failed") and not r.get("disturbed")),
+                sum(r.get("reruns", 0) for r in mine), sum(1 for r in mine if r.get("disturbed")),
+                ", ".join("%s x%d" % kv for kv in sorted(why.items())) or "-"))
+    return "\n".join(lines) + "\n"
+
+
+def auto_lines(report):
+    """The values auto held: after each round's settle load, and over its runs."""
+    settles = report.get("auto_settles") or []
+    runs = [r for r in judged_runs(report) if r["mode"] == "auto" and not r.get("failed")]
+    if not settles and not runs:
+        return []
+    seen = {}
+    for r in runs:
+        for v in r.get("held", {}).get("after", []):
+            seen[tuple(v)] = seen.get(tuple(v), 0) + 1
+    lines = ["auto (gro_flush_timeout=auto, irq_suspend_timeout=auto; defer, gro ns, suspend ns):"]
+    for st in settles:
+        lines.append("  round %d: %s" % (st["round"], "settle load failed: %s" % st["failed"] if st.get("failed")
+                                        else "after %d s at %d req/s held %s" % (st["seconds"], st["offered"],
+                                                                                 st["held"])))
+    if seen:
+        lines.append("  held after its runs: " + "; ".join("%s in %d run(s)" % (list(k), n)
+                                                          for k, n in sorted(seen.items())))
+    return lines
 
 
 def split_topologies(runs):
@@ -201,13 +322,12 @@ def compare(before, after, modes, loads, labels=("before", "after")):
     for load in loads:
         for m in modes:
             row = ["%d" % load, m]
-            for label, cells in zip(labels, (cb, ca)):
+            for label, cells, runs in zip(labels, (cb, ca), (before, after)):
                 c = cells["%s@%d" % (m, load)]
-                sp = spread(c)
-                if sp is not None and c["runs"] > 1:
+                sp = stats.spread([r.get("p99_us") for r in by_round(runs, m, load).values()])
+                if sp is not None:
                     spreads[label].append(sp)
-                row += [fmt(c, "p99_us", between="-") + " (%d)" % c["runs"],
-                        "-" if sp is None or c["runs"] < 2 else "%.2f" % sp]
+                row += [fmt(c, "p99_us", between="-") + " (%d)" % c["runs"], "-" if sp is None else "%.2f" % sp]
             row += [fmt(cb["%s@%d" % (m, load)], "serving_wait_pct", digits=1, between="-"),
                     fmt(ca["%s@%d" % (m, load)], "serving_wait_pct", digits=1, between="-")]
             lines.append("| " + " | ".join(row) + " |")
@@ -224,6 +344,17 @@ def compare(before, after, modes, loads, labels=("before", "after")):
     return "\n".join(lines) + "\n"
 
 
+PLOTS = (("p99_us", "p99", "p99 latency (us), median of runs, bars min..max", 1.0),
+         ("ipr_serving", "insn", "instructions per request, serving CPUs (thousands)", 1e-3))
+
+
+def plotted(cells):
+    """The suffixes of the plots a run has data for (cells with runs that
+    count)."""
+    return [suffix for key, suffix, _, _ in PLOTS
+            if any(med(c, key) for c in cells.values() if not c.get("shown"))]
+
+
 def plot(cells, modes, loads, out, name, title):
     try:
         import matplotlib
@@ -236,18 +367,17 @@ def plot(cells, modes, loads, out, name, title):
     styles = {"base": ("k", "o"), "defer10": ("tab:blue", "v"), "defer20": ("tab:blue", "^"),
               "defer50": ("tab:blue", "<"), "defer200": ("tab:blue", ">"), "napibusy": ("tab:orange", "s"),
               "fullbusy": ("tab:red", "D"), "suspend0": ("tab:green", "x"), "suspend10": ("tab:green", "v"),
-              "suspend20": ("tab:green", "o"), "suspend50": ("tab:green", "^")}
-    for key, suffix, ytitle, scale in (
-            ("p99_us", "p99", "p99 latency (us), median of runs, bars min..max", 1.0),
-            ("ipr_serving", "insn", "instructions per request, serving CPUs (thousands)", 1e-3)):
-        if not any(med(c, key) for c in cells.values()):
+              "suspend20": ("tab:green", "o"), "suspend50": ("tab:green", "^"), "suspend200": ("tab:olive", "s"),
+              "recommend": ("tab:purple", "P"), "auto": ("tab:brown", "*")}
+    for key, suffix, ytitle, scale in PLOTS:
+        if suffix not in plotted(cells):
             continue
         fig, ax = plt.subplots(figsize=(9, 5.5))
         for m in modes:
             xs, ys, lo, hi = [], [], [], []
             for load in loads:
                 c = cells["%s@%d" % (m, load)]
-                if med(c, key) is None:
+                if med(c, key) is None or c.get("shown"):
                     continue
                 xs.append(load)
                 ys.append(med(c, key) * scale)
@@ -265,7 +395,7 @@ def plot(cells, modes, loads, out, name, title):
         fig.suptitle(title, fontsize=10)
         fig.tight_layout()
         path = out / ("%s-%s.png" % (name, suffix))
-        fig.savefig(path, dpi=100)
+        fig.savefig(path, dpi=100, metadata={"Software": None})     # the same bytes for the same run
         plt.close(fig)
         written.append(path)
     return written
@@ -279,46 +409,71 @@ def header(report):
             "serving CPUs (memcached's and its rx queues') and the whole server (%s); server CPU %% "
             "serving/all; queue interrupts per request; busy-polled share of rx packets (%%); the "
             "generator's p99 send lateness (us) and CPU %%; wait: %% of a run the serving thread (%s) "
-            "was runnable but waited for a CPU"
+            "was runnable but waited for a CPU; loop: the same for QEMU's main loop (the lab)"
             % (tb.get("summary", "?"), args["repeats"], args["seconds"], args["conns"],
                sat["rate"] if sat else "not searched", report.get("seconds_total", "?"),
                tb.get("insns", "not counted"), tb.get("serving_thread", "memcached's threads")))
 
 
+def derived(report):
+    """What a run's report shows, derived from its runs: cells, verdict
+    records and lines (the same for `run`, `report` and `docs`)."""
+    modes, loads = report["settings"]["modes"], report["loads"]
+    cells = summarise(judged_runs(report), modes, loads)
+    records = verdict_records(report)
+    return cells, records, verdict_lines(report, records)
+
+
+def markdown_report(report):
+    """The markdown of a run: per-load tables, verdicts, spread, re-runs,
+    auto's values, and (topologies interleaved) the before/after spread."""
+    modes, loads = report["settings"]["modes"], report["loads"]
+    cells, records, lines = derived(report)
+    md = [markdown(cells, modes, loads)]
+    if lines:
+        md += ["Verdicts (`irqtune-bench report`; intervals: 90 %, paired by round):", ""]
+        md += ["- " + v for v in lines] + ["", "- " + spread_summary(records), ""]
+        causes = spread_causes(report, records)
+        if causes:
+            md += ["What the cells above the spread bound had in their slowest and fastest runs:", ""]
+            md += ["- " + c for c in causes] + [""]
+        md += ["Re-runs (the rule: %s):" % ", ".join("%s > %s" % kv for kv in report.get("rule", {}).items()), "",
+               reruns_table(report)]
+    auto = auto_lines(report)
+    if auto:
+        md += ["```", *auto, "```", ""]
+    by_topology = split_topologies(report["runs"])
+    if {"shared", "pinned"} <= set(by_topology):
+        md += [compare(by_topology["shared"], by_topology["pinned"], modes, loads, labels=("shared", "pinned"))]
+    return "\n".join(md)
+
+
 def write_report(report, out, name):
     """Table, verdicts, plots (and, for a run that interleaved topologies,
     the before/after spread table) of a run; returns the text printed."""
-    runs, loads, args = report["runs"], report["loads"], report["settings"]
-    modes = [m.strip() for m in args["modes"].split(",") if m.strip()]
-    by_topology = split_topologies(runs)
-    main_runs = by_topology.get("pinned", runs) if len(by_topology) > 1 else runs
-    cells = summarise(main_runs, modes, loads)
-    report["cells"] = cells
-    text = table(cells, modes, loads)
-    verdict = verdicts(cells, loads) if "suspend20" in modes and "fullbusy" in modes else []
-    report["verdicts"] = verdict
+    modes, loads = report["settings"]["modes"], report["loads"]
+    by_topology = split_topologies(report["runs"])
+    cells, records, lines = derived(report)
     parts = [header(report), ""] + ["who sets what:"] + \
-        ["  %s: %s" % kv for kv in report["who_sets"].items()]
+        ["  %s: %s" % kv for kv in report.get("who_sets", {}).items()]
     parts += recommend_lines(report.get("recommend"))
     if report.get("placement"):
         parts += ["", "where the threads ran (%s):" % report["placement"]["what"]] + \
             ["  " + line for line in report["placement"]["lines"]]
     if len(by_topology) > 1:
         parts += ["", "table and verdicts: topology pinned; the runs of topology shared are in the JSON"]
-    parts += ["", text] + verdict
-    md = markdown(cells, modes, loads) + "\n".join(["Verdicts (printed by the bench):", ""] +
-                                                   ["- " + v for v in verdict]) + "\n"
-    if len(by_topology) > 1 and {"shared", "pinned"} <= set(by_topology):
-        cmp = compare(by_topology["shared"], by_topology["pinned"], modes, loads,
-                      labels=("shared", "pinned"))
-        report["spread_table"] = cmp
+    parts += ["", table(cells, modes, loads)] + lines
+    if records:
+        parts += ["", spread_summary(records)] + spread_causes(report, records) + ["", reruns_table(report)]
+    parts += auto_lines(report)
+    if {"shared", "pinned"} <= set(by_topology):
         parts += ["", "p99 spread between the runs of each cell, topology shared (before) and pinned "
-                      "(after), interleaved in one run:", "", cmp]
-        md += "\n" + cmp
+                      "(after), interleaved in one run:", "",
+                  compare(by_topology["shared"], by_topology["pinned"], modes, loads, labels=("shared", "pinned"))]
     (out / ("%s.json" % name)).write_text(json.dumps(report, indent=1) + "\n")
     full = "\n".join(parts)
     (out / ("%s.txt" % name)).write_text(full + "\n")
-    (out / ("%s.md" % name)).write_text(md)
+    (out / ("%s.md" % name)).write_text(markdown_report(report))
     print(full)
     title = tb_title(report) + (": the pinned runs" if len(by_topology) > 1 else "")
     for p in plot(cells, modes, loads, out, name, title):

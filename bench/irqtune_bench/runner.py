@@ -33,6 +33,7 @@ each round sets every mode once (shuffled order) and runs each load once
 per topology (shuffled order).
 """
 
+import base64
 import json
 import os
 import random
@@ -41,13 +42,20 @@ import threading
 import time
 
 from . import placement
-from .modes import MODES, PROFILE, RECOMMEND, WHO_SETS, check, recommended, variables_of
+from .modes import AUTO, MODE_AUTO, MODES, PROFILE, RECOMMEND, WHO_SETS, check, recommended, variables_of
 
 DROPIN = "/etc/systemd/system/%s.service.d/40-irqtune-bench.conf"
 VARIABLES = "/etc/tuned/%s-variables.conf" % PROFILE
-# writes a file from stdin with an explicit mode, atomically; path and mode
-# are arguments, never part of the script
-WRITE = 'umask 077 && cat > "$1.irqtune-bench" && chmod "$2" "$1.irqtune-bench" && mv -f "$1.irqtune-bench" "$1"'
+# The remote files the bench changes go through text channels (ssh's
+# captured output, the lab's agent), so their bytes travel as base64: a
+# CR, a CRLF or a byte that is not UTF-8 comes back exactly.  Path and
+# mode are arguments, never part of the script.
+# writes stdin (base64) to $1 with mode $2, atomically
+WRITE = ('umask 077 && base64 -d > "$1.irqtune-bench" && chmod "$2" "$1.irqtune-bench" '
+         '&& mv -f "$1.irqtune-bench" "$1"')
+# prints "absent", or the file's mode (octal) and its bytes in base64
+READ = ('if [ -e "$1" ] || [ -L "$1" ]; then stat -c %a -- "$1" && base64 -w 0 -- "$1"; '
+        'else echo absent; fi')
 
 
 class BenchError(Exception):
@@ -66,8 +74,8 @@ class Bench:
         self.dropin = DROPIN % self.service
         self.saved = None
         self.nic = tb.nic
-        # the fixed modes, and recommend once measured
-        self.modes = dict(MODES)
+        # the fixed modes, auto, and recommend once measured
+        self.modes = dict(MODES, **{AUTO: MODE_AUTO})
 
     def sh(self, argv, timeout=120, input=None):
         rc, out, err = self.tb.server.run(argv, timeout=timeout, input=input)
@@ -75,12 +83,28 @@ class Bench:
             raise BenchError("%s: rc %s: %s" % (" ".join(argv), rc, (err or out).strip()[-800:]))
         return out
 
-    def read(self, path):
-        rc, out, _ = self.tb.server.run(["cat", "--", path], timeout=30)
-        return out if rc == 0 else None
+    def save_file(self, path):
+        """(mode, bytes) of a server file the bench will change, None when
+        there is none."""
+        out = self.sh(["sh", "-c", READ, "read", path], timeout=30).split()
+        if out == ["absent"]:
+            return None
+        if len(out) not in (1, 2) or not out[0].isdigit():
+            raise BenchError("reading %s on the server: unexpected answer %r" % (path, " ".join(out)[:200]))
+        return out[0], base64.b64decode(out[1] if len(out) == 2 else "")
 
-    def write(self, path, text, mode="0644"):
-        self.sh(["sh", "-c", WRITE, "write", path, mode], input=text)
+    def write(self, path, data, mode="0644"):
+        """Write data (str or bytes) to a server file with mode."""
+        if isinstance(data, str):
+            data = data.encode()
+        self.sh(["sh", "-c", WRITE, "write", path, mode], input=base64.b64encode(data).decode())
+
+    def put_back(self, path, saved):
+        """A file as save_file() found it: bytes and mode, or absent."""
+        if saved is None:
+            self.tb.server.run(["rm", "-f", "--", path], timeout=30)
+        else:
+            self.write(path, saved[1], saved[0])
 
     def prepare(self):
         """Check the server, find its NIC, remember what the bench changes."""
@@ -98,7 +122,7 @@ class Bench:
         if rc != 0:
             raise BenchError("TuneD on the server does not know the profile %s: %s (install irqtune's "
                              "profiles and start tuned)" % (PROFILE, (out + err).strip()[-300:]))
-        if "fullbusy" in self.args.modes.split(","):
+        if "fullbusy" in self.args.modes:
             rc, _, _ = self.tb.server.run(["test", "-f", self.tb.shim], timeout=30)
             if rc != 0:
                 raise BenchError("the epoll shim %s is not on the server (fullbusy needs it)" % self.tb.shim)
@@ -106,8 +130,8 @@ class Bench:
         rc, out, _ = self.tb.server.run(["tuned-adm", "active"], timeout=60)
         active = tuned_active(out)
         rc, out, _ = self.tb.server.run(["tuned-adm", "profile_mode"], timeout=60)
-        self.saved = {"active": active, "auto": "mode: auto" in out, "variables": self.read(VARIABLES),
-                      "dropin": self.read(self.dropin)}
+        self.saved = {"active": active, "auto": "mode: auto" in out, "variables": self.save_file(VARIABLES),
+                      "dropin": self.save_file(self.dropin)}
         self.log("server: NIC %s, %s active, TuneD profile before the bench: %s%s"
                  % (self.nic, self.service, " ".join(active or ["none"]),
                     " (chosen by TuneD)" if self.saved["auto"] else ""))
@@ -150,14 +174,8 @@ class Bench:
         if self.saved is None:
             return
         s, self.saved = self.saved, None
-        if s["variables"] is None:
-            self.tb.server.run(["rm", "-f", "--", VARIABLES], timeout=30)
-        else:
-            self.write(VARIABLES, s["variables"])
-        if s["dropin"] is None:
-            self.tb.server.run(["rm", "-f", "--", self.dropin], timeout=30)
-        else:
-            self.write(self.dropin, s["dropin"])
+        self.put_back(VARIABLES, s["variables"])
+        self.put_back(self.dropin, s["dropin"])
         self.tb.server.run(["systemctl", "daemon-reload"], timeout=60)
         if s["auto"]:
             # TuneD chose the profile itself: let it choose again
@@ -224,6 +242,9 @@ def serving_queues(rxq, irqs):
     return sorted(q for q, n in basis.items() if total and n >= 0.1 * total)
 
 
+USER_HZ = 100      # /proc/stat's unit on every Linux architecture
+
+
 def derive(res, st0, st1, cpu):
     """Per-run figures from the generator's answer and two server snapshots."""
     irq_of_queue = {int(q): irq for q, irq in st0["queue_irqs"].items()}
@@ -247,6 +268,11 @@ def derive(res, st0, st1, cpu):
         "irqs_per_request": round(sum(irqs.values()) / answered, 4),
         "net_rx_per_request": round((b["net_rx"] - a["net_rx"]) / answered, 4),
         "busy_share": round((b["busy_poll_rx"] - a["busy_poll_rx"]) / max(1, b["rx_packets"] - a["rx_packets"]), 3),
+        # CPU time per request on the serving CPUs, whatever the CPU offers:
+        # /proc/stat's busy ticks (USER_HZ, 100 a second) between the two
+        # read-backs, over every request answered in the load run
+        "cpu_us_per_request": round(sum(busy.get(c, 0) for c in serving) * 1e6 / USER_HZ
+                                    / max(1, res.get("answered", answered)), 2),
     }
     ins = res.get("insns")
     if ins:
@@ -263,6 +289,10 @@ def derive(res, st0, st1, cpu):
     if host:
         out["serving_wait_pct"] = host["serving_wait_pct"]
         out["serving_cpu_other_ms"] = host["serving_cpu_other_ms"]
+        if host["serving_cpu_other_ms"] is not None and host.get("seconds"):
+            out["serving_core_other_pct"] = round(host["serving_cpu_other_ms"] / (10.0 * host["seconds"]), 2)
+        out["main_loop_wait_pct"] = host.get("main_loop_wait_pct")
+    out["held"] = {"before": held(st0), "after": held(st1)}
     t0, t1 = st0["stats"].get("service_threads"), st1["stats"].get("service_threads")
     if t0 and t1:
         secs = st1["stats"]["monotonic"] - st0["stats"]["monotonic"]
@@ -272,6 +302,29 @@ def derive(res, st0, st1, cpu):
         if not host:
             out["serving_wait_pct"] = w["serving_wait_pct"]
     return out
+
+
+def held(st):
+    """[[defer-hard-irqs, gro-flush-timeout ns, irq-suspend-timeout ns], ...]:
+    the distinct values the NIC's NAPIs held in a read-back (auto's are
+    whatever TuneD's irqtune measured and set)."""
+    return [list(v) for v in sorted({(n.get("defer-hard-irqs"), n.get("gro-flush-timeout"),
+                                      n.get("irq-suspend-timeout")) for n in st.get("napis", [])})]
+
+
+# A run is disturbed - and run again, up to --reruns times - when its
+# generator was late, the serving vCPU's host core did other work, or
+# QEMU's main loop (which moves every packet of the virtio-net NIC)
+# waited for a CPU, beyond these bounds.  Fixed here, before any run, and
+# written into every run's JSON ("rule").
+DISTURBED = {"send_late_p99_us": 250.0, "serving_core_other_pct": 1.0, "main_loop_wait_pct": 5.0}
+
+
+def disturbed(run, rule=DISTURBED):
+    """Why a run counts as disturbed under rule ([] when it does not); a
+    figure the testbed cannot measure (None, absent) does not count."""
+    return ["%s %s > %s" % (k, run[k], limit) for k, limit in rule.items()
+            if run.get(k) is not None and run[k] > limit]
 
 
 # -- schedule ---------------------------------------------------------------
@@ -410,27 +463,78 @@ def one_run(bench, tb, args, run, log, n_runs, runs):
            run["cpu_pct_serving"], res["send_late_p99_us"], res["gen_cpu_pct"],
            "-" if run.get("serving_wait_pct") is None else "%s%%" % run["serving_wait_pct"],
            "" if run.get("serving_cpu_other_ms") is None else
-           ", other work on its core %s ms" % run["serving_cpu_other_ms"]))
+           ", other work on its core %s ms" % run["serving_cpu_other_ms"])
+        + ("" if run.get("main_loop_wait_pct") is None else ", main loop waited %s%%" % run["main_loop_wait_pct"])
+        + (", held %s" % run["held"]["after"] if name == AUTO else ""))
+
+
+def measured_run(bench, tb, args, log, n_runs, runs, key):
+    """One run of a cell, run again while disturbed (at most args.reruns
+    more times); the run kept says how many re-runs it took and why."""
+    attempts = []
+    while True:
+        tb.set_topology(key["topology"])
+        run = dict(key)
+        one_run(bench, tb, args, run, log, n_runs, runs)
+        if run.get("failed"):
+            log("%s @ %d: FAILED %s" % (key["mode"], key["offered"], run["failed"]))
+            break
+        reasons = disturbed(run)
+        if not reasons:
+            break
+        if len(attempts) == args.reruns:
+            run["disturbed"] = reasons
+            log("%s @ %d: still disturbed after %d re-run(s) (%s): kept, left out of the verdicts"
+                % (key["mode"], key["offered"], len(attempts), "; ".join(reasons)))
+            break
+        log("%s @ %d: disturbed (%s): run again" % (key["mode"], key["offered"], "; ".join(reasons)))
+        attempts.append({"reasons": reasons, "p99_us": run.get("p99_us"),
+                         "send_late_p99_us": run.get("send_late_p99_us"),
+                         "serving_core_other_pct": run.get("serving_core_other_pct"),
+                         "main_loop_wait_pct": run.get("main_loop_wait_pct")})
+    run["reruns"] = len(attempts)
+    run["attempts"] = attempts
+    run["rule"] = DISTURBED
+    return run
+
+
+AUTO_SETTLE_SECONDS = 20
+
+
+def settle_auto(bench, tb, args, loads, log, settles, rnd):
+    """After switching to auto: load the server (the busiest judged load)
+    long enough for TuneD's irqtune to measure it once (its re-check
+    every 5 s, a 3 s window), so the round's runs see measured values,
+    not the starting ones; records the values held after it."""
+    tb.set_topology(tb.topologies[-1])
+    try:
+        tb.load(loads[-1], AUTO_SETTLE_SECONDS, 0.0, args.conns, seed=10000 + rnd)
+        values = held(bench.state())
+    except (BenchError, RuntimeError, subprocess.TimeoutExpired, ValueError) as err:
+        log("round %d: auto settle load failed: %s" % (rnd, err))
+        settles.append({"round": rnd, "failed": str(err)})
+        return
+    settles.append({"round": rnd, "offered": loads[-1], "seconds": AUTO_SETTLE_SECONDS, "held": values})
+    log("round %d: auto holds %s after %d s at %d req/s" % (rnd, values, AUTO_SETTLE_SECONDS, loads[-1]))
 
 
 def run_bench(tb, args, log, report, save):
     """The whole schedule; fills report (runs, loads, saturation) and calls
     save() after each run so a killed bench leaves its runs."""
-    modes = [m.strip() for m in args.modes.split(",") if m.strip()]
+    modes = args.modes
     bench = Bench(tb, args, log)
     tb.prepare(log)
     bench.prepare()
-    report.update(testbed=tb.describe(), modes=MODES, who_sets=WHO_SETS, nic=bench.nic)
+    report.update(testbed=tb.describe(), modes=bench.modes, who_sets=WHO_SETS, nic=bench.nic, rule=DISTURBED)
     runs = report.setdefault("runs", [])
     try:
         if args.loads:
-            loads = sorted(int(x) for x in args.loads.split(","))
+            loads = args.loads
             report["saturation"] = None
         else:
             sat, probes = saturation(bench, tb, args, log)
             report["saturation"] = {"rate": sat, "probes": probes}
-            fr = sorted(float(x) for x in args.fractions.split(","))
-            loads = sorted({max(100, int(round(sat * f, -2))) for f in fr})
+            loads = sorted({max(100, int(round(sat * f, -2))) for f in args.fractions})
             log("saturation %d req/s; loads %s" % (sat, loads))
         report["loads"] = loads
         if RECOMMEND in modes:
@@ -453,13 +557,11 @@ def run_bench(tb, args, log, report, save):
                     runs.extend({"round": rnd + 1, "mode": name, "offered": load, "topology": t,
                                  "failed": "setting the mode: %s" % err} for load, t in cases)
                     continue
+                if name == AUTO:
+                    settle_auto(bench, tb, args, loads, log, report.setdefault("auto_settles", []), rnd + 1)
                 for load, t in cases:
-                    tb.set_topology(t)
-                    run = {"round": rnd + 1, "mode": name, "offered": load, "topology": t}
-                    one_run(bench, tb, args, run, log, n_runs, runs)
-                    if run.get("failed"):
-                        log("%s @ %d: FAILED %s" % (name, load, run["failed"]))
-                    runs.append(run)
+                    runs.append(measured_run(bench, tb, args, log, n_runs, runs,
+                                             {"round": rnd + 1, "mode": name, "offered": load, "topology": t}))
                     save()
         report["placement"] = tb.placement()
     finally:

@@ -2,7 +2,8 @@
 """What runs on the server (as root), started by the bench before and
 after each run: `irqtune-bench server-state NIC` prints one JSON object
 of what the kernel and the server hold now, read without the library
-under test, plus the counters a run's figures are differences of.
+under test, plus the counters a run's figures are differences of
+(after the run, `--stats-only`: the counters and the NAPIs' values only).
 
   napis      every NAPI of the NIC as napi-get answers it (netlink.py):
              id, irq, defer-hard-irqs, gro-flush-timeout (ns),
@@ -22,9 +23,9 @@ under test, plus the counters a run's figures are differences of.
              queue (qstats-get); the service's threads' run and run-queue
              wait (schedstat, ns); CLOCK_MONOTONIC
 
-`irqtune-bench server-nic ADDRESS` prints the interface holding an
-address; `irqtune-bench count` counts instructions per CPU with perf
-while the load runs (count_instructions()).
+`irqtune-bench count` counts instructions per CPU with perf while the
+load runs (count_instructions()).  nic_of_address() is the bench's own
+(run on the administrator's machine on the server's `ip -j addr show`).
 """
 
 import ctypes
@@ -40,7 +41,9 @@ import time
 from . import netlink, placement
 
 EPIOCGPARAMS = (2 << 30) | (8 << 16) | (0x8A << 8) | 0x02
-SYS_PIDFD_GETFD = 438      # the same number on every architecture (asm-generic)
+# pidfd_getfd: 438 in the asm-generic table and on x86, s390, powerpc;
+# 64-bit MIPS numbers its calls from 5000 (n64) - not one number everywhere
+SYS_PIDFD_GETFD = {"mips64": 5438}.get(platform.machine(), 438)
 STATS = ("/proc/stat", "/proc/interrupts", "/proc/softirqs", "/proc/net/netstat", "/proc/net/dev")
 
 
@@ -138,10 +141,10 @@ def stats(nic, pid=None):
 def state(nic, service="memcached", stats_only=False):
     pid = service_pid(service)
     out = {"stats": stats(nic, pid)}
-    if stats_only:
-        return out
     with netlink.Netdev() as nd:
         out["napis"] = nd.napis(nic)
+        if stats_only:
+            return out
         out["rx_queues"] = nd.rx_queues(nic)
     out["queue_irqs"] = queue_irqs(nic, out["napis"], out["rx_queues"], out["stats"]["/proc/interrupts"])
     irqs = set(out["queue_irqs"].values()) | {n["irq"] for n in out["napis"] if n.get("irq")}

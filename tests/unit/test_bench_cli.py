@@ -4,6 +4,8 @@ naming the argument, the value and what is accepted, exit 2, before any
 host is contacted; the lab's script takes the same run options."""
 
 import json
+import os
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -21,9 +23,10 @@ def bench(*argv, cwd=None):
 
 
 @pytest.mark.parametrize("extra,words", [
-    (["--modes", "base,nosuch"], ["--modes", "'nosuch'", "accepted", "suspend20"]),
+    (["--modes", "base,nosuch"], ["--modes base,nosuch", "'nosuch'", "accepted", "suspend20"]),
+    (["--modes", "base,base"], ["--modes base,base", "a mode named twice"]),
     (["--loads", "1000,x"], ["--loads 1000,x", "accepted"]),
-    (["--loads", "0"], ["--loads 0", "accepted 1 to 2000000"]),
+    (["--loads", "0"], ["--loads 0", "1 to 2000000 requests/s each"]),
     (["--fractions", "0.5,nan"], ["--fractions 0.5,nan", "accepted"]),
     (["--repeats", "0"], ["--repeats 0", "accepted 1 to 100"]),
     (["--seconds", "inf"], ["--seconds inf", "accepted 0.5 to 120"]),
@@ -48,6 +51,40 @@ def test_server_addr_and_destinations_checked():
     assert res.returncode == 2 and "accepted an ssh destination" in res.stderr, res.stderr
 
 
+# issue 39 item 6: what int() and float() take beyond ASCII digits -
+# other scripts' digits, "_" between digits, a sign, exponents, nan/inf
+@pytest.mark.parametrize("option,value", [
+    ("--loads", "\u0661\u0663\u0660\u0660"), ("--loads", "1_000"), ("--loads", "+1000"),
+    ("--repeats", "\u0663"), ("--repeats", "+3"), ("--repeats", "1_0"),
+    ("--fractions", "0.5,\u0660.\u0665"), ("--fractions", "+0.5"), ("--fractions", "5e-1"),
+    ("--fractions", "0_.5"), ("--seconds", "\u0662"), ("--seconds", "2_0"), ("--warmup", "+1"),
+    ("--conns", "\uff11"), ("--memcached-cpu", "\u0662"), ("--port", "1_1211"), ("--seed", "+1"),
+    ("--probe-start", "\u0661000"), ("--probe-max", "2_000"), ("--probe-seconds", "1e0"),
+    ("--recommend-seconds", "\u0665"),
+])
+def test_numbers_take_ascii_digits_only(option, value):
+    res = bench(*RUN, option, value)
+    assert res.returncode == 2, res
+    assert res.stdout == "" and res.stderr.count("\n") == 1, res.stderr
+    line = res.stderr
+    assert line.startswith("irqtune-bench run: %s " % option), line
+    assert "accepted" in line and "ASCII digits" in line, line
+    # the value is named as given (escaped where it is not ASCII)
+    assert value.encode("ascii", "backslashreplace").decode() in line, line
+
+
+def test_the_run_settings_are_parsed_once_and_the_arguments_left_alone():
+    from irqtune_bench import cli
+    ap = cli.Parser(prog="t")
+    cli.add_run_options(ap, out_default=".")
+    args = ap.parse_args(["--quick", "--loads", "300,100", "--modes", "base,suspend20"])
+    before = dict(vars(args))
+    s = cli.run_settings(args)
+    assert vars(args) == before          # the validator changes nothing
+    assert (s.repeats, s.seconds, s.loads, s.modes) == (1, 2.0, [100, 300], ["base", "suspend20"])
+    assert s.fractions == [0.2, 0.6, 0.9]       # judged loads stay at or below 90 %
+
+
 def test_argparse_refusals_are_one_line_too():
     res = bench("run", "--server", "root@s")
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "required" in res.stderr, res.stderr
@@ -57,7 +94,7 @@ def test_argparse_refusals_are_one_line_too():
 
 def test_compare_refuses_a_run_of_one_topology(tmp_path):
     path = tmp_path / "one.json"
-    path.write_text(json.dumps({"settings": {"modes": "base"}, "loads": [100],
+    path.write_text(json.dumps({"settings": {"modes": ["base"]}, "loads": [100],
                                 "runs": [{"mode": "base", "offered": 100, "topology": "-", "p99_us": 1}]}))
     res = bench("compare", str(path))
     assert res.returncode == 2 and "holds one topology (-)" in res.stderr, res.stderr
@@ -65,10 +102,45 @@ def test_compare_refuses_a_run_of_one_topology(tmp_path):
     assert res.returncode == 2 and res.stderr.count("\n") == 1 and "missing.json" in res.stderr
 
 
+@pytest.mark.parametrize("content,words", [
+    ("[]", ["a JSON object"]),
+    ('{"settings": {"modes": ["base"]}, "loads": [100]}', ["runs"]),
+    ('{"settings": {"modes": "base"}, "loads": [100], "runs": []}', ["settings.modes"]),
+    ('{"settings": {"modes": ["base"]}, "loads": [100], "runs": 3}', ["runs"]),
+    ('{"settings": {"modes": ["base"]}, "loads": ["x"], "runs": []}', ["loads"]),
+    ('{"settings": {"modes": ["base"]}, "loads": [100], "runs": [{"mode": "base"}]}', ["run 1", "offered"]),
+    ('{"settings": {"modes": ["base"]}, "loads": [100], "runs": [{"mode": "base", "offered": 100, '
+     '"p99_us": "fast"}]}', ["run 1", "p99_us"]),
+    ('{"settings": 5, "loads": [100], "runs": []}', ["settings"]),
+    ("{\"settings\": ", ["not JSON"]),
+])
+@pytest.mark.parametrize("command", ["report", "compare"])
+def test_report_and_compare_refuse_a_file_of_the_wrong_shape(tmp_path, command, content, words):
+    path = tmp_path / "wrong.json"
+    path.write_text(content)
+    res = bench(command, str(path), "--out", str(tmp_path)) if command == "report" else bench(command, str(path))
+    assert res.returncode == 2, res
+    assert res.stderr.count("\n") == 1 and "Traceback" not in res.stderr, res.stderr
+    assert res.stderr.startswith("irqtune-bench %s: %s: " % (command, path)), res.stderr
+    for w in words:
+        assert w in res.stderr, (w, res.stderr)
+
+
+@pytest.mark.parametrize("command", ["report", "compare"])
+def test_report_and_compare_refuse_a_fifo_without_waiting(tmp_path, command):
+    fifo = tmp_path / "run.json"
+    os.mkfifo(fifo)
+    res = bench(command, str(fifo))         # a writer never comes: a read would hang
+    assert res.returncode == 2, res
+    assert res.stderr == "irqtune-bench %s: %s: not a regular file\n" % (command, fifo), res.stderr
+    res = bench(command, str(tmp_path))
+    assert res.returncode == 2 and res.stderr.endswith(": not a regular file\n"), res.stderr
+
+
 def test_report_redoes_the_files_of_a_saved_run(tmp_path):
     saved = tmp_path / "run.json"
     saved.write_text(json.dumps({
-        "settings": {"modes": "base,suspend20", "repeats": 1, "seconds": 2.0, "conns": 1}, "loads": [100],
+        "settings": {"modes": ["base", "suspend20"], "repeats": 1, "seconds": 2.0, "conns": 1}, "loads": [100],
         "who_sets": {}, "testbed": {"summary": "a saved run"}, "saturation": None,
         "runs": [{"mode": m, "offered": 100, "topology": "-", "qps": 100, "p50_us": 50, "p99_us": 90}
                  for m in ("base", "suspend20")]}))
@@ -83,7 +155,7 @@ def test_lab_script_takes_the_same_run_options():
     script = str(REPO / "tests/lab/bench/memcached_modes.py")
     res = subprocess.run([sys.executable, script, "--repeats", "0"], capture_output=True, text=True,
                          timeout=60, env=env)
-    assert res.returncode == 2 and res.stderr == "lab-bench: --repeats 0: accepted 1 to 100\n", res.stderr
+    assert res.returncode == 2 and res.stderr == "lab-bench: --repeats 0: accepted 1 to 100 (ASCII digits)\n", res.stderr
     res = subprocess.run([sys.executable, script, "--vcpus", "2"], capture_output=True, text=True,
                          timeout=60, env=env)
     assert res.returncode == 2 and "--memcached-cpu 2: accepted a vCPU of the guest, 0 to 1" in res.stderr
@@ -96,3 +168,24 @@ def test_each_installation_names_its_own_generator_and_shim(capsys):
     assert cli.main(["paths"], mcload="/opt/x/mcload", shim="/usr/lib/irqtune-bench/epoll_slice.so") == 0
     assert json.loads(capsys.readouterr().out) == {"mcload": "/opt/x/mcload",
                                                    "shim": "/usr/lib/irqtune-bench/epoll_slice.so"}
+
+
+@pytest.mark.parametrize("command", ["run", "report", "compare", "docs"])
+def test_every_option_is_in_the_man_page(command):
+    """Issue 41 item 6: irqtune-bench(1) names every option --help lists."""
+    man = (REPO / "bench" / "irqtune-bench.1").read_text().replace("\\-", "-")
+    res = bench(command, "--help")
+    assert res.returncode == 0, res.stderr
+    options = set(re.findall(r"(--[a-z][a-z-]*)", res.stdout)) - {"--help"}
+    assert command != "run" or len(options) > 20
+    missing = sorted(o for o in options if not re.search(re.escape(o) + r"\b", man))
+    assert missing == [], missing
+
+
+def test_docs_refuses_a_fifo_for_its_markdown(tmp_path):
+    run = tmp_path / "run.json"
+    run.write_text(json.dumps({"settings": {"modes": ["base"]}, "loads": [100], "runs": []}))
+    fifo = tmp_path / "benchmarks.md"
+    os.mkfifo(fifo)
+    res = bench("docs", str(run), str(fifo), "--images", str(tmp_path / "img"))
+    assert res.returncode == 2 and res.stderr == "irqtune-bench docs: %s: not a regular file\n" % fifo, res.stderr

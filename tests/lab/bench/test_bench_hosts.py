@@ -22,6 +22,7 @@ variables are put back afterwards.  Latency is printed, never asserted.
 
 import json
 import os
+import re
 import shutil
 import subprocess
 import sys
@@ -124,8 +125,14 @@ def test_bench_over_ssh_sets_and_reads_back_every_mode(hosts):
         assert "service_wait_pct" in r
     table = (results / "irqtune-bench.txt").read_text()
     for m in MODES:
-        assert "\n%-10s " % m in table, m
-    assert "offered %d: suspend20 p99" % LOAD in table
+        # starred: the cell's runs were all disturbed (a TCG client's
+        # generator is milliseconds late), its figures shown all the same
+        assert re.search(r"\n%s\*? +\d" % m, table), m
+    # one round: a verdict line, undecided (too few paired rounds)
+    # (0 paired rounds when a disturbed run stayed disturbed: the client's
+    # generator late beyond the rule on the shared host)
+    assert re.search(r"offered %d: suspend20 against fullbusy \([01] paired rounds\): p99 " % LOAD, table), table
+    assert "latency UNDECIDED" in table
     assert report["nic"] == h["server"].nic
     # what the bench changed on the server is put back
     assert tuned_state(h["server"]) == before

@@ -1,0 +1,114 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""`irqtune-bench docs RUN.json[.xz] FILE.md --images DIR`: the
+run-derived part of docs/benchmarks.md, regenerated from the committed
+run.  Everything between the BEGIN and END markers is replaced by what
+the run's JSON gives - its facts, the per-load tables, the verdicts with
+their intervals, the spread and re-runs, auto's values - and the plots
+it shows are written into DIR.  Text outside the markers is the docs'
+own; `make bench-docs` runs this, and tests/unit/test_bench_docs.py
+regenerates and compares.
+"""
+
+import statistics
+import sys
+
+from . import report as rep
+
+BEGIN = "<!-- irqtune-bench docs: generated from %s - edit the run, not this -->"
+END = "<!-- irqtune-bench docs: end -->"
+PLOT_NAME = "lab-bench-verdicts"
+
+
+def _median_max(runs, key):
+    values = [r[key] for r in runs if r.get(key) is not None]
+    if not values:
+        return None
+    return statistics.median(values), max(values)
+
+
+VERDICT_RUN = {"repeats": 8, "seconds": 20, "warmup": 2}
+
+
+def kind(report):
+    """"a verdict run" when the run meets the rule's minimum rounds, window
+    and warm-up (issue 40), else what it is short of."""
+    short = ["%s %s < %s" % (k, report["settings"].get(k), v) for k, v in VERDICT_RUN.items()
+             if not report["settings"].get(k, 0) >= v]
+    if not short:
+        return "a verdict run"
+    return ("a validation run, not a verdict run (%s: its verdicts cannot decide; it shows the machinery "
+            "on the real guest and what disturbs it)" % ", ".join(short))
+
+
+def facts(report):
+    """The run's circumstances, as bullet lines."""
+    s, tb = report["settings"], report.get("testbed", {})
+    runs = report["runs"]
+    kept = [r for r in runs if not r.get("failed")]
+    lines = ["- Run: %s, started %s; `%s`." % (kind(report), report.get("started", "?"),
+                                                report.get("command", "command not recorded"))]
+    machine = tb.get("machine")
+    if machine:
+        lines.append("- Host: %s, %s CPUs, %s GiB, kernel %s, %s." % (
+            machine.get("host_cpu", "?"), machine.get("host_cpus", "?"), machine.get("host_mem_gib", "?"),
+            machine.get("host_kernel", "?"), machine.get("qemu", "?")))
+    guest = tb.get("guest")
+    if guest:
+        lines.append("- Guest: Linux %s, %d vCPUs, `-cpu %s`, %d-queue virtio-net, boot arguments `%s`." % (
+            tb.get("kernel", "?"), guest["vcpus"], guest["cpu_model"], guest["nic_queues"], guest["cmdline_extra"]))
+    lines.append("- %d runs counted (%s; %d round(s), %.0f s windows after %.1f s of warm-up, %d connection(s)), "
+                 "%d failed, %d still disturbed at the re-run bound, %d re-runs in all; the whole bench %s s."
+                 % (len(kept) - sum(1 for r in kept if r.get("disturbed")), " x ".join(
+                     ["%d modes" % len(s["modes"]), "%d loads" % len(report["loads"])]), s["repeats"], s["seconds"],
+                    s["warmup"], s["conns"], len(runs) - len(kept), sum(1 for r in kept if r.get("disturbed")),
+                    sum(r.get("reruns", 0) for r in runs), report.get("seconds_total", "?")))
+    sat = report.get("saturation")
+    if sat:
+        lines.append("- Saturation search (base): %s -> **%d req/s**; loads %s req/s." % (
+            ", ".join("%d %s" % (p["offered"], "kept up" if p["kept_up"] else "saturated") for p in sat["probes"]),
+            sat["rate"], ", ".join(str(x) for x in report["loads"])))
+    for key, what in (("send_late_p99_us", "generator p99 send lateness (us)"),
+                      ("serving_wait_pct", "serving vCPU's wait for a host core (% of a run)"),
+                      ("main_loop_wait_pct", "QEMU main loop's wait for a host core (% of a run)")):
+        mm = _median_max(kept, key)
+        if mm:
+            lines.append("- Runs' %s (disturbed ones included): median %.1f, at most %.1f." % (what, mm[0], mm[1]))
+    return lines
+
+
+def generated(report, source, images_rel):
+    """The markdown between the markers."""
+    lines = [BEGIN % source, ""] + facts(report) + [""]
+    lines += rep.recommend_lines(report.get("recommend"))[1:]
+    lines += ["", rep.markdown_report(report)]
+    cells, _, _ = rep.derived(report)
+    shown = rep.plotted(cells)
+    for suffix, what in (("p99", "p99 latency against offered load"),
+                         ("insn", "instructions per request on the serving vCPU against offered load")):
+        if suffix in shown:
+            lines += ["![%s, per mode (median of runs, bars min-max)](%s/%s-%s.png)" % (
+                what, images_rel, PLOT_NAME, suffix), ""]
+    if not shown:
+        lines += ["No plot: no cell has a run that counts.", ""]
+    return "\n".join(lines) + "\n" + END
+
+
+def regenerate(report, markdown, images, source=None):
+    """Rewrite markdown's generated part from report and write its plots;
+    exit code (1 when the markers are missing)."""
+    from .saved import read_regular
+    text = read_regular(markdown).decode()
+    head, sep, rest = text.partition("<!-- irqtune-bench docs: generated from ")
+    body, sep2, tail = rest.partition(END)
+    if not sep or not sep2:
+        print("irqtune-bench docs: %s has no generated part (markers %r ... %r)" % (markdown, BEGIN, END),
+              file=sys.stderr)
+        return 1
+    source = source or body.split(" ", 1)[0]
+    rel = images.resolve().relative_to(markdown.resolve().parent) if images.resolve().is_relative_to(
+        markdown.resolve().parent) else images
+    markdown.write_text(head + generated(report, source, rel) + tail)
+    cells, _, _ = rep.derived(report)
+    images.mkdir(parents=True, exist_ok=True)
+    rep.plot(cells, report["settings"]["modes"], report["loads"], images, PLOT_NAME, rep.tb_title(report))
+    return 0
