@@ -4,7 +4,7 @@
 A feature declares its options as a tuple of Option; the TuneD plugins'
 option lists and hints, the configs' parsing, the Ansible role's checks,
 the man page and docs/options.md are derived from these declarations
-(irqtune.tunedoptions names the tuple of each plugin).
+(irqtune.frontends.plugin_options names the tuple of each plugin).
 """
 
 from dataclasses import dataclass, replace
