@@ -96,8 +96,8 @@ def services(facts, service):
                            "systemctl enable --now tuned"))
     if not facts["profile"]:
         out.append(Finding(FAIL, "the server's TuneD has no latency-suspend profile (irqtune)",
-                           "dnf install ./tuned-profiles-irqtune-*.rpm ./irqtune-preload-*.rpm "
-                           "./irqtune-*.rpm on the server"))
+                           "dnf install ./python3-irqtune-*.rpm ./tuned-plugins-irqtune-*.rpm "
+                           "./tuned-profiles-irqtune-0*.rpm ./irqtune-preload-*.rpm on the server"))
     if facts["service"] != "active":
         out.append(Finding(FAIL, "%s is not active on the server (systemctl: %s)" % (service, facts["service"] or "-"),
                            "systemctl enable --now %s" % service))
