@@ -26,6 +26,12 @@
  * being left out.  The percentiles, and the p99 of each 1 s slice of the
  * window (by scheduled time), come from these histograms.
  *
+ * --source-ports P1,P2,... binds connection i to local port Pi: receive-side
+ * scaling hashes the 4-tuple, so a port irqtune-bench found to land on the
+ * rx queue under test lands there in every run.  Those connections end
+ * with a reset (SO_LINGER 0) instead of TIME_WAIT, so the next run can
+ * bind the same ports at once.
+ *
  * --counter PATH reads the insn_count plugin's socket (tests/lab/plugin)
  * when the window starts and when it ends: the guest instructions each
  * vCPU executed during exactly the window the latencies come from.
@@ -249,7 +255,7 @@ static void push(struct conn *c, double t)
 	c->fifo[c->tail++ % c->cap] = t;
 }
 
-static int connect_to(const char *host, int port, double deadline)
+static int connect_to(const char *host, int port, int local_port, double deadline)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
 
@@ -262,6 +268,13 @@ static int connect_to(const char *host, int port, double deadline)
 
 		if (fd < 0)
 			die("socket");
+		if (local_port) {
+			struct sockaddr_in la = { .sin_family = AF_INET, .sin_port = htons(local_port) };
+
+			setsockopt(fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
+			if (bind(fd, (struct sockaddr *)&la, sizeof(la)) != 0)
+				die("bind --source-ports");
+		}
 		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
 			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 			return fd;
@@ -277,7 +290,7 @@ static int connect_to(const char *host, int port, double deadline)
 static void usage(void)
 {
 	fprintf(stderr, "usage: mcload --host IP --rate REQ_PER_S [--port 11211] [--conns 1] "
-			"[--seconds 5] [--warmup 0.5] [--counter SOCK] [--seed N]\n");
+			"[--seconds 5] [--warmup 0.5] [--source-ports P1,...] [--counter SOCK] [--seed N]\n");
 	exit(2);
 }
 
@@ -286,9 +299,11 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{ "host", 1, 0, 'h' }, { "port", 1, 0, 'p' }, { "rate", 1, 0, 'r' },
 		{ "conns", 1, 0, 'c' }, { "seconds", 1, 0, 's' }, { "warmup", 1, 0, 'w' },
-		{ "counter", 1, 0, 'k' }, { "seed", 1, 0, 'S' }, { 0, 0, 0, 0 },
+		{ "counter", 1, 0, 'k' }, { "seed", 1, 0, 'S' }, { "source-ports", 1, 0, 'P' },
+		{ 0, 0, 0, 0 },
 	};
-	const char *host = NULL, *counter = NULL;
+	const char *host = NULL, *counter = NULL, *source_ports = NULL;
+	int local_ports[MAX_CONNS] = { 0 }, nlocal = 0;
 	int port = 11211, nconns = 1, opt, epfd, nvcpu_a = -1, nvcpu_b = -1;
 	double rate = 0, seconds = 5, warmup = 0.5;
 	struct conn conns[MAX_CONNS];
@@ -311,6 +326,7 @@ int main(int argc, char **argv)
 		case 's': seconds = atof(optarg); break;
 		case 'w': warmup = atof(optarg); break;
 		case 'k': counter = optarg; break;
+		case 'P': source_ports = optarg; break;
 		case 'S': rng_state ^= strtoull(optarg, NULL, 0) * 0x2545F4914F6CDD1Dull; break;
 		default: usage();
 		}
@@ -322,6 +338,22 @@ int main(int argc, char **argv)
 				"(0, 120], warmup in [0, 30]\n", MAX_CONNS);
 		usage();
 	}
+	for (const char *p = source_ports; p && *p; nlocal++) {
+		char *end;
+		long v = strtol(p, &end, 10);
+
+		if (end == p || v < 1 || v > 65535 || nlocal == MAX_CONNS || (*end && *end != ',')) {
+			fprintf(stderr, "mcload: --source-ports %s: accepted comma-separated ports 1-65535, "
+					"one per connection\n", source_ports);
+			exit(2);
+		}
+		local_ports[nlocal] = (int)v;
+		p = *end ? end + 1 : end;
+	}
+	if (source_ports && nlocal != nconns) {
+		fprintf(stderr, "mcload: --source-ports names %d port(s) for %d connection(s)\n", nlocal, nconns);
+		exit(2);
+	}
 	lat_cap = (size_t)(rate * seconds * 1.5) + 1024;
 	lateness = malloc(lat_cap * sizeof(*lateness));
 	nslices = (int)ceil(seconds - 1e-9);
@@ -332,7 +364,7 @@ int main(int argc, char **argv)
 
 	memset(conns, 0, sizeof(conns));
 	for (int i = 0; i < nconns; i++)
-		conns[i].fd = connect_to(host, port, now_s() + 10);
+		conns[i].fd = connect_to(host, port, local_ports[i], now_s() + 10);
 	{
 		/* the value every get returns */
 		static const char set[] = "set irqtune 0 0 32\r\nxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\r\n";
@@ -489,6 +521,11 @@ next:
 			if (sched >= w_start && sched < w_end)
 				slices[slice_of(sched - w_start, nslices)].unanswered++;
 		}
+		if (nlocal) {
+			struct linger reset = { .l_onoff = 1, .l_linger = 0 };
+
+			setsockopt(c->fd, SOL_SOCKET, SO_LINGER, &reset, sizeof(reset));
+		}
 		close(c->fd);
 	}
 	qsort(lateness, n_late, sizeof(*lateness), cmp_double);
@@ -527,7 +564,19 @@ next:
 			first = 0;
 		}
 	}
-	printf("]}, \"slices_p99_us\": [");
+	printf("]}, \"slices_hist\": [");
+	/* each slice's histogram: several generators' runs merge exactly */
+	for (int k = 0; k < nslices; k++) {
+		printf("%s{\"unanswered\": %llu, \"counts\": [", k ? ", " : "", slices[k].unanswered);
+		for (unsigned i = 0, first = 1; i < HIST_BUCKETS; i++) {
+			if (slices[k].counts[i]) {
+				printf("%s[%u, %llu]", first ? "" : ", ", i, slices[k].counts[i]);
+				first = 0;
+			}
+		}
+		printf("]}");
+	}
+	printf("], \"slices_p99_us\": [");
 	for (int k = 0; k < nslices; k++) {
 		double v = hist_pct(&slices[k], 99);
 

@@ -7,6 +7,10 @@ your own NIC.
       the server's saturation, each mode set through irqtune's
       latency-suspend profile and read back before every run, a disturbed
       run run again; writes NAME.{json,txt,md} and NAME-{p99,insn}.png
+  irqtune-bench check --server root@SERVER --client root@CLIENT --server-addr ADDR [options]
+      what a run needs from both hosts and this machine, one line per
+      finding with the command that fixes it; exits 1 when a run would
+      fail (run makes the same checks first)
   irqtune-bench report RUN.json         table, verdicts and plots again
   irqtune-bench report --verdicts-json RUN.json   the verdicts as JSON
   irqtune-bench compare A.json [B.json] p99 spread per cell, side by side
@@ -16,6 +20,10 @@ your own NIC.
                                         from a saved run (docs/benchmarks.md)
   irqtune-bench server-state NIC        the read-back (run by the bench on the server)
   irqtune-bench count                   instructions per CPU (run by the bench on the server)
+  irqtune-bench server-facts NIC ...    what check judges (run by the bench on the server)
+  irqtune-bench incoming --port P       memcached's connections' NAPI ids (on the server)
+  irqtune-bench hold ADDR PORT --source-ports P1,...
+                                        connections held open (run by the bench on the client)
 
 Bad arguments are refused in one line naming the argument, the value and
 what is accepted (exit 2); a failed bench exits 1.
@@ -25,6 +33,7 @@ import argparse
 import ipaddress
 import json
 import re
+import signal
 import sys
 import time
 import types
@@ -155,6 +164,8 @@ def ssh_settings(args):
         raise BadArgument("--server-addr %s: accepted an IPv4 address (mcload's)" % shown(args.server_addr)) from None
     s.__dict__.update(server=args.server, client=args.client, server_addr=args.server_addr, nic=args.nic,
                       port=number("--port", args.port, 1, 65535), ssh_option=list(args.ssh_option),
+                      generators=None if args.generators == "auto" else
+                      number("--generators", args.generators, 1, 64, unit=" or auto"),
                       remote_command=args.remote_command, mcload=args.mcload, shim=args.shim, name=args.name)
     return s
 
@@ -168,11 +179,36 @@ def logger():
     return log
 
 
+def check(settings):
+    """`irqtune-bench check`: the findings, one per line; 1 when one failed."""
+    from . import preflight
+    from .runner import BenchError
+    from .ssh import SshTestbed
+    tb = SshTestbed(settings)
+    try:
+        findings = tb.check()
+    except BenchError as err:
+        print("irqtune-bench check: %s" % err, file=sys.stderr)
+        return 1
+    finally:
+        tb.finish()
+    print("\n".join(preflight.lines(findings)))
+    return 1 if preflight.failed(findings) else 0
+
+
+def stop_on_signal(signum, frame):
+    # SIGTERM and SIGHUP end the bench as Ctrl-C does: through the finally
+    # blocks that put the server's files, profile and ntuple rule back
+    raise SystemExit(128 + signum)
+
+
 def execute(tb, args, name, command):
     """Run the schedule on testbed tb and write the results; the exit code.
     command: how the run was started, for the report."""
     from . import report as rep
     from .runner import BenchError, run_bench
+    for sig in (signal.SIGTERM, signal.SIGHUP):
+        signal.signal(sig, stop_on_signal)
     out = Path(args.out)
     out.mkdir(parents=True, exist_ok=True)
     log = logger()
@@ -197,25 +233,36 @@ def execute(tb, args, name, command):
     return 0
 
 
+def add_host_options(p):
+    """The two hosts of `run` and `check`."""
+    p.add_argument("--server", required=True, help="ssh destination of the server (root)")
+    p.add_argument("--client", required=True, help="ssh destination of the client (root); this machine "
+                   "itself when it is the client: it must log in to itself too")
+    p.add_argument("--server-addr", required=True, help="the server's address on the NIC under test")
+    p.add_argument("--nic", help="the server's NIC under test (default: the one holding --server-addr)")
+    p.add_argument("--port", default="11211", help="memcached's TCP port")
+    p.add_argument("--ssh-option", action="append", default=[], metavar="OPTION",
+                   help="an ssh -o option for both hosts (repeatable)")
+    p.add_argument("--remote-command", default="irqtune-bench",
+                   help="how both hosts start irqtune-bench (default: irqtune-bench)")
+    p.add_argument("--mcload", help="the load generator on the client (default: where the "
+                   "client's irqtune-bench has it)")
+    p.add_argument("--shim", help="epoll_slice.so on the server (default: where the server's "
+                   "irqtune-bench has it)")
+    p.add_argument("--generators", default="auto", help="load generator processes on the client, "
+                   "each with --conns connections (default auto: half the client's CPUs, 1 to 8)")
+    p.add_argument("--name", default="irqtune-bench", help="base name of the result files")
+
+
 def parser():
     ap = Parser(prog="irqtune-bench", description=__doc__.split("\n\n")[0])
     sub = ap.add_subparsers(dest="command", required=True, parser_class=Parser)
     run = sub.add_parser("run", help="the bench against a server from a client, over ssh")
-    run.add_argument("--server", required=True, help="ssh destination of the server (root)")
-    run.add_argument("--client", required=True, help="ssh destination of the client (root)")
-    run.add_argument("--server-addr", required=True, help="the server's address on the NIC under test")
-    run.add_argument("--nic", help="the server's NIC under test (default: the one holding --server-addr)")
-    run.add_argument("--port", default="11211", help="memcached's TCP port")
-    run.add_argument("--ssh-option", action="append", default=[], metavar="OPTION",
-                     help="an ssh -o option for both hosts (repeatable)")
-    run.add_argument("--remote-command", default="irqtune-bench",
-                     help="how the server starts irqtune-bench (default: irqtune-bench)")
-    run.add_argument("--mcload", help="the load generator on the client (default: where the "
-                     "client's irqtune-bench has it)")
-    run.add_argument("--shim", help="epoll_slice.so on the server (default: where the server's "
-                     "irqtune-bench has it)")
-    run.add_argument("--name", default="irqtune-bench", help="base name of the result files")
-    add_run_options(run, out_default=".")
+    check = sub.add_parser("check", help="what a run needs from both hosts, and the fixes")
+    for p in (run, check):
+        add_host_options(p)
+    for p in (run, check):
+        add_run_options(p, out_default=".")
     r = sub.add_parser("report", help="table, verdicts and plots of a saved run")
     r.add_argument("json")
     r.add_argument("--out", default=".")
@@ -233,6 +280,19 @@ def parser():
     s.add_argument("--service", default="memcached")
     s.add_argument("--stats-only", action="store_true")
     sub.add_parser("count", help="instructions per CPU until a line on stdin (on the server)")
+    f = sub.add_parser("server-facts", help="what check judges on the server, as JSON (on the server)")
+    f.add_argument("nic")
+    f.add_argument("--service", default="memcached")
+    f.add_argument("--port", type=int, default=11211)
+    f.add_argument("--cpu", type=int, default=2)
+    i = sub.add_parser("incoming", help="the service's connections on a port and their NAPI ids (on the server)")
+    i.add_argument("--service", default="memcached")
+    i.add_argument("--port", type=int, default=11211)
+    h = sub.add_parser("hold", help="connections from given source ports, held until a line on stdin "
+                       "(on the client)")
+    h.add_argument("addr")
+    h.add_argument("port", type=int)
+    h.add_argument("--source-ports", required=True, type=lambda t: [int(x) for x in t.split(",")])
     sub.add_parser("paths", help="where this installation keeps mcload and epoll_slice.so, as JSON")
     return ap
 
@@ -241,6 +301,8 @@ def main(argv=None, mcload=MCLOAD, shim=SHIM):
     ap = parser()
     args = ap.parse_args(argv)
     try:
+        if args.command == "check":
+            return check(ssh_settings(args))
         if args.command == "run":
             from .ssh import SshTestbed
             settings = ssh_settings(args)
@@ -255,7 +317,16 @@ def main(argv=None, mcload=MCLOAD, shim=SHIM):
         # asked over ssh: each host's own installation knows its paths
         print(json.dumps({"mcload": mcload, "shim": shim}))
         return 0
+    if args.command == "hold":
+        from .client import hold
+        return hold(args.addr, args.port, args.source_ports)
     from . import server
+    if args.command == "server-facts":
+        json.dump(server.facts(args.nic, args.service, args.port, args.cpu), sys.stdout)
+        return 0
+    if args.command == "incoming":
+        json.dump(server.incoming(server.service_pid(args.service), args.port), sys.stdout)
+        return 0
     if args.command == "server-state":
         json.dump(server.state(args.nic, args.service, args.stats_only), sys.stdout)
         return 0

@@ -137,11 +137,22 @@ def by_round(runs, mode, load):
             if r["mode"] == mode and r["offered"] == load and not r.get("failed") and not r.get("disturbed")}
 
 
+def client_bound(report):
+    """{load: highest generator CPU %} of loads where a run was client-bound."""
+    out = {}
+    for r in report["runs"]:
+        if r.get("client_bound"):
+            out[r["offered"]] = max(out.get(r["offered"], 0), r.get("gen_cpu_pct", 0))
+    return out
+
+
 def judged_loads(report):
     """The loads at or below JUDGED_SHARE of the saturation found (all of
-    them when the loads were given, not searched)."""
+    them when the loads were given, not searched) where no run was
+    client-bound."""
     sat = (report.get("saturation") or {}).get("rate")
-    return [x for x in report["loads"] if not sat or x <= JUDGED_SHARE * sat]
+    bound = client_bound(report)
+    return [x for x in report["loads"] if (not sat or x <= JUDGED_SHARE * sat) and x not in bound]
 
 
 def _rounded(iv, digits=3):
@@ -197,8 +208,12 @@ def verdict_lines(report, records):
     """One line per record, and a line per load left unjudged."""
     lines = []
     sat = (report.get("saturation") or {}).get("rate")
+    bound = client_bound(report)
     for load in report["loads"]:
-        if load not in judged_loads(report):
+        if load in bound:
+            lines.append("offered %d: not judged (client-bound: a generator used %.0f %% of a client CPU; "
+                         "more --generators)" % (load, bound[load]))
+        elif load not in judged_loads(report):
             lines.append("offered %d: not judged (above %d %% of the saturation point, %d req/s)"
                          % (load, JUDGED_SHARE * 100, sat))
     for v in records:

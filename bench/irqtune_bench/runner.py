@@ -274,6 +274,9 @@ def derive(res, st0, st1, cpu):
         "cpu_us_per_request": round(sum(busy.get(c, 0) for c in serving) * 1e6 / USER_HZ
                                     / max(1, res.get("answered", answered)), 2),
     }
+    # one generator (single-threaded) at a CPU's limit: the client, not the
+    # server, set how much load arrived
+    out["client_bound"] = res.get("gen_cpu_pct", 0) >= CLIENT_BOUND_PCT
     ins = res.get("insns")
     if ins:
         # counted over exactly the window: per measured request; over the
@@ -312,6 +315,9 @@ def held(st):
                                       n.get("irq-suspend-timeout")) for n in st.get("napis", [])})]
 
 
+CLIENT_BOUND_PCT = 90.0
+
+
 # A run is disturbed - and run again, up to --reruns times - when its
 # generator was late, the serving vCPU's host core did other work, or
 # QEMU's main loop (which moves every packet of the virtio-net NIC)
@@ -330,11 +336,13 @@ def disturbed(run, rule=DISTURBED):
 # -- schedule ---------------------------------------------------------------
 
 def saturation(bench, tb, args, log):
-    """Highest offered rate the server keeps up with in base mode."""
+    """Highest offered rate the server keeps up with in base mode, the
+    probes, and which side ran out first: "client" when the generators
+    were at their CPUs' limit at the first rate not kept up."""
     bench.set_mode("base")
     tb.set_topology(tb.topologies[-1])
     probes = []
-    rate, good, bad, ref_p50 = args.probe_start, None, None, None
+    rate, good, bad, ref_p50, side = args.probe_start, None, None, None, None
 
     def probe(r):
         res = tb.load(r, args.probe_seconds, args.warmup, args.conns, seed=len(probes) + 1)
@@ -342,7 +350,8 @@ def saturation(bench, tb, args, log):
               and (ref_p50 is None or res["p50_us"] <= 10 * ref_p50))
         probes.append({"offered": r, "qps": res["qps"], "p50_us": res["p50_us"], "p99_us": res["p99_us"],
                        "lost": res["lost"], "send_late_p99_us": res["send_late_p99_us"],
-                       "gen_cpu_pct": res["gen_cpu_pct"], "kept_up": ok})
+                       "gen_cpu_pct": res["gen_cpu_pct"], "kept_up": ok,
+                       "client_bound": res["gen_cpu_pct"] >= CLIENT_BOUND_PCT})
         log("saturation probe %6d req/s: qps %.0f p50 %s us p99 %s us -> %s"
             % (r, res["qps"], res["p50_us"], res["p99_us"], "kept up" if ok else "saturated"))
         return ok, res
@@ -354,7 +363,7 @@ def saturation(bench, tb, args, log):
                 raise BenchError("the server does not keep up with %d req/s (--probe-start)" % rate)
             ref_p50 = res["p50_us"]
         if not ok:
-            bad = rate
+            bad, side = rate, "client" if probes[-1]["client_bound"] else "server"
             break
         good = rate
         rate = int(rate * 1.5)
@@ -363,7 +372,7 @@ def saturation(bench, tb, args, log):
             mid = (good + bad) // 2
             ok, _ = probe(mid)
             good, bad = (mid, bad) if ok else (good, mid)
-    return good, probes
+    return good, probes, side
 
 
 def recommend(bench, tb, args, loads, log):
@@ -465,7 +474,8 @@ def one_run(bench, tb, args, run, log, n_runs, runs):
            "" if run.get("serving_cpu_other_ms") is None else
            ", other work on its core %s ms" % run["serving_cpu_other_ms"])
         + ("" if run.get("main_loop_wait_pct") is None else ", main loop waited %s%%" % run["main_loop_wait_pct"])
-        + (", held %s" % run["held"]["after"] if name == AUTO else ""))
+        + (", held %s" % run["held"]["after"] if name == AUTO else "")
+        + (", CLIENT-BOUND" if run["client_bound"] else ""))
 
 
 def measured_run(bench, tb, args, log, n_runs, runs, key):
@@ -532,10 +542,11 @@ def run_bench(tb, args, log, report, save):
             loads = args.loads
             report["saturation"] = None
         else:
-            sat, probes = saturation(bench, tb, args, log)
-            report["saturation"] = {"rate": sat, "probes": probes}
+            sat, probes, side = saturation(bench, tb, args, log)
+            report["saturation"] = {"rate": sat, "probes": probes, "side": side}
             loads = sorted({max(100, int(round(sat * f, -2))) for f in args.fractions})
-            log("saturation %d req/s; loads %s" % (sat, loads))
+            log("saturation %d req/s (%s); loads %s" % (sat, {"client": "client-bound: the generators ran out "
+                "of CPU first", "server": "the server's"}.get(side, "not reached up to --probe-max"), loads))
         report["loads"] = loads
         if RECOMMEND in modes:
             report["recommend"] = recommend(bench, tb, args, loads, log)

@@ -29,21 +29,26 @@ load runs (count_instructions()).  nic_of_address() is the bench's own
 """
 
 import ctypes
+import errno
 import fcntl
 import json
 import os
 import platform
+import select
+import socket
 import struct
 import subprocess
 import sys
 import time
 
 from . import netlink, placement
+from .modes import PROFILE
 
 EPIOCGPARAMS = (2 << 30) | (8 << 16) | (0x8A << 8) | 0x02
 # pidfd_getfd: 438 in the asm-generic table and on x86, s390, powerpc;
 # 64-bit MIPS numbers its calls from 5000 (n64) - not one number everywhere
 SYS_PIDFD_GETFD = {"mips64": 5438}.get(platform.machine(), 438)
+SO_INCOMING_NAPI_ID = 56       # asm-generic/socket.h (x86, arm64, s390, ppc)
 STATS = ("/proc/stat", "/proc/interrupts", "/proc/softirqs", "/proc/net/netstat", "/proc/net/dev")
 
 
@@ -56,30 +61,61 @@ def service_pid(service):
     return pid
 
 
-def epoll_params(pid):
+def borrowed_fds(pid, link):
+    """(fd number, our copy) of each of pid's file descriptors whose
+    /proc/PID/fd link starts with link, copied with pidfd_getfd and closed
+    once the caller moves on; one closed meanwhile is skipped."""
     libc = ctypes.CDLL(None, use_errno=True)
-    found = []
     pidfd = os.pidfd_open(pid)
     try:
         fddir = "/proc/%d/fd" % pid
         for name in sorted(os.listdir(fddir), key=int):
             try:
-                if os.readlink(os.path.join(fddir, name)) != "anon_inode:[eventpoll]":
+                if not os.readlink(os.path.join(fddir, name)).startswith(link):
                     continue
             except FileNotFoundError:
                 continue
             fd = libc.syscall(SYS_PIDFD_GETFD, pidfd, int(name), 0)
             if fd < 0:
+                if ctypes.get_errno() == errno.EBADF:
+                    continue
                 raise OSError(ctypes.get_errno(), "pidfd_getfd")
             try:
-                raw = fcntl.ioctl(fd, EPIOCGPARAMS, bytes(8))
+                yield int(name), fd
             finally:
                 os.close(fd)
-            usecs, budget, prefer = struct.unpack("=IHBx", raw)
-            found.append({"fd": int(name), "busy_poll_usecs": usecs, "busy_poll_budget": budget,
-                          "prefer_busy_poll": prefer})
     finally:
         os.close(pidfd)
+
+
+def epoll_params(pid):
+    found = []
+    for num, fd in borrowed_fds(pid, "anon_inode:[eventpoll]"):
+        usecs, budget, prefer = struct.unpack("=IHBx", fcntl.ioctl(fd, EPIOCGPARAMS, bytes(8)))
+        found.append({"fd": num, "busy_poll_usecs": usecs, "busy_poll_budget": budget,
+                      "prefer_busy_poll": prefer})
+    return found
+
+
+def incoming(pid, port):
+    """[{"peer": [address, port], "napi_id": id}] of pid's TCP connections
+    on local port: SO_INCOMING_NAPI_ID is the NAPI (rx queue) that
+    delivered the connection's last packet, 0 before any."""
+    found = []
+    for _, fd in borrowed_fds(pid, "socket:["):
+        sock = socket.socket(fileno=os.dup(fd))
+        try:
+            if sock.type != socket.SOCK_STREAM or sock.family != socket.AF_INET:
+                continue
+            try:
+                local, peer = sock.getsockname(), sock.getpeername()
+            except OSError:             # a listening socket has no peer
+                continue
+            if local[1] == port:
+                found.append({"peer": list(peer),
+                              "napi_id": sock.getsockopt(socket.SOL_SOCKET, SO_INCOMING_NAPI_ID)})
+        finally:
+            sock.close()
     return found
 
 
@@ -138,6 +174,19 @@ def stats(nic, pid=None):
     return out
 
 
+def queues(nic, nd, napis, interrupts):
+    """rx_queues {rx queue: NAPI id}, queue_irqs {rx queue: irq} and
+    irq_cpus {irq: effective affinity CPUs} of the NIC."""
+    out = {"rx_queues": nd.rx_queues(nic)}
+    out["queue_irqs"] = queue_irqs(nic, napis, out["rx_queues"], interrupts)
+    irqs = set(out["queue_irqs"].values()) | {n["irq"] for n in napis if n.get("irq")}
+    out["irq_cpus"] = {}
+    for irq in sorted(irqs):
+        with open("/proc/irq/%d/effective_affinity_list" % irq) as f:
+            out["irq_cpus"][str(irq)] = sorted(placement.cpu_list(f.read()))
+    return out
+
+
 def state(nic, service="memcached", stats_only=False):
     pid = service_pid(service)
     out = {"stats": stats(nic, pid)}
@@ -145,14 +194,93 @@ def state(nic, service="memcached", stats_only=False):
         out["napis"] = nd.napis(nic)
         if stats_only:
             return out
-        out["rx_queues"] = nd.rx_queues(nic)
-    out["queue_irqs"] = queue_irqs(nic, out["napis"], out["rx_queues"], out["stats"]["/proc/interrupts"])
-    irqs = set(out["queue_irqs"].values()) | {n["irq"] for n in out["napis"] if n.get("irq")}
-    out["irq_cpus"] = {}
-    for irq in sorted(irqs):
-        with open("/proc/irq/%d/effective_affinity_list" % irq) as f:
-            out["irq_cpus"][str(irq)] = sorted(placement.cpu_list(f.read()))
+        out.update(queues(nic, nd, out["napis"], out["stats"]["/proc/interrupts"]))
     out.update(pid=pid, epoll=epoll_params(pid), slice_ms=slice_ms(pid), affinity=affinity(pid))
+    return out
+
+
+def listening(port, tables=("/proc/net/tcp", "/proc/net/tcp6")):
+    """The addresses a TCP socket listens on at port ("0.0.0.0" and "::"
+    for every address), from /proc/net/tcp{,6}: local address in hex,
+    each 32-bit word in host order, then the port; state 0A is LISTEN."""
+    found = []
+    for table in tables:
+        try:
+            with open(table) as f:
+                lines = f.read().splitlines()[1:]
+        except FileNotFoundError:       # a kernel without IPv6
+            continue
+        for line in lines:
+            fields = line.split()
+            address, _, hexport = fields[1].partition(":")
+            if fields[3] != "0A" or int(hexport, 16) != port:
+                continue
+            raw = b"".join(struct.pack("=I", int(address[i:i + 8], 16)) for i in range(0, len(address), 8))
+            found.append(socket.inet_ntop(socket.AF_INET if len(raw) == 4 else socket.AF_INET6, raw))
+    return sorted(set(found))
+
+
+def _out(argv):
+    """(rc, stdout) of a command; (None, "") when it is not installed."""
+    try:
+        res = subprocess.run(argv, capture_output=True, text=True, timeout=60)
+    except FileNotFoundError:
+        return None, ""
+    return res.returncode, res.stdout.strip()
+
+
+def firewall(port):
+    """What may block port/tcp: firewalld's answer, else whether nftables
+    has an input hook at all (its rules are not interpreted)."""
+    if _out(["systemctl", "is-active", "--quiet", "firewalld"])[0] == 0:
+        opened = any(_out(["firewall-cmd", q])[1] == "yes"
+                     for q in ("--query-port=%d/tcp" % port, "--query-service=memcache"))
+        return {"firewalld": True, "open": opened}
+    rc, ruleset = _out(["nft", "list", "ruleset"])
+    return {"firewalld": False, "nft_input": rc == 0 and "hook input" in ruleset}
+
+
+def ntuple(nic):
+    """ethtool -k's "ntuple-filters" line: "on", "off", "off [fixed]"; None
+    without ethtool or the feature."""
+    rc, text = _out(["ethtool", "-k", nic])
+    for line in text.splitlines():
+        if line.strip().startswith("ntuple-filters:"):
+            return line.split(":", 1)[1].strip()
+    return None
+
+
+def epoll_ioctl():
+    """Whether the kernel has EPIOCGPARAMS (Linux 6.9)."""
+    ep = select.epoll()
+    try:
+        fcntl.ioctl(ep.fileno(), EPIOCGPARAMS, bytes(8))
+        return True
+    except OSError:
+        return False
+    finally:
+        ep.close()
+
+
+def facts(nic, service, port, cpu):
+    """`irqtune-bench server-facts`: what irqtune-bench check judges on
+    the server, as one JSON object."""
+    out = {"kernel": os.uname().release, "nic": nic, "epoll_ioctl": epoll_ioctl(),
+           "service": _out(["systemctl", "is-active", "--", service])[1],
+           "tuned": _out(["systemctl", "is-active", "tuned"])[1],
+           "profile": _out(["tuned-adm", "profile_info", PROFILE])[0] == 0,
+           "listening": listening(port), "firewall": firewall(port), "ntuple": ntuple(nic)}
+    fds = open_counters([cpu])
+    out["pmu"] = bool(fds)
+    for fd in fds:
+        os.close(fd)
+    try:
+        with netlink.Netdev() as nd, open("/proc/interrupts") as f:
+            napis = nd.napis(nic)
+            out.update(queues(nic, nd, napis, f.read()))
+        out["napi_attrs"] = sorted({k for n in napis for k in n})
+    except OSError as err:
+        out["napi_error"] = err.strerror or str(err)
     return out
 
 

@@ -16,11 +16,14 @@ PMU) leaves the cost columns empty.
 """
 
 import json
+import random
 import shlex
 import subprocess
 import tempfile
 
+from . import preflight, stats
 from .runner import BenchError
+from .server import nic_of_address
 
 
 class SshHost:
@@ -66,6 +69,8 @@ class SshTestbed:
         self.server_addr = args.server_addr
         self.nic = args.nic
         self.facts = {}
+        self.generators = 1
+        self.steer = None
 
     def _out(self, host, argv):
         rc, out, err = host.run(argv, timeout=60)
@@ -73,31 +78,91 @@ class SshTestbed:
             raise BenchError("%s on %s: rc %s: %s" % (" ".join(argv), host.target, rc, (err or out).strip()))
         return out.strip()
 
-    def prepare(self, log):
+    def check(self):
+        """`irqtune-bench check`'s findings (preflight.py); with no failed
+        one, self.facts, self.nic and self.generators are known."""
+        a = self.args
+        found = []
         for role, host in (("server", self.server), ("client", self.client)):
-            if self._out(host, ["id", "-u"]) != "0":
-                raise BenchError("the bench logs in to the %s (%s) as root: it switches TuneD "
-                                 "profiles and reads every process's state" % (role, host.target))
-            self.facts[role] = {"kernel": self._out(host, ["uname", "-r"]),
-                                "host": self._out(host, ["uname", "-n"])}
-        # the generator and the shim are where each host's installation put
-        # them (lib or lib64, another prefix), not where ours did
-        if self.client_mcload is None:
-            self.client_mcload = self.remote_paths(self.client)["mcload"]
-        if self.shim is None:
-            self.shim = self.remote_paths(self.server)["shim"]
-        rc, _, _ = self.client.run(["test", "-x", self.client_mcload])
-        if rc != 0:
-            raise BenchError("the load generator %s is not on the client (%s): install irqtune-bench "
-                             "there, or name it with --mcload" % (self.client_mcload, self.args.client))
+            try:
+                found.append(preflight.ssh_login(role, host.target, self._out(host, ["id", "-u"]), None))
+            except BenchError as err:
+                found.append(preflight.ssh_login(role, host.target, None, str(err)))
+        if preflight.failed(found):
+            return found
+        for role, host in (("server", self.server), ("client", self.client)):
+            self.facts[role] = {"kernel": self._out(host, ["uname", "-r"]), "host": self._out(host, ["uname", "-n"])}
+        missing = self.installed()
+        if missing:
+            return found + missing
+        if self.nic is None:
+            self.nic = nic_of_address(self._out(self.server, ["ip", "-j", "addr", "show"]), self.server_addr)
+            if not self.nic:
+                return found + [preflight.Finding(preflight.FAIL, "no interface of the server holds --server-addr %s"
+                                                  % self.server_addr, "name the server's address on the NIC under test")]
+        facts = self.facts["server_facts"] = json.loads(self._out(self.server, self.server_bench + [
+            "server-facts", self.nic, "--service", a.service, "--port", str(a.port), "--cpu", str(a.memcached_cpu)]))
+        cpus = int(self._out(self.client, ["nproc"]))
+        self.generators = a.generators or max(1, min(8, cpus // 2))
+        self.facts["client"].update(cpus=cpus, generators=self.generators)
         try:
             self.generate(100, 0.2, 0.0, 1, seed=1)
+            unreached = None
         except BenchError as err:
-            raise BenchError("memcached on %s:%d does not answer the client (%s); it must listen on "
-                             "that address (memcached -l)" % (self.server_addr, self.args.port, err))
-        log("server %s (kernel %s), client %s (kernel %s)" % (
-            self.facts["server"]["host"], self.facts["server"]["kernel"],
-            self.facts["client"]["host"], self.facts["client"]["kernel"]))
+            unreached = str(err)
+        landed = None
+        if unreached is None and preflight.serving_queue(facts, a.memcached_cpu) is not None:
+            napi = self.landing([24999]).get(24999)
+            landed = next((int(q) for q, n in facts["rx_queues"].items() if n == napi), None)
+        return found + preflight.judge(facts, a, unreached, landed)
+
+    def installed(self):
+        """Findings for irqtune-bench missing on either host (the server's
+        read-back and counter, the client's mcload)."""
+        out = []
+        try:
+            if self.shim is None:
+                self.shim = self.remote_paths(self.server)["shim"]
+            if self.client_mcload is None:
+                self.client_mcload = self.remote_paths(self.client)["mcload"]
+        except BenchError as err:
+            out.append(preflight.Finding(preflight.FAIL, str(err), "dnf install ./irqtune-bench-*.rpm there"))
+        if not out and self.client.run(["test", "-x", self.client_mcload])[0] != 0:
+            out.append(preflight.Finding(preflight.FAIL, "the load generator %s is not on the client (%s)"
+                                         % (self.client_mcload, self.args.client),
+                                         "dnf install ./irqtune-bench-*.rpm on the client, or name it with --mcload"))
+        return out
+
+    def prepare(self, log):
+        findings = self.check()
+        for line in preflight.lines(findings):
+            log(line)
+        bad = preflight.failed(findings)
+        if bad:
+            raise BenchError("%d check(s) failed (irqtune-bench check shows them): %s"
+                             % (len(bad), "; ".join(f.what for f in bad)))
+        self.steer = Steering(self, log)
+        log("server %s (kernel %s), client %s (kernel %s, %d CPUs: %d generator processes)" % (
+            self.facts["server"]["host"], self.facts["server"]["kernel"], self.facts["client"]["host"],
+            self.facts["client"]["kernel"], self.facts["client"]["cpus"], self.generators))
+
+    def landing(self, ports):
+        """{local port: NAPI id the server saw its connection arrive on}
+        of the ports the client could hold a connection from."""
+        a = self.args
+        holder = self.client.popen(self.server_bench + ["hold", self.server_addr, str(a.port),
+                                                        "--source-ports", ",".join(map(str, ports))])
+        try:
+            first = holder.stdout.readline().split()
+            if not first or first[0] != "held":
+                raise BenchError("irqtune-bench hold on the client: %s" % holder.stderr.read().strip()[-300:])
+            held = [int(p) for p in first[1].split(",")] if len(first) > 1 else []
+            seen = json.loads(self._out(self.server, self.server_bench + [
+                "incoming", "--service", a.service, "--port", str(a.port)]))
+        finally:
+            holder.communicate("done\n", timeout=30)
+        napi = {c["peer"][1]: c["napi_id"] for c in seen}
+        return {p: napi.get(p) for p in held}
 
     def remote_paths(self, host):
         rc, out, err = host.run(self.server_bench + ["paths"], timeout=60)
@@ -118,13 +183,30 @@ class SshTestbed:
         pass
 
     def generate(self, rate, seconds, warmup, conns, seed):
-        argv = [self.client_mcload, "--host", self.server_addr, "--port", str(self.args.port),
-                "--rate", str(rate), "--seconds", str(seconds), "--warmup", str(warmup),
-                "--conns", str(conns), "--seed", str(seed)]
-        rc, out, err = self.client.run(argv, timeout=seconds + warmup + 60)
-        if rc != 0:
-            raise BenchError("mcload: %s" % err.strip())
-        return json.loads(out)
+        """self.generators mcload processes on the client, each with conns
+        connections (from the steered source ports, when steering needs
+        them) and its share of the rate; their figures combined."""
+        procs = []
+        for i in range(self.generators):
+            argv = [self.client_mcload, "--host", self.server_addr, "--port", str(self.args.port),
+                    "--rate", "%.3f" % (rate / self.generators), "--seconds", str(seconds),
+                    "--warmup", str(warmup), "--conns", str(conns), "--seed", str(seed * 100 + i)]
+            ports = self.steer.ports(i, conns) if self.steer else None
+            procs.append(self.client.popen(argv + (["--source-ports", ",".join(map(str, ports))] if ports else [])))
+        results = []
+        for proc in procs:
+            try:
+                out, err = proc.communicate(timeout=seconds + warmup + 60)
+            except subprocess.TimeoutExpired:
+                proc.kill()
+                out, err = proc.communicate()
+            if proc.returncode != 0:
+                raise BenchError("mcload: %s" % err.strip()[-300:])
+            results.append(json.loads(out))
+        res = stats.combine(results)
+        if self.steer:
+            res["steering"] = self.steer.how
+        return res
 
     def load(self, rate, seconds, warmup, conns, seed):
         counter = self.server.popen(self.server_bench + ["count"])
@@ -145,6 +227,73 @@ class SshTestbed:
         return None
 
     def finish(self):
+        if self.steer:
+            self.steer.undo()
         for host in (self.server, self.client):
             subprocess.run(host.base[:-2] + ["-O", "exit", "--", host.target], capture_output=True)
         self._control.cleanup()
+
+
+class Steering:
+    """The load's connections on the rx queue serving --memcached-cpu: an
+    ntuple rule (flow-type tcp4 dst-ip dst-port -> queue) when the NIC
+    offers one, deleted again by undo() (and the feature switched back
+    off when the bench switched it on); otherwise source ports whose
+    connections the server saw arrive on that queue's NAPI.  how says
+    which, for every run's record."""
+
+    SEARCH = range(20000, 30000)
+    TRIES = 512
+
+    def __init__(self, tb, log):
+        self.tb, self.log = tb, log
+        facts, a = tb.facts["server_facts"], tb.args
+        self.queue = preflight.serving_queue(facts, a.memcached_cpu)
+        self.napi = facts["rx_queues"][str(self.queue)]
+        self.rule = self.feature_was = None
+        self.found = []
+        if facts.get("ntuple") in ("on", "off"):
+            self.add_rule(facts["ntuple"])
+        else:
+            self.search(a.conns * tb.generators)
+
+    def add_rule(self, feature):
+        tb, a = self.tb, self.tb.args
+        if feature == "off":
+            tb._out(tb.server, ["ethtool", "-K", tb.nic, "ntuple", "on"])
+            self.feature_was = "off"
+        out = tb._out(tb.server, ["ethtool", "-N", tb.nic, "flow-type", "tcp4", "dst-ip", tb.server_addr,
+                                  "dst-port", str(a.port), "action", str(self.queue)])
+        words = out.split()
+        self.rule = words[-1] if words[-1:] and words[-1].isdigit() else None
+        self.how = "ntuple rule %s: tcp4 dst-port %d -> rx queue %d" % (self.rule, a.port, self.queue)
+        self.log("steering: " + self.how)
+
+    def search(self, n):
+        rng = random.Random()
+        tried = 0
+        while len(self.found) < n and tried < self.TRIES:
+            batch = [p for p in rng.sample(self.SEARCH, 16) if p not in self.found]
+            tried += len(batch)
+            landed = self.tb.landing(batch)
+            self.found += [p for p, napi in sorted(landed.items()) if napi == self.napi][:n - len(self.found)]
+        if len(self.found) < n:
+            raise BenchError("steering: %d of %d source ports tried land on rx queue %d (NAPI %d); found %d of "
+                             "the %d needed (see ethtool -n %s rx-flow-hash tcp4)"
+                             % (len(self.found), tried, self.queue, self.napi, len(self.found), n, self.tb.nic))
+        self.how = ("source ports %s: their connections arrive on rx queue %d (NAPI %d, SO_INCOMING_NAPI_ID); "
+                    "%d ports tried" % (",".join(map(str, self.found)), self.queue, self.napi, tried))
+        self.log("steering: " + self.how)
+
+    def ports(self, generator, conns):
+        """The source ports of one generator process, None with a rule."""
+        return self.found[generator * conns:(generator + 1) * conns] or None
+
+    def undo(self):
+        tb = self.tb
+        if self.rule is not None:
+            tb.server.run(["ethtool", "-N", tb.nic, "delete", self.rule], timeout=60)
+            self.rule = None
+        if self.feature_was:
+            tb.server.run(["ethtool", "-K", tb.nic, "ntuple", self.feature_was], timeout=60)
+            self.feature_was = None

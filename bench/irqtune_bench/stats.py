@@ -121,3 +121,35 @@ def spread(values):
     if len(values) < 2 or not statistics.median(values):
         return None
     return (max(values) - min(values)) / statistics.median(values)
+
+
+SUMMED = ("offered", "conns", "sent", "answered", "lost", "errors", "measured", "unanswered", "qps",
+          "send_late_over_100us", "send_late_over_1ms")
+
+
+def combine(results):
+    """One run's figures from the JSON of several generator processes that
+    loaded the server at once: counts summed, percentiles from the merged
+    histograms (and each 1 s slice's), the send lateness and CPU share of
+    the latest and busiest generator (a generator's lateness is its own;
+    the worst one bounds the run's; the busiest one says whether the
+    client limited the load, runner.derive's client_bound)."""
+    if len(results) == 1:
+        return results[0]
+    cpu = [r["gen_cpu_pct"] for r in results]
+    out = dict(results[0], generators=len(results), gen_cpu_pcts=cpu, gen_cpu_pct=max(cpu))
+    for key in SUMMED:
+        out[key] = sum(r[key] for r in results)
+    for key in ("send_late_p50_us", "send_late_p99_us", "send_late_max_us", "window_s"):
+        out[key] = max(r[key] for r in results)
+    hist = out["hist"] = merge([r["hist"] for r in results])
+    answered = [r["measured"] - r["unanswered"] for r in results]
+    out["avg_us"] = (sum(r["avg_us"] * a for r, a in zip(results, answered) if a) / sum(answered)
+                     if sum(answered) else None)
+    for key, p in (("p50_us", 50), ("p90_us", 90), ("p99_us", 99), ("p999_us", 99.9)):
+        out[key] = quantile_us(hist, p)
+    out["max_us"] = max((r["max_us"] for r in results if r["max_us"] is not None), default=None)
+    slices = [merge([dict(hist, **s) for s in group]) for group in zip(*(r["slices_hist"] for r in results))]
+    out["slices_hist"] = [{"unanswered": s["unanswered"], "counts": s["counts"]} for s in slices]
+    out["slices_p99_us"] = [quantile_us(s, 99) for s in slices]
+    return out

@@ -114,6 +114,20 @@ def test_loads_above_90_percent_of_saturation_are_not_judged():
         "offered 9500: not judged (above 90 % of the saturation point, 10000 req/s)"
 
 
+def test_a_client_bound_load_is_not_judged():
+    """Issue 41: a run whose generator was at its CPU's limit measured the
+    client; its load gets no verdict, and the line says why."""
+    runs = []
+    for load in (5000, 9000):
+        runs += rounds("fullbusy", load, [1000] * 8, [100] * 8) + rounds("suspend20", load, [900] * 8, [60] * 8)
+    runs[-1].update(client_bound=True, gen_cpu_pct=97.5)
+    rep = saved(runs, loads=(5000, 9000), saturation=10000)
+    records = report.verdict_records(rep)
+    assert [v["load"] for v in records] == [5000]
+    assert report.verdict_lines(rep, records)[0] == \
+        "offered 9000: not judged (client-bound: a generator used 98 % of a client CPU; more --generators)"
+
+
 def test_every_compared_mode_gets_a_record_and_re_runs_are_counted():
     modes = ("suspend20", "fullbusy", "suspend200", "recommend", "auto")
     runs = []

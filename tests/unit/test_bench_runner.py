@@ -520,3 +520,30 @@ def test_a_whole_fake_run_of_the_verdict_set_reports_and_documents(tmp_path, cap
     first = text
     assert docs.regenerate(loaded, md, tmp_path / "img") == 0
     assert md.read_text() == first          # regenerating changes nothing
+
+
+class SaturatingTestbed:
+    """Keeps up to `limit` req/s; the generator's CPU share grows with the
+    rate and reaches 100 % at `client_limit` (stand-in, unit layer)."""
+    topologies = ["-"]
+
+    def __init__(self, limit, client_limit):
+        self.limit, self.client_limit = limit, client_limit
+
+    def set_topology(self, topology):
+        pass
+
+    def load(self, rate, seconds, warmup, conns, seed):
+        kept = min(rate, self.limit, self.client_limit)
+        return {"qps": kept, "lost": 0, "p50_us": 100.0 if kept == rate else 5000.0, "p99_us": 900.0,
+                "send_late_p99_us": 50.0, "gen_cpu_pct": min(100.0, 100.0 * rate / self.client_limit)}
+
+
+@pytest.mark.parametrize("limit,client_limit,side", [(5000, 50000, "server"), (50000, 5000, "client")])
+def test_saturation_says_which_side_ran_out_first(limit, client_limit, side):
+    bench = types.SimpleNamespace(set_mode=lambda name: None)
+    args = types.SimpleNamespace(probe_start=1000, probe_max=2000000, probe_seconds=1, warmup=0.1, conns=1)
+    rate, probes, found = runner.saturation(bench, SaturatingTestbed(limit, client_limit), args, lambda m: None)
+    assert found == side and 3000 <= rate <= 5000
+    first_saturated = next(p for p in probes if not p["kept_up"])
+    assert first_saturated["client_bound"] == (side == "client")
