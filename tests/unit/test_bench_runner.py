@@ -547,3 +547,10 @@ def test_saturation_says_which_side_ran_out_first(limit, client_limit, side):
     assert found == side and 3000 <= rate <= 5000
     first_saturated = next(p for p in probes if not p["kept_up"])
     assert first_saturated["client_bound"] == (side == "client")
+
+
+def test_loads_never_lie_above_their_fraction_of_saturation():
+    assert runner.loads_of(10440, [0.1, 0.5, 0.9]) == [1000, 5200, 9300]
+    for sat in range(1000, 30000, 7):
+        for f in (0.1, 0.3, 0.6, 0.9):
+            assert all(x <= f * sat or x == 100 for x in runner.loads_of(sat, [f]))
