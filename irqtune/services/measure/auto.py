@@ -133,21 +133,14 @@ def from_options(config, options, recheck_interval):
 
 class Services:
     """The processes of the measured services, found again on every
-    re-check that is due - cheaply: a unit's control group is asked of
-    systemd once and its cgroup.procs read after that, in systemd's own
-    hierarchy (cgroup v2, hybrid or v1, by /proc/self/mountinfo, read
-    once); systemctl runs again only when the group is empty, at most
-    every RETRY seconds.  A pid file's pid is checked on every read
-    (Services._pid_in_file)."""
+    re-check that is due: a unit's by irqtune.services.systemd.UnitProcesses
+    (its control group kept, systemctl asked at most every RETRY seconds),
+    a pid file's pid checked on every read (Services._pid_in_file)."""
 
-    def __init__(self, entries, kfs=KFS, systemctl=None, clock=time.monotonic):
+    def __init__(self, entries, kfs=KFS, systemctl=None, clock=time.monotonic, root="/"):
         self.entries = list(entries)
         self.kfs = kfs
-        self._systemctl = systemctl
-        self.clock = clock
-        self._cgroups = {}          # unit: control group path
-        self._asked = {}            # unit: when systemctl was last asked
-        self._cgroup_root = None    # systemd's hierarchy: unified, hybrid or legacy
+        self.units = systemd.UnitProcesses(kfs, systemctl, root, clock, RETRY)
         self.said = SaidOnce()      # a pid file's refusals
 
     def pids(self):
@@ -155,28 +148,13 @@ class Services:
         pids, why = set(), []
         for entry in self.entries:
             try:
-                pids.update(self._pids_of(entry))
+                pids.update([self._pid_in_file(entry)] if entry.startswith("/")
+                            else self.units.pids(entry))
             except IrqtuneError as err:
                 why.append(str(err))
         if not pids:
             raise IrqtuneError("auto_services: no process runs: %s" % "; ".join(why))
         return sorted(pids)
-
-    def _pids_of(self, entry):
-        if entry.startswith("/"):
-            return [self._pid_in_file(entry)]
-        pids = self._cgroup_pids(self._cgroups.get(entry))
-        if pids:
-            return pids
-        now = self.clock()
-        if entry in self._asked and now - self._asked[entry] < RETRY:
-            raise IrqtuneError("%s: the unit runs no process" % entry)
-        self._asked[entry] = now
-        self._cgroups[entry] = self._ask_cgroup(entry)
-        pids = self._cgroup_pids(self._cgroups[entry])
-        if not pids:
-            raise IrqtuneError("%s: the unit runs no process" % entry)
-        return pids
 
     def _pid_in_file(self, path):
         """The pid in a pid file, when the file could only have been
@@ -214,18 +192,6 @@ class Services:
             raise IrqtuneError("%s: pid %d started after the file was last written"
                                % (path, pid))
         return pid
-
-    def _ask_cgroup(self, unit):
-        if self._systemctl is None and not systemd.systemd_running():
-            raise IrqtuneError("%s: systemd is not running; name a pid file instead" % unit)
-        return systemd.Systemctl(self._systemctl).show(unit, "ControlGroup") or None
-
-    def _cgroup_pids(self, cgroup):
-        if not cgroup:
-            return []
-        if self._cgroup_root is None:       # the layout changes only with a reboot
-            self._cgroup_root = self.kfs.systemd_cgroup_root()
-        return self.kfs.cgroup_procs(cgroup, self._cgroup_root)
 
     def usage(self, pids):
         """(CPU seconds (user and system) the pids' processes used so far,
