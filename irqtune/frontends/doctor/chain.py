@@ -126,13 +126,17 @@ def _check_drift(report, subject, napi, ifname, units, profile, judged):
 
 
 def _unmatched(units):
-    """Why no unit covers a device when a selector matches nothing here (a
-    typo, a NIC named otherwise): what irqtune verify fails on too."""
-    here = netdev_names()
+    """Why no unit covers a device when a selector matches no device of
+    TuneD's network namespace (a typo, a NIC named otherwise): what irqtune
+    verify fails on too.  Those are the devices the selectors match, and
+    /sys/class/net lists them even after the doctor entered a service's
+    namespace: sysfs shows the namespace it was mounted in (the host's,
+    TuneD's), and setns changes no mount."""
+    tuneds = netdev_names()
     lost = ["[%s] devices=%s matches no network device" % (shown(u.name), shown(u.devices))
-            for u in units if not any(u.covers(d) for d in here)]
-    return "; %s (devices here: %s)" % ("; ".join(lost), ", ".join(shown(d) for d in here)
-                                        or "none") if lost else ""
+            for u in units if not any(u.covers(d) for d in tuneds)]
+    return "; %s (devices in TuneD's network namespace: %s)" % (
+        "; ".join(lost), ", ".join(shown(d) for d in tuneds) or "none") if lost else ""
 
 
 def check_process(report, pid, comm, instances, preload, unit=None):
