@@ -67,11 +67,6 @@ class GsimTuner(Tuner):
                 log.warning("gsim: %s not applied: %s", option, missing)
 
     @property
-    def failed_irqs(self):
-        """{irq: why} of switches the kernel refused (not vanished IRQs)."""
-        return self.switches.failed
-
-    @property
     def needs_watching(self):
         """New or reset IRQs appear with driver resets and hotplug."""
         return self.iface is not None and bool(self.selection)
@@ -201,8 +196,6 @@ class GsimTuner(Tuner):
         if count:
             log.info("gsim: allowed moderation on %d new or reset IRQs", count)
         return count
-
-    apply_new_irqs = apply_new
 
     # -- verify -------------------------------------------------------------
 
