@@ -393,6 +393,3 @@ class Refusals:
 
     def of(self, device):
         return self.by_device.get(device, {})
-
-    def drop(self, device):
-        self.by_device.pop(device, None)

@@ -2,7 +2,6 @@
 """Queue IRQ affinity of a device: recorded, set, verified and restored in
 /proc/irq/N/smp_affinity_list (through the kernel fs seam)."""
 
-import errno
 import logging
 
 from ...kernel.errors import OptionError, describe_os_error

@@ -11,7 +11,7 @@ from ...kernel.kfs import KFS
 from ...services.systemd import SYSTEMD_RUNNING_MARKER, Systemctl, systemd_running
 from .config import (BUDGET_WITHOUT_CAP, LIBRARY_NAME, OptInValues, check_library_path,
                      find_library, parse_services, reroot)
-from .dropins import (DROPIN_NAME, UNIT_DIR, _CLAIMED, DropIn, dropin_content, entries_from_state,
+from .dropins import (DROPIN_NAME, UNIT_DIR, DropIn, dropin_content, entries_from_state,
                       read_dropin, remove_dropins, roll_back, write_dropin)
 
 log = logging.getLogger("irqtune.features.service_optin")
@@ -193,15 +193,6 @@ class ServiceOptIn:
     def export_state(self):
         """What apply wrote, as plain data a later process can adopt."""
         return [e.export() for e in self.written]
-
-    def adopt_state(self, state):
-        """Take over drop-ins an earlier process wrote (from export_state),
-        so that unapply removes them under the same rules."""
-        if self.written:
-            raise IrqtuneError("already applied")
-        for entry in entries_from_state(state):
-            self.written.append(entry)
-            _CLAIMED.add(entry.path)
 
     def verify(self):
         """[(unit, ok, state)]: whether each drop-in holds what apply wrote.

@@ -18,7 +18,6 @@ CMD_RINGS_SET = 16
 CMD_RSS_GET = 38
 CMD_RSS_SET = 48
 # Kernel-to-user message numbers (ETHTOOL_MSG_*_NTF) on the monitor group.
-NTF_FEATURES = 13
 NTF_RINGS = 17
 
 # ETHTOOL_TCP_DATA_SPLIT_*: 0 is "unknown" in a reply and "auto" in a request.

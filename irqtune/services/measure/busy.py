@@ -93,9 +93,6 @@ class Periods:
         for tid, ns, events in zip(self.tids, self.ns, self.events):
             yield Period(tid, ns, events)
 
-    def nbytes(self):
-        return sum(a.itemsize * len(a) for a in (self.tids, self.ns, self.events))
-
 
 class Tracker:
     """Busy periods decoded as the rings drain: add() a drain's (tid, time
