@@ -121,10 +121,6 @@ def bad_argument(args):
 
 def status(devices):
     known = interfaces()
-    problem = unknown_device(devices, known)
-    if problem:
-        print("irqtune status: %s" % problem, file=sys.stderr)
-        return EXIT_BAD_ARGUMENT
     caps = detect_napi_capabilities()
     print("netdev family: %s, napi-set: %s, settable: %s"
           % (caps.netdev_family, caps.napi_set, ", ".join(sorted(caps.settable)) or "-"))
@@ -143,10 +139,6 @@ def status(devices):
 
 
 def watch_status(devices, interval, count):
-    problem = unknown_device(devices, interfaces())
-    if problem:
-        print("irqtune status: %s" % problem, file=sys.stderr)
-        return EXIT_BAD_ARGUMENT
     try:
         status_watch.watch(devices, interval, count, out=lambda s: print(s, flush=True))
     except KeyboardInterrupt:
@@ -170,10 +162,6 @@ def doctor(args):
 
 
 def metrics(args):
-    problem = unknown_device(args.devices, interfaces())
-    if problem:
-        print("irqtune metrics: %s" % problem, file=sys.stderr)
-        return EXIT_BAD_ARGUMENT
     try:
         fmt = args.format or ("prometheus" if (args.output or "").endswith(".prom")
                               else "openmetrics")
@@ -249,6 +237,8 @@ def checked_run(args):
     parsed = None
     if problem is None:
         parsed, problem = with_numbers(args)
+    if problem is None and args.command in ("status", "metrics"):
+        problem = unknown_device(args.devices, interfaces())
     if problem:
         print("irqtune %s: %s" % (args.command, problem), file=sys.stderr)
         return EXIT_BAD_ARGUMENT
