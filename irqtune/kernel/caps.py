@@ -25,10 +25,6 @@ from .netlink.policy import ControlFamily
 log = logging.getLogger(__name__)
 
 
-def _attr_numbers():
-    return {number: name for name, (number, _) in attr_table(napi_msg).items()}
-
-
 # What a kernel without CONFIG_NET_RX_BUSY_POLL lacks, in one line.
 NO_BUSY_POLL = ("the kernel has no busy polling (CONFIG_NET_RX_BUSY_POLL is not set: "
                 "no /proc/sys/net/core/busy_poll)")
@@ -134,7 +130,7 @@ def detect_napi_capabilities(kfs=KFS):
     with ControlFamily() as ctrl:
         get_policy = _op_policy(ctrl, CMD_NAPI_GET)
         set_policy = _op_policy(ctrl, CMD_NAPI_SET)
-    names = _attr_numbers()
+    names = {number: name for name, (number, _) in attr_table(napi_msg).items()}
     set_policy = set_policy or {}
     settable = frozenset(names[a] for a in set_policy if a in names and names[a] != "id")
     return NapiCapabilities(netdev_family=True,
