@@ -223,7 +223,7 @@ def test_selection_select(fake_kernel):
     sel = gsim.IrqSelection.parse("nic:eth*; name:^nvme\\d+q[1-9]")
     assert sorted(sel.select(ints, k.kfs, None)) == ETH0_QUEUES + [31, 41, 42]
     t = tuner(k, {}, irqs="all")
-    assert sorted(t.selected(ints)) == [24, 25, 26, 27, 28, 30, 31, 40, 41, 42, 50]
+    assert sorted(t.switches.selected(ints)) == [24, 25, 26, 27, 28, 30, 31, 40, 41, 42, 50]
 
 
 # -- apply, verify, restore -----------------------------------------------------

@@ -87,17 +87,13 @@ class GsimTuner(Tuner):
 
     # -- apply ------------------------------------------------------------
 
-    def wanted_knobs(self):
-        return {o: v for o, v in self.config.items().items()
-                if o not in self.unsupported}
-
     def apply(self, *devices):
         """Set the knobs and the switches; returns Applied(knobs, switched)."""
         if self.iface is None:
             return Applied(0, 0)
         interrupts = self._interrupts()
         knobs = 0
-        wanted = self.wanted_knobs()
+        wanted = {o: v for o, v in self.config.items().items() if o not in self.unsupported}
         # Targets first, then the per-IRQ switches, delay_us last: moderation
         # starts with its final targets on every selected IRQ at once.
         for option in APPLY_ORDER:
@@ -141,9 +137,10 @@ class GsimTuner(Tuner):
         return 1
 
     def _knob_rejected(self, option, value, err):
-        if err.errno == errno.ERANGE:
-            reason = OptionError(option, value, "%s; the kernel rejected it with ERANGE "
-                                 "(%s)" % (accepted_range(option), self.iface.knob_path(option)))
+        if err.errno in (errno.ERANGE, errno.EINVAL):
+            reason = OptionError(option, value, "%s; the kernel rejected it with %s (%s)"
+                                 % (accepted_range(option), err.errname,
+                                    self.iface.knob_path(option)))
             self.rejected[option] = reason
             log.error("gsim: %s", reason)
         elif err.errno == errno.EOPNOTSUPP and option == "hardirq_percent":
@@ -151,11 +148,6 @@ class GsimTuner(Tuner):
                    "(CONFIG_IRQ_TIME_ACCOUNTING) and refuses a non-zero %s" % option)
             self.unsupported[option] = why
             log.error("gsim: %s not applied: %s", option, why)
-        elif err.errno == errno.EINVAL:
-            reason = OptionError(option, value, "%s; the kernel rejected it with EINVAL (%s)"
-                                 % (accepted_range(option), self.iface.knob_path(option)))
-            self.rejected[option] = reason
-            log.error("gsim: %s", reason)
         else:
             self.rejected[option] = err
             log.error("gsim: %s: %s", option, err)
@@ -166,10 +158,6 @@ class GsimTuner(Tuner):
         except OSError as err:
             log.error("gsim: cannot read %s: %s", self.kfs.proc_path("interrupts"), err)
             return {}
-
-    def selected(self, interrupts):
-        """{irq: IrqInfo} of selected IRQs that GSIM can moderate."""
-        return self.switches.selected(interrupts)
 
     def _apply_switches(self, interrupts):
         if not self.selection:
@@ -234,9 +222,9 @@ class GsimTuner(Tuner):
             return
         knobs = self.originals.get("knobs", {})
         for option in RESTORE_ORDER:
-            if option not in knobs or knobs[option] is None:
+            value = knobs.get(option)
+            if value is None:
                 continue
-            value = knobs[option]
             try:
                 if self.iface.read_knob(option) == value:
                     continue
