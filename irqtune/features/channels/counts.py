@@ -81,6 +81,3 @@ class ChannelCounts:
             log.error("%s: cannot restore channels %s: %s", ifname,
                       ", ".join("%s %d" % kv for kv in sorted(counts.items())),
                       refusal_reason(err))
-
-    def forget(self, ifname):
-        self.targets.pop(ifname, None)

@@ -3,6 +3,7 @@
 the tuner contract (irqtune.services.tuner) with one ledger of originals."""
 
 import logging
+from contextlib import nullcontext
 
 from ...kernel.cpus import housekeeping_cpus
 from ...kernel.irqs import interrupt_names
@@ -57,8 +58,10 @@ class HousekeepingTuner(DeviceTuner):
     # -- plumbing ---------------------------------------------------------
 
     def _family(self):
+        """The channels backend the caller lent (used, never closed), else
+        a socket on the ethtool family."""
         if self._channels is not None:
-            return _Borrowed(self._channels)
+            return nullcontext(self._channels)
         return ChannelsFamily()
 
     def _from_ledger(self, originals):
@@ -77,9 +80,6 @@ class HousekeepingTuner(DeviceTuner):
 
     def _saved(self, ifname, ifindex):
         return self._originals_of(ifname, ifindex, channels={}, irqs={})
-
-    def queue_irqs(self, ifname):
-        return self.irq_affinity.queue_irqs(ifname) if self.irq_affinity else []
 
     @property
     def needs_watching(self):
@@ -175,16 +175,3 @@ def housekeeping_tuner(options, tuner_class=None, **kwargs):
     if any(e.option == "housekeeping_cpus" for e in errors):
         return None, errors
     return (tuner_class or HousekeepingTuner)(config, **kwargs), errors
-
-
-class _Borrowed:
-    """A channels backend passed in by the caller: used, never closed."""
-
-    def __init__(self, obj):
-        self.obj = obj
-
-    def __enter__(self):
-        return self.obj
-
-    def __exit__(self, *exc):
-        return False
