@@ -16,11 +16,7 @@ Rules it keeps:
 - Nothing half-done: without a running systemd it raises
   :class:`UnsupportedError` before touching anything; when writing a drop-in
   or the reload fails, the drop-ins written so far are removed again.
-- It never removes or overwrites a file it did not write.  Its files carry a
-  marker line; a file at its path without the marker is left alone (error),
-  a file with the marker but edited since it was written is left in place
-  on unapply (warning).  A ``<unit>.d`` directory is removed only when this
-  module created it and it is empty.
+- It never removes or overwrites a file it did not write (dropins.py).
 - Services are not restarted unless ``restart=True``: the preload reaches a
   process only when it starts, so the running services that need a restart
   are logged (and returned).  With ``restart=True`` it runs
@@ -44,9 +40,9 @@ directory); ``systemctl`` is an injectable callable
 ``argv -> (returncode, stdout)``.
 
 Modules: config (values, service names, the library's path), dropins (the
-files, their marker, removal rules), systemd (whether it runs, systemctl),
-optin (ServiceOptIn: one set of services), tuner (OptInTuner: the tuner
-contract and the ledger).
+files, their marker, removal rules), optin (ServiceOptIn: one set of
+services), tuner (OptInTuner: the tuner contract and the ledger); systemd
+is irqtune.services.systemd.
 """
 
 import os  # noqa: F401 - tests patch os through this module

@@ -8,6 +8,7 @@ import os
 from ...kernel.caps import NO_BUSY_POLL, detect_kernel_features
 from ...kernel.errors import IrqtuneError, UnsupportedError
 from ...kernel.kfs import KFS
+from ...services.epoll import preload_loaded
 from ...services.systemd import SYSTEMD_RUNNING_MARKER, Systemctl, systemd_running
 from .config import (BUDGET_WITHOUT_CAP, LIBRARY_NAME, OptInValues, check_library_path,
                      find_library, parse_services, reroot)
@@ -47,10 +48,6 @@ class ServiceOptIn:
 
     # what runs
 
-    def running_services(self):
-        """Named services that are active now."""
-        return self.systemctl.active(self.services)
-
     def preload_status(self, unit):
         """'loaded', 'not-loaded', 'inactive' or 'unknown' for the main process."""
         pid = self.systemctl.show(unit, "MainPID")
@@ -58,15 +55,9 @@ class ServiceOptIn:
             return "unknown"
         if pid == "0":
             return "inactive"
-        library = self.library or self._resolved_library(quiet=True)
-        try:
-            with open(self.kfs.proc_path(pid, "maps")) as maps:
-                for line in maps:
-                    if line.rstrip().endswith(library or LIBRARY_NAME):
-                        return "loaded"
-        except OSError:
-            return "unknown"
-        return "not-loaded"
+        loaded = preload_loaded(int(pid), self.kfs,
+                                self._resolved_library(quiet=True) or LIBRARY_NAME)
+        return {True: "loaded", False: "not-loaded", None: "unknown"}[loaded]
 
     def _resolved_library(self, quiet=False):
         if self.library:
@@ -167,7 +158,7 @@ class ServiceOptIn:
         # A running main process that already has (opt-in) or no longer has
         # (opt-out) the library mapped needs no restart; anything else does.
         done = "loaded" if what == "opt-in" else "not-loaded"
-        running = [unit for unit in self.running_services()
+        running = [unit for unit in self.systemctl.active(self.services)
                    if self.preload_status(unit) != done]
         if running and self.restart:
             self.systemctl.try_restart(running)
