@@ -21,6 +21,7 @@ import errno
 import os
 import stat
 import tempfile
+from contextlib import suppress
 
 from .errors import IrqtuneError
 
@@ -47,10 +48,8 @@ def replace_file(path, text, mode):
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
 
 
