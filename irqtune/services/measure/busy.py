@@ -14,7 +14,7 @@ import bisect
 import math
 import struct
 from array import array
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 WAITS = ("epoll_wait", "epoll_pwait", "epoll_pwait2")
 ENTER, EXIT = "enter", "exit"
@@ -167,16 +167,6 @@ class Tracker:
             del held[:n]
 
 
-def busy_periods(samples, decoder):
-    """(Periods, largest maxevents seen) from (tid, time ns, raw) samples in
-    any order (several CPUs' rings).  A return while a period is open means
-    the entry between was lost: that period is dropped, not stretched."""
-    tracker = Tracker(decoder, max_pending=float("inf"))
-    tracker.add(samples)
-    tracker.finish()
-    return tracker.periods, tracker.maxevents
-
-
 def percentile(sorted_values, p):
     """Nearest-rank percentile of a sorted list (None when empty)."""
     if not sorted_values:
@@ -194,9 +184,7 @@ class Figures:
     maxevents: int          # the largest maxevents a wait asked for
 
     def as_dict(self):
-        return {"busy_periods": self.busy_periods, "event_ns": self.event_ns,
-                "batch_ns": self.batch_ns, "batch_events": self.batch_events,
-                "maxevents": self.maxevents}
+        return asdict(self)
 
 
 def figures(periods, maxevents=0):
