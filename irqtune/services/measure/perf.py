@@ -76,10 +76,8 @@ def _open(attr, cpu, nr):
 
 
 def explain_open_error(err, what):
-    why = {errno.EACCES: "not permitted (needs root, or CAP_PERFMON with "
-                         "kernel.perf_event_paranoid)",
-           errno.EPERM: "not permitted (needs root, or CAP_PERFMON with "
-                        "kernel.perf_event_paranoid)",
+    denied = "not permitted (needs root, or CAP_PERFMON with kernel.perf_event_paranoid)"
+    why = {errno.EACCES: denied, errno.EPERM: denied,
            errno.ENOENT: "the kernel has no such tracepoint",
            errno.ENOSYS: "the kernel has no perf events (CONFIG_PERF_EVENTS)",
            errno.EMFILE: "too many open files"}.get(err.errno, err.strerror)
