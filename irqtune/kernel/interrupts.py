@@ -62,5 +62,3 @@ def parse_interrupts(text):
 
 def read_interrupts(kfs=KFS):
     return parse_interrupts(kfs.read_text(kfs.proc_path("interrupts")))
-
-

@@ -89,12 +89,8 @@ def napi_irqs(ifname):
         return set()
 
 
-def is_queue_name(name, ifname=None):
-    if not name or _NOT_QUEUE.search(name):
-        return False
-    if _QUEUE_NAME.search(name):
-        return True
-    return False
+def is_queue_name(name):
+    return bool(name) and not _NOT_QUEUE.search(name) and bool(_QUEUE_NAME.search(name))
 
 
 def nic_queue_irqs(ifname, kfs=KFS, napi=None):

@@ -154,4 +154,3 @@ class QueueAffinity:
                 log.error("%s: IRQ %d: %s", ifname, q.irq, err)
         if restored:
             log.info("%s: affinity of %d queue IRQs restored", ifname, restored)
-
