@@ -22,6 +22,7 @@ window   under the current traffic, busy polling takes a share of the
 from ...kernel.names import shown
 from ...kernel.netdevs import netdev_names
 from ...kernel.values import format_duration_ns
+from ...services.epoll import LIBRARY_NAME
 from .links import BROKEN, INFO, OK, UNKNOWN
 
 # Busy polling must take at least this share of the rx packets in the
@@ -161,8 +162,6 @@ def check_process(report, pid, comm, instances, preload, unit=None):
                    % len(instances), **data)
         return
     off = [i for i in relevant if i.params is not None and not i.params.prefer_busy_poll]
-    how = "the preload %s is loaded" % "libirqtune-busypoll.so" if preload else \
-        "the preload is not loaded"
     if off:
         fds = ", ".join(str(i.fd) for i in off)
         if preload:
@@ -177,7 +176,8 @@ def check_process(report, pid, comm, instances, preload, unit=None):
         report.add("process", subject, BROKEN, text, fix, **data)
         return
     p = relevant[0].params
-    origin = how if preload else "the program sets them itself (the preload is not loaded)"
+    origin = ("the preload %s is loaded" % LIBRARY_NAME if preload
+              else "the program sets them itself (the preload is not loaded)")
     report.add("process", subject, OK, "prefer_busy_poll=1 on its %d epoll instance(s) with "
                "sockets (busy_poll_usecs=%d, budget=%d); %s"
                % (len(relevant), p.busy_poll_usecs, p.busy_poll_budget, origin), **data)
