@@ -52,8 +52,7 @@ class NapiFamily(GenlFamily):
 
     def napis(self, ifindex):
         """Every enabled NAPI of a device, as attribute dicts keyed 'id', ..."""
-        return self.dump("dumping NAPIs of ifindex %d" % ifindex, CMD_NAPI_GET,
-                              ifindex=ifindex)
+        return self.dump("dumping NAPIs of ifindex %d" % ifindex, CMD_NAPI_GET, ifindex=ifindex)
 
     def napi(self, napi_id):
         return self.do("reading NAPI %d" % napi_id, CMD_NAPI_GET, id=napi_id)
