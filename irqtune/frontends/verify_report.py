@@ -172,12 +172,6 @@ def check(run_verify, log=TUNED_LOG, bootcmdline=BOOT_CMDLINE_FILE):
     return verdict
 
 
-def pending_text(verdict, bootcmdline=BOOT_CMDLINE_FILE):
-    """The sentence naming the arguments that wait for the next boot."""
-    return ("kernel command-line arguments that take effect at the next boot "
-            "(TuneD installed them in %s): %s" % (bootcmdline, " ".join(verdict.next_boot)))
-
-
 def unreadable(path):
     """Why the log at path cannot be read (a regular file only: a FIFO
     would block), or None."""
@@ -214,7 +208,8 @@ def verify(log=TUNED_LOG, bootcmdline=BOOT_CMDLINE_FILE, run=subprocess.run, out
     if verdict.passed:
         out("%s is active and verified." % profile)
         return 0
-    pending = pending_text(verdict, bootcmdline)
+    pending = ("kernel command-line arguments that take effect at the next boot (TuneD "
+               "installed them in %s): %s" % (bootcmdline, " ".join(verdict.next_boot)))
     if verdict.ok:
         out("%s is active; everything else verified." % profile)
         out(shown(pending, LINE_MAX))

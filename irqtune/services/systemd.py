@@ -77,11 +77,6 @@ def default_systemctl(argv):
     return proc.returncode, out
 
 
-def _split_preload(value):
-    """ld.so separates LD_PRELOAD entries with spaces and colons."""
-    return [item for item in re.split(r"[ :]+", value) if item]
-
-
 class Systemctl:
     """The systemctl calls of the opt-in, over run(argv) -> (rc, stdout)."""
 
@@ -130,8 +125,9 @@ class Systemctl:
         except ValueError:
             words = env.split()
         for word in reversed(words):
-            if word.startswith("LD_PRELOAD="):
-                items = [i for i in _split_preload(word[len("LD_PRELOAD="):]) if i != library]
+            if word.startswith("LD_PRELOAD="):     # ld.so splits at spaces and colons
+                items = [i for i in re.split(r"[ :]+", word[len("LD_PRELOAD="):])
+                         if i and i != library]
                 return ":".join(items) or None
         return None
 

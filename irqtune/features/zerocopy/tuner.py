@@ -101,12 +101,9 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
             log.warning("%s: %s: %s; left as it is", ifname, feature, refused)
         known[feature] = str(refused)
 
-    def _resolved(self, ifname, feature):
-        self.problems.get(ifname, {}).pop(feature, None)
-        self.lacking.get(ifname, {}).pop(feature, None)
-
     def _step(self, ifname, feature, func, *args):
-        """Run one apply step; a refusal is reported and the next step runs."""
+        """Run one apply step; a refusal is reported and the next step runs,
+        a success forgets the feature's earlier refusal."""
         try:
             result = func(*args)
         except Refused as err:
@@ -115,7 +112,8 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
         except OSError as err:     # NetlinkRequestError too
             self._report(ifname, feature, refusal(feature, err))
             return None
-        self._resolved(ifname, feature)
+        for book in (self.problems, self.lacking):
+            book.get(ifname, {}).pop(feature, None)
         return result
 
     # -- apply ------------------------------------------------------------
