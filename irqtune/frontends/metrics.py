@@ -30,7 +30,7 @@ from ..kernel.kfs import KFS
 from ..kernel.names import shown
 from ..kernel.netdevs import ifname_of
 from ..kernel.netlink import netdev
-from ..services import counters, epoll, systemd, window
+from ..services import counters, epoll, systemd
 from . import activeprofile
 
 
@@ -118,7 +118,7 @@ def collect(devices=(), kfs=KFS, etc="/etc/tuned", systemctl=None):
         by_dev = {d: by_dev.get(d, []) for d in devices}
     profile, units, _skipped = activeprofile.napi_units(etc)
     unit_ok = {}
-    rx_dev = window.device_rx_packets(kfs)
+    rx_dev = counters.device_rx_packets(kfs)
     for dev in sorted(by_dev):
         try:
             counted = {c.napi_id: c for c in counters.sample(dev, kfs)}

@@ -24,7 +24,7 @@ from irqtune.kernel.caps import NapiCapabilities
 from irqtune.frontends.doctor import chain
 from irqtune.services import epoll
 from irqtune.frontends.doctor.links import Report, format_text
-from irqtune.services.window import Window
+from irqtune.services.counters import Window
 from irqtune.kernel.kfs import KernelFs
 from irqtune.frontends.metrics import Family, render
 

@@ -10,10 +10,9 @@ duplicated and closed again (irqtune.services.epoll), its sockets only where
 that cannot change their classification (irqtune.services.retag), nothing
 is set, the target keeps running.
 
-Modules: targets (which processes, their network namespace), epoll (their
-epoll instances read from the kernel), chain (the links), window (the
-measured window), recommend (the values that fit the service), links
-(report, verdict, text).
+Modules: targets (which processes, their network namespace), chain (the
+links), recommend (the values that fit the service), links (report,
+verdict, text); the window is irqtune.services.counters.measure.
 """
 
 import errno
@@ -27,7 +26,7 @@ from ...kernel.kfs import KFS
 from ...kernel.names import LINE_MAX, shown
 from ...kernel.netdevs import ifname_of
 from ...kernel.netlink import netdev
-from ...services import epoll, window
+from ...services import counters, epoll
 from .. import activeprofile
 from . import chain, recommend, targets
 from .links import EXIT_CANNOT_TELL, Report, format_text  # noqa: F401
@@ -113,7 +112,7 @@ def diagnose(pids=(), devices=(), seconds=3.0, unit=None, kfs=KFS, measure=None,
         chain.check_sockets_seen(report, instances)
 
     _window(report, pids, [d for d in scope if d in device_napis] if scope else None, seconds,
-            unit, kfs, measure or window.measure, trace or recommend.start)
+            unit, kfs, measure or counters.measure, trace or recommend.start)
     return report
 
 
