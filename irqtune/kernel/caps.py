@@ -104,12 +104,9 @@ class NapiCapabilities:
     def lacking(self):
         """One line per missing kernel feature, naming what it costs."""
         lines = []
-        if not self.netdev_family:
-            lines.append("the kernel has no netdev generic netlink family (Linux >= 6.8): "
-                         "NAPI values only device-wide through sysfs, no IRQ suspension")
-        elif not self.napi_set:
-            lines.append("the kernel has no napi-set operation (Linux >= 6.13): NAPI values "
-                         "only device-wide through sysfs, no IRQ suspension")
+        if not self.netdev_family or not self.napi_set:
+            lines.append(self._missing(None) + ": NAPI values only device-wide through sysfs, "
+                         "no IRQ suspension")
         return lines + self.kernel.lacking()
 
     def _missing(self, attr):
