@@ -102,7 +102,6 @@ class GsimWriteError(IrqtuneError):
 
     def __init__(self, path, value, err):
         self.path = path
-        self.value = value
         self.errno = err.errno
         self.errname = errno.errorcode.get(err.errno, str(err.errno))
         super().__init__("%s: writing '%s' failed: %s (%s)"
@@ -145,10 +144,8 @@ class GsimInterface:
             if not os.path.exists(os.path.join(self.base, "target_intr_rate")) and \
                     os.path.exists(os.path.join(self.base, "target_irq_rate")):
                 names["target_intr_rate"] = "target_irq_rate"
-        elif self.shape == SHAPE_V1:
-            info = self._v1_info()
-            if "target_intr_rate" not in info:
-                names["target_intr_rate"] = "target_irq_rate"
+        elif self.shape == SHAPE_V1 and "target_intr_rate" not in self._v1_info():
+            names["target_intr_rate"] = "target_irq_rate"
         return names
 
     def _v1_info(self):
