@@ -16,6 +16,7 @@ active profile named in /etc/tuned/active_profile, which it writes itself.
 
 import contextlib
 import logging
+import logging.handlers
 import os
 from dataclasses import dataclass
 
@@ -81,28 +82,20 @@ def _tuned():
     return consts, profiles, DeviceMatcher, GlobalConfig
 
 
-class _Collected(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.WARNING)
-        self.messages = []
-
-    def emit(self, record):
-        self.messages.append(record.getMessage())
-
-
 @contextlib.contextmanager
 def _tuned_log_collected():
     """TuneD's loader logs to its console handler; its warnings and errors
-    are collected instead, and said as skipped units."""
+    are collected instead (the records), and said as skipped units."""
     logger = logging.getLogger("tuned")
     saved = list(logger.handlers), logger.propagate
-    collected = _Collected()
+    collected = logging.handlers.BufferingHandler(float("inf"))     # never flushed
+    collected.setLevel(logging.WARNING)
     for handler in saved[0]:
         logger.removeHandler(handler)
     logger.addHandler(collected)
     logger.propagate = False
     try:
-        yield collected.messages
+        yield collected.buffer
     finally:
         logger.removeHandler(collected)
         for handler in saved[0]:
@@ -144,7 +137,7 @@ def units_of_type(kind, etc=ETC, dirs=None):
             values = {k: variables.expand(v) for k, v in unit.options.items()}
             values["devices"] = unit.devices
             units.append((section, values))
-    skipped = ["TuneD: %s" % message for message in said]
+    skipped = ["TuneD: %s" % record.getMessage() for record in said]
     return " ".join(names), units, skipped
 
 
