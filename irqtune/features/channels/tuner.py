@@ -89,8 +89,6 @@ class HousekeepingTuner(DeviceTuner):
         """Drivers re-create queue IRQs on resets; channel counts stay."""
         return self.affinity is not None
 
-    # -- apply ------------------------------------------------------------
-
     def apply(self, *ifnames):
         """Channels, then queue IRQ affinity, per device; a one-line summary."""
         return "; ".join("%s: %s" % (name, self._apply_device(name)) for name in ifnames)
@@ -130,8 +128,6 @@ class HousekeepingTuner(DeviceTuner):
         self._save_state()
         return result
 
-    # -- verify -----------------------------------------------------------
-
     @verify_on_kernel_name
     def verify(self, ifname):
         """[Check] of the channel counts and queue IRQ affinities of ifname."""
@@ -144,8 +140,6 @@ class HousekeepingTuner(DeviceTuner):
         if self.irq_affinity:
             checks.extend(self.irq_affinity.verify(ifname))
         return checks
-
-    # -- restore ----------------------------------------------------------
 
     @on_kernel_name
     def restore(self, ifname):

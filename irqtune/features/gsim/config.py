@@ -33,7 +33,6 @@ OPTIONS = (
 # The prefix of the variables_file's lines.
 OVERLAY_PREFIX = "gsim_"
 
-# -- configuration -----------------------------------------------------------
 
 @dataclass(frozen=True)
 class GsimConfig:
@@ -54,8 +53,6 @@ class GsimConfig:
         return {f.name: getattr(self, f.name) for f in fields(self)
                 if getattr(self, f.name) is not None}
 
-
-# -- which IRQs ------------------------------------------------------------------
 
 @dataclass(frozen=True)
 class IrqSelection:

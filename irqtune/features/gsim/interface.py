@@ -120,8 +120,6 @@ def _write_text(path, text):
     KernelFs.write_text(path, text.rstrip("\n"))
 
 
-# -- the kernel interface ------------------------------------------------
-
 class GsimInterface:
     """One detected GSIM shape in kfs's procfs."""
 

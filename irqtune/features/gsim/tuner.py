@@ -21,7 +21,6 @@ from .switches import IrqSwitches
 
 log = logging.getLogger(__name__)
 
-# -- the tuner -----------------------------------------------------------------
 
 class Applied(namedtuple("Applied", "knobs switched")):
     """What one apply did: knobs written, IRQs switched (the summary line)."""
@@ -84,8 +83,6 @@ class GsimTuner(Tuner):
         data.setdefault("irqs", {})
         log.info("gsim: restoring saved originals from %s", self.ledger.path)
         return data
-
-    # -- apply ------------------------------------------------------------
 
     def apply(self, *devices):
         """Set the knobs and the switches; returns Applied(knobs, switched)."""
@@ -185,8 +182,6 @@ class GsimTuner(Tuner):
             log.info("gsim: allowed moderation on %d new or reset IRQs", count)
         return count
 
-    # -- verify -------------------------------------------------------------
-
     def verify(self, device=None):
         """[Check] of the knobs set and the switches of the IRQs selected now."""
         if self.iface is None:
@@ -214,8 +209,6 @@ class GsimTuner(Tuner):
         """[(irq, name, path, current, expected)] for the IRQs selected now."""
         return self.switches.verify(self._interrupts())
 
-    # -- restore -------------------------------------------------------------
-
     def restore_all(self):
         """Put back every original and forget them."""
         if self.iface is None:
@@ -238,8 +231,6 @@ class GsimTuner(Tuner):
         self.originals = {"shape": self.iface.shape, "knobs": {}, "irqs": {}}
         self._remove_ledger()
 
-
-# -- from options to a tuner --------------------------------------------------
 
 def build_tuner(options, ledger=None, kfs=KFS, napi_irqs=irqs_mod.napi_irqs,
                 expand=str.strip):

@@ -63,8 +63,6 @@ class NapiTuner(DeviceTuner):
     def _books(self):
         return [self.tuned]
 
-    # -- planning ---------------------------------------------------------
-
     def _plan(self):
         """Split the wanted attributes by how they can be set on this kernel."""
         per_napi, per_device, unsupported = {}, {}, {}
@@ -145,8 +143,6 @@ class NapiTuner(DeviceTuner):
                         ifname, ",".join(map(str, absent)))
         wanted = {links[q] for q in self.queues if q in links}
         return [(pos, n) for pos, n in positioned(napis) if n["id"] in wanted]
-
-    # -- apply / verify / restore -----------------------------------------
 
     def apply(self, *ifnames):
         """Tune every NAPI in scope of the devices; returns how many NAPIs were set."""

@@ -38,15 +38,11 @@ class ServiceOptIn:
         self.restart = restart
         self.written = []
 
-    # paths
-
     def dropin_dir(self, unit):
         return os.path.join(reroot(self.root, UNIT_DIR), unit + ".d")
 
     def dropin_path(self, unit):
         return os.path.join(self.dropin_dir(unit), DROPIN_NAME)
-
-    # what runs
 
     def preload_status(self, unit):
         """'loaded', 'not-loaded', 'inactive' or 'unknown' for the main process."""
@@ -68,8 +64,6 @@ class ServiceOptIn:
             if quiet:
                 return None
             raise
-
-    # apply / unapply
 
     def plan(self):
         """[(unit, drop-in text)] for the named services; raises

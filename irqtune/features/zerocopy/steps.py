@@ -29,8 +29,6 @@ NTUPLE = "rx-ntuple-filter"
 class NicSteps:
     """The apply and restore steps of ZeroCopyRxTuner (see the module)."""
 
-    # -- apply steps ------------------------------------------------------
-
     def _read_rss(self, nic, ifindex):
         """The original main-context table: "default" when it is the
         driver's even spread over the current rx queues."""
@@ -201,8 +199,6 @@ class NicSteps:
             if err.errno in (errno.ENOENT, errno.EINVAL):
                 return None
             raise
-
-    # -- restore steps ----------------------------------------------------
 
     def _restore_rules(self, ifname, entries):
         rules = self._rules(ifname)

@@ -116,8 +116,6 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
             book.get(ifname, {}).pop(feature, None)
         return result
 
-    # -- apply ------------------------------------------------------------
-
     def apply(self, *ifnames):
         return "; ".join("%s: %s" % (name, self._guarded(name, self._apply_device, name))
                          for name in ifnames)
@@ -216,8 +214,6 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
         self._save_state()
         return "%d flow rules inserted again" % len(missing)
 
-    # -- verify -----------------------------------------------------------
-
     @verify_on_kernel_name
     def verify(self, ifname):
         """[Check] of everything applied; what the driver lacks
@@ -228,8 +224,6 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
             return self._verify(ifname)
         except (IrqtuneError, OSError) as err:
             return [Check("zero-copy receive preparation", None, "readable", False, str(err))]
-
-    # -- restore ----------------------------------------------------------
 
     @on_kernel_name
     def restore(self, ifname):

@@ -68,8 +68,6 @@ class RxConfigFamily(ChannelsFamily):
     set_commands = ChannelsFamily.set_commands | {CMD_RINGS_SET, CMD_FEATURES_SET,
                                                   CMD_RSS_SET}
 
-    # -- rings --------------------------------------------------------------
-
     def rings(self, ifindex):
         """{"rx": 512, "tcp-data-split": 2, "hds-thresh": 0, ...}; absent
         attributes are absent (a driver without header split sends none)."""
@@ -94,8 +92,6 @@ class RxConfigFamily(ChannelsFamily):
         """The id of the family's "monitor" multicast group, or None."""
         return self.groups.get("monitor")
 
-    # -- features -----------------------------------------------------------
-
     def features(self, ifindex):
         """{"hw": {names}, "wanted": {...}, "active": {...}, "nochange": {...}}."""
         return {name: bitset_names(bitset)
@@ -109,8 +105,6 @@ class RxConfigFamily(ChannelsFamily):
                              for k, v in sorted(changes.items())), ifindex),
                 CMD_FEATURES_SET, header=header(ifindex, ETHTOOL_FLAG_OMIT_REPLY),
                 wanted=feature_changes(changes))
-
-    # -- RSS ----------------------------------------------------------------
 
     def rss(self, ifindex):
         """The main RSS context: {"indir": [...], "hfunc": n, ...}."""
