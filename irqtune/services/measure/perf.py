@@ -90,7 +90,6 @@ class CpuRing:
     def __init__(self, cpu, event_ids, filter_text, pages, nr):
         self.cpu = cpu
         self.fds = []
-        self.size = 0             # bytes copied out so far
         self.map = None
         size = pages * mmap.PAGESIZE
         try:
@@ -128,7 +127,6 @@ class CpuRing:
         else:
             data = self.map[base + start:base + self.data_size] + self.map[base:base + end]
         _U64.pack_into(self.map, _TAIL, head)
-        self.size += head - tail
         consume(data)
         return head - tail
 
@@ -208,10 +206,6 @@ class Recording:
     def drain(self, consume):
         """Each ring's new bytes to consume(bytes), ring after ring."""
         return sum(ring.drain(consume) for ring in self.rings)
-
-    @property
-    def size(self):
-        return sum(r.size for r in self.rings)
 
     def close(self):
         for ring in self.rings:
