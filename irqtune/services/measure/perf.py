@@ -88,7 +88,6 @@ class CpuRing:
     """Tracepoint events on one CPU sharing one ring buffer."""
 
     def __init__(self, cpu, event_ids, filter_text, pages, nr):
-        self.cpu = cpu
         self.fds = []
         self.map = None
         size = pages * mmap.PAGESIZE
