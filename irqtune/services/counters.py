@@ -29,8 +29,7 @@ import time
 from dataclasses import dataclass, field
 
 from ..kernel.errors import IrqtuneError
-from ..kernel.interrupts import read_interrupts
-from ..kernel.irqs import nic_queue_irqs
+from ..kernel.irqs import nic_queue_irqs, read_interrupts
 from ..kernel.kfs import KFS
 from ..kernel.names import shown
 from ..kernel.netlink import netdev, qstats

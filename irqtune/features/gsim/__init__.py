@@ -6,7 +6,7 @@ per-IRQ switches; config: target values and IRQ selection; tuner: the
 tuner and its builder from a profile's options.
 """
 
-from ...kernel.interrupts import IrqInfo, parse_interrupts, read_interrupts
+from ...kernel.irqs import IrqInfo, parse_interrupts, read_interrupts
 from .config import OPTIONS, OVERLAY_PREFIX, GsimConfig, IrqSelection
 from .interface import (KNOBS, MISSING_MESSAGE, RT_MISSING_MESSAGE, RANGES, SHAPE_LATEST,
                         SHAPE_NAMES, SHAPE_V1, SHAPE_V4, GsimInterface, GsimWriteError,

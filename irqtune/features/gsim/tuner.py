@@ -9,7 +9,6 @@ from collections import namedtuple
 
 from ...kernel import irqs as irqs_mod
 from ...kernel.errors import OptionError, describe_os_error
-from ...kernel.interrupts import read_interrupts
 from ...kernel.kfs import KFS
 from ...services.ledger import first
 from ...services.overlay import read_overlay_file
@@ -151,7 +150,7 @@ class GsimTuner(Tuner):
 
     def _interrupts(self):
         try:
-            return read_interrupts(self.kfs)
+            return irqs_mod.read_interrupts(self.kfs)
         except OSError as err:
             log.error("gsim: cannot read %s: %s", self.kfs.proc_path("interrupts"), err)
             return {}
