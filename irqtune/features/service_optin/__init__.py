@@ -35,10 +35,6 @@ check is :meth:`ServiceOptIn.preload_status`).
 Not reached through the preload: statically linked programs and runtimes
 that issue epoll system calls themselves (Go).
 
-``root`` relocates every configuration path (tests use a fixture
-directory); ``systemctl`` is an injectable callable
-``argv -> (returncode, stdout)``.
-
 Modules: config (values, service names, the library's path), dropins (the
 files, their marker, removal rules), optin (ServiceOptIn: one set of
 services), tuner (OptInTuner: the tuner contract and the ledger); systemd
