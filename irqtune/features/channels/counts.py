@@ -6,7 +6,8 @@ refusal in words."""
 import errno
 import logging
 
-from ...kernel.errors import NOT_PERMITTED, NetlinkRequestError, UnsupportedError, describe_os_error
+from ...kernel.errors import (NOT_PERMITTED, NetlinkRequestError, UnsupportedError,
+                              describe_os_error)
 from ...kernel.netlink.ethtool import channel_count
 from ...services.tuner import Check
 from .config import HOUSEKEEPING

@@ -25,7 +25,8 @@ OPTIONS = (
     _knob("hardirq_percent", "%", "the per-CPU target for time in hard interrupt context "
           "(0: none)"),
     _knob("update_ms", "ms", "the control loop period"),
-    Option("irqs", lambda o, v: IrqSelection.parse(v, o), "nic:NAMES; name:REGEX; all (selectors separated by ';')",
+    Option("irqs", lambda o, v: IrqSelection.parse(v, o),
+           "nic:NAMES; name:REGEX; all (selectors separated by ';')",
            "the interrupts GSIM may moderate (empty: every per-interrupt switch stays)"),
     Option("variables_file", None, "path", "a file of gsim_<option>=value lines replacing "
            "the options"),
