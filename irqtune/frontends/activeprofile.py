@@ -22,7 +22,7 @@ from dataclasses import dataclass
 
 from ..features.napi import NapiConfig, parse_queues
 from ..kernel.errors import IrqtuneError, OptionError
-from ..kernel.kfs import KFS
+from ..kernel.kfs import KFS, KernelFs
 from ..kernel.netdevs import default_selects_physical, is_virtual_netdev
 from ..services.systemd import parse_services
 
@@ -50,14 +50,6 @@ class NapiUnit:
         """{netlink attribute: value} the unit sets; "auto" values follow a
         measurement the profile does not hold, so they are left out."""
         return self.config.fixed()
-
-
-def active_profile_names(etc=ETC):
-    try:
-        with open(os.path.join(etc, "active_profile")) as f:
-            return f.read().split()
-    except OSError:
-        return []
 
 
 def _tuned():
@@ -122,7 +114,7 @@ def units_of_type(kind, etc=ETC, dirs=None):
     """(profile names or None, [(section, {option: expanded value})], [skipped])
     for the enabled units of one plugin type in the active profile; the
     options include devices= as TuneD expanded it."""
-    names = active_profile_names(etc)
+    names = (KernelFs.read_optional(os.path.join(etc, "active_profile")) or "").split()
     if not names:
         return None, [], []
     with _tuned_log_collected() as said:
