@@ -6,9 +6,9 @@ processes and the NICs their sockets receive from, and ends with a
 measured window under the current traffic, during which the service's
 epoll waits are recorded: the values that fit its batches
 (irqtune.frontends.doctor.recommend).  Read-only: the target's epoll fds are
-duplicated and closed again (irqtune.services.epoll), its sockets only where
-that cannot change their classification (irqtune.services.retag), nothing
-is set, the target keeps running.
+duplicated and closed again, its sockets only where that cannot change
+their classification (irqtune.services.epoll), nothing is set, the target
+keeps running.
 
 Modules: targets (which processes, their network namespace), chain (the
 links), recommend (the values that fit the service), links (report,
@@ -51,7 +51,7 @@ def diagnose(pids=(), devices=(), seconds=3.0, unit=None, kfs=KFS, measure=None,
         except IrqtuneError as err:
             report.add("process", "pid %d" % pid, "unknown", str(err))
     napi_ids = sorted({n for insts in instances.values() for i in insts for n in i.napi_ids})
-    # sockets left unread (irqtune.services.retag): any NAPI of the named
+    # sockets left unread (irqtune.services.epoll): any NAPI of the named
     # devices may be theirs, so each is judged
     unread = any(i.napi_unread for insts in instances.values() for i in insts)
 
