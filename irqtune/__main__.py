@@ -17,6 +17,7 @@ import os
 import re
 import socket
 import sys
+from contextlib import suppress
 
 from .frontends import (doctor as doctor_report, metrics as metrics_export, verify_report,
                         watch as status_watch)
@@ -138,14 +139,6 @@ def status(devices):
     return 0
 
 
-def watch_status(devices, interval, count):
-    try:
-        status_watch.watch(devices, interval, count, out=lambda s: print(s, flush=True))
-    except KeyboardInterrupt:
-        pass
-    return 0
-
-
 def doctor(args):
     """Exit 0 engaged, 1 not engaged, 2 could not tell (bad input included)."""
     try:
@@ -224,7 +217,10 @@ def run(args):
     try:
         if args.watch:
             interval = INTERVAL_DEFAULT if args.interval is None else args.interval
-            return watch_status(args.devices, interval, args.count)
+            with suppress(KeyboardInterrupt):       # ^C ends the watch, not an error
+                status_watch.watch(args.devices, interval, args.count,
+                                   out=lambda s: print(s, flush=True))
+            return 0
         return status(args.devices)
     except IrqtuneError as err:
         print("irqtune status: %s" % shown(err, LINE_MAX), file=sys.stderr)

@@ -47,8 +47,8 @@ class Family:
 
 
 def _families():
-    f = {}
-    for name, kind, unit, text in (
+    """{name: Family} of every metric, empty, in the order they are printed."""
+    return {name: Family(name, kind, text, unit) for name, kind, unit, text in (
             ("irqtune_napi_defer_hard_irqs", "gauge", "",
              "defer-hard-irqs the NAPI holds: polls that keep its IRQ masked"),
             ("irqtune_napi_gro_flush_timeout_seconds", "gauge", "seconds",
@@ -76,9 +76,7 @@ def _families():
             ("irqtune_optin_preload_loaded", "gauge", "",
              "1 when the main process of a service the active profile's busy_poll_optin "
              "unit opts in has libirqtune-busypoll.so loaded, 0 when it runs without "
-             "(restart it); absent when the service is not running")):
-        f[name] = Family(name, kind, text, unit)
-    return f
+             "(restart it); absent when the service is not running"))}
 
 
 def netns_label(kfs=KFS):
