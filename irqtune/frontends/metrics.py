@@ -28,7 +28,7 @@ from ..kernel import files
 from ..kernel.errors import IrqtuneError
 from ..kernel.kfs import KFS
 from ..kernel.names import shown
-from ..kernel.netdevs import ifname_of
+from ..kernel.netdevs import ifname_of, net_namespace
 from ..kernel.netlink import netdev
 from ..services import counters, epoll, systemd
 from . import activeprofile
@@ -82,15 +82,11 @@ def _families():
 def netns_label(kfs=KFS):
     """The name of this thread's network namespace under /run/netns, "init"
     for the one of PID 1, else its inode."""
-    try:
-        ino = os.stat(kfs.proc_path("thread-self/ns/net")).st_ino
-    except OSError:
+    ino = net_namespace("thread-self", kfs)
+    if ino is None:
         return "?"
-    try:
-        if os.stat(kfs.proc_path(1, "ns/net")).st_ino == ino:
-            return "init"
-    except OSError:
-        pass
+    if net_namespace(1, kfs) == ino:
+        return "init"
     for name in sorted(kfs.listdir("/run/netns")):
         try:
             if os.stat(os.path.join("/run/netns", name)).st_ino == ino:

@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from .errors import UnsupportedError
 from .kfs import KFS
+from .netdevs import net_namespace
 from .netlink.genl import NetlinkRequestError, attr_table
 from .netlink.netdev import CMD_NAPI_GET, CMD_NAPI_SET, NapiFamily, napi_msg
 from .netlink.policy import ControlFamily
@@ -68,12 +69,8 @@ def detect_kernel_features(kfs=KFS):
 def _in_initial_netns(kfs):
     """Whether this process shares PID 1's network namespace (False when
     that cannot be read, e.g. without root)."""
-    try:
-        own = os.stat(kfs.proc_path("self", "ns", "net"))
-        init = os.stat(kfs.proc_path("1", "ns", "net"))
-    except OSError:
-        return False
-    return (own.st_dev, own.st_ino) == (init.st_dev, init.st_ino)
+    own = net_namespace("self", kfs)
+    return own is not None and own == net_namespace(1, kfs)
 
 
 @dataclass(frozen=True)

@@ -8,6 +8,7 @@ import os
 
 from ...kernel.errors import IrqtuneError
 from ...kernel.kfs import KFS
+from ...kernel.netdevs import net_namespace
 from ...services.measure import procstat
 from ...services.systemd import UnitProcesses
 
@@ -41,13 +42,6 @@ def service_pids(unit, systemctl=None, kfs=KFS, root="/"):
         return UnitProcesses(kfs, systemctl, root).pids(unit)
     except IrqtuneError as err:
         raise IrqtuneError("--service %s" % err) from None
-
-
-def net_namespace(pid="self", kfs=KFS):
-    try:
-        return os.stat(kfs.proc_path(pid, "ns/net")).st_ino
-    except OSError:
-        return None
 
 
 def enter_net_namespace_of(pid, kfs=KFS):
