@@ -108,14 +108,9 @@ class GsimWriteError(IrqtuneError):
                          % (path, value, err.strerror or err, self.errname))
 
 
-# File access goes through these two (over the kernel fs seam), so that
-# tests can stand in for the kernel's write semantics (ERANGE, clamping,
-# name=value) on plain files.
-
-def _read_text(path):
-    return KernelFs.read_text(path)
-
-
+# Writes go through this (over the kernel fs seam), so that tests can stand
+# in for the kernel's write semantics (ERANGE, clamping, name=value) on
+# plain files.
 def _write_text(path, text):
     KernelFs.write_text(path, text.rstrip("\n"))
 
@@ -149,7 +144,7 @@ class GsimInterface:
     def _v1_info(self):
         """{name: value text} of the v1-v3 file's settings lines."""
         try:
-            lines = _read_text(self.base).splitlines()
+            lines = KernelFs.read_text(self.base).splitlines()
         except OSError:
             return {}
         return dict(m.groups() for m in (_V1_SETTING.match(line.strip()) for line in lines) if m)
@@ -180,7 +175,7 @@ class GsimInterface:
             if name not in info:
                 raise FileNotFoundError(errno.ENOENT, "%s does not list %s" % (self.base, name))
             return int(info[name])
-        return int(_read_text(self.knob_path(option)).strip())
+        return int(KernelFs.read_text(self.knob_path(option)).strip())
 
     def write_knob(self, option, value):
         """Write value; GsimWriteError when the kernel refuses it."""
@@ -213,7 +208,7 @@ class GsimInterface:
         if path is None:
             return None
         try:
-            return parse_switch(_read_text(path))
+            return parse_switch(KernelFs.read_text(path))
         except (OSError, ValueError):
             return None
 
