@@ -55,18 +55,11 @@ class IrqInfo:
     count: int = 0      # sum over CPUs
 
     @property
-    def msi(self):
-        return "MSI" in self.chip.upper()
-
-    @property
-    def edge(self):
-        kind = self.kind.lower()
-        return "edge" in kind or "fasteoi" in kind
-
-    @property
     def eligible(self):
         """What GSIM can moderate: MSI/MSI-X, edge or fasteoi (not level)."""
-        return self.msi and self.edge and "level" not in self.kind.lower()
+        kind = self.kind.lower()
+        return ("MSI" in self.chip.upper() and ("edge" in kind or "fasteoi" in kind)
+                and "level" not in kind)
 
 
 _KIND = re.compile(r"(?i)^(\d+-)?(edge|level|fasteoi)$|(-edge|-level|-fasteoi)$")
