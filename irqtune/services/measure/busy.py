@@ -117,10 +117,6 @@ class Tracker:
     def full(self):
         return len(self.periods) >= self.max_periods
 
-    @property
-    def pending(self):
-        return len(self._held)
-
     def add(self, samples):
         decode, held, counted_to = self.decoder.decode, self._held, self._counted_to
         for tid, time_ns, raw in samples:
