@@ -23,13 +23,9 @@ set, verified, restored), affinity (queue IRQ affinity), tuner
 (HousekeepingTuner, the contract and the ledger).
 """
 
-from ...services.tuner import Check  # noqa: F401 - verify records, re-exported
-from .affinity import QueueAffinity
-from .config import (HOUSEKEEPING, MAX_CHANNELS, OPTIONS, HousekeepingConfig, parse_channels,
-                     parse_irq_affinity)
-from .counts import ChannelCounts, plan_channels, refusal_reason
+from .config import OPTIONS, HousekeepingConfig, parse_channels, parse_irq_affinity
+from .counts import plan_channels
 from .tuner import HousekeepingTuner, housekeeping_tuner
 
-__all__ = ["Check", "QueueAffinity", "HOUSEKEEPING", "MAX_CHANNELS", "OPTIONS",
-           "HousekeepingConfig", "parse_channels", "parse_irq_affinity", "ChannelCounts",
-           "plan_channels", "refusal_reason", "HousekeepingTuner", "housekeeping_tuner"]
+__all__ = ["OPTIONS", "HousekeepingConfig", "parse_channels", "parse_irq_affinity",
+           "plan_channels", "HousekeepingTuner", "housekeeping_tuner"]

@@ -43,17 +43,13 @@ is irqtune.services.systemd.
 
 import os  # noqa: F401 - tests patch os through this module
 
-from ...services.systemd import SYSTEMD_RUNNING_MARKER, default_systemctl, systemd_running
-from .config import (BUDGET_WITHOUT_CAP, DEFAULT_BUDGET, DEFAULT_PREFER, DEFAULT_USECS,
-                     LIBRARY_CANDIDATES, LIBRARY_NAME, MAX_BUDGET, MAX_USECS, OPTIONS, OptInValues,
-                     check_library_path, find_library, parse_bool, parse_services)
-from .dropins import DROPIN_NAME, MARKER, UNIT_DIR, _CLAIMED, DropIn, dropin_content
+from ...services.systemd import default_systemctl
+from .config import (DEFAULT_USECS, LIBRARY_NAME, OPTIONS, OptInValues, find_library, parse_bool,
+                     parse_services)
+from .dropins import DROPIN_NAME, MARKER, _CLAIMED, dropin_content
 from .optin import ServiceOptIn
 from .tuner import OptInTuner
 
-__all__ = ["BUDGET_WITHOUT_CAP", "DEFAULT_BUDGET", "DEFAULT_PREFER", "DEFAULT_USECS",
-           "LIBRARY_CANDIDATES", "LIBRARY_NAME", "MAX_BUDGET", "MAX_USECS", "OPTIONS", "OptInValues",
-           "check_library_path", "find_library", "parse_bool", "parse_services",
-           "DROPIN_NAME", "MARKER", "UNIT_DIR", "_CLAIMED", "DropIn", "dropin_content",
-           "ServiceOptIn", "SYSTEMD_RUNNING_MARKER", "default_systemctl", "systemd_running",
-           "OptInTuner"]
+__all__ = ["DEFAULT_USECS", "LIBRARY_NAME", "OPTIONS", "OptInValues", "find_library", "parse_bool",
+           "parse_services", "DROPIN_NAME", "MARKER", "_CLAIMED", "dropin_content",
+           "ServiceOptIn", "default_systemctl", "OptInTuner"]
