@@ -3,7 +3,7 @@
 the tuner contract (irqtune.services.tuner) with one ledger of originals."""
 
 import logging
-from contextlib import contextmanager
+from contextlib import nullcontext
 
 from ...kernel.cpus import housekeeping_cpus
 from ...kernel.irqs import interrupt_names
@@ -57,15 +57,12 @@ class HousekeepingTuner(DeviceTuner):
 
     # -- plumbing ---------------------------------------------------------
 
-    @contextmanager
     def _family(self):
         """The channels backend the caller lent (used, never closed), else
         a socket on the ethtool family."""
         if self._channels is not None:
-            yield self._channels
-        else:
-            with ChannelsFamily() as family:
-                yield family
+            return nullcontext(self._channels)
+        return ChannelsFamily()
 
     def _from_ledger(self, originals):
         names = None
