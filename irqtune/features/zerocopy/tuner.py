@@ -165,8 +165,7 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
                 if self._step(ifname, "rss", self._apply_rss, nic, ifindex, saved, target):
                     done.append("RSS over queues 0-%d" % (target["reserved"][0] - 1))
         if self.config.rules and target.get("reserved"):
-            added = self._step(ifname, "flow rules", self._apply_rules, ifname, saved, target)
-            if added is not None:
+            if self._step(ifname, "flow rules", self._apply_rules, ifname, saved, target):
                 done.append("%d flow rules" % len(self.config.rules))
         if self._napi_factory is not None and target.get("reserved"):
             done.append("%d NAPIs of reserved queues set" % self._apply_napi(ifname, target))
