@@ -151,9 +151,8 @@ def nic_queue_irqs(ifname, kfs=KFS, napi=None):
     network namespace), an empty collection skips netlink (fixtures).
     """
     names = interrupt_names(kfs)
-    found = {}
-    for irq in sorted(napi_irqs(ifname) if napi is None else napi):
-        found[irq] = QueueIrq(irq, names.get(irq, ""), "napi")
+    found = {irq: QueueIrq(irq, names.get(irq, ""), "napi")
+             for irq in sorted(napi_irqs(ifname) if napi is None else napi)}
     msi = msi_irqs(ifname, kfs)
     for irq in sorted(msi):
         if irq not in found and is_queue_name(names.get(irq, "")):

@@ -114,12 +114,8 @@ class NapiTuner(DeviceTuner):
         Without a queue scope one dump of the namespace serves many devices.
         """
         if self.queues is not None:
-            scoped = {}
-            for ifname in ifnames:
-                napis = self._queue_scoped_napis(nl, ifname)
-                if napis is not None:
-                    scoped[ifname] = napis
-            return scoped
+            scoped = {ifname: self._queue_scoped_napis(nl, ifname) for ifname in ifnames}
+            return {ifname: napis for ifname, napis in scoped.items() if napis is not None}
         by_index = {self._ifindex(name): name for name in ifnames}
         by_index.pop(None, None)
         return {by_index[ifindex]: positioned(found)
