@@ -41,6 +41,7 @@ from ...kernel.kfs import KFS
 from ...kernel.names import option_name
 from ...kernel.values import MAX_TIMEOUT_NS, format_duration_ns, parse_int
 from .. import systemd
+from ..options import Option, parse_options
 from . import epolltrace, procstat, recommend
 
 log = logging.getLogger(__name__)
@@ -101,6 +102,17 @@ def parse_services(text, option="auto_services"):
     return entries
 
 
+# The napi plugin's options of the auto values (irqtune.features.napi.config).
+OPTIONS = (
+    Option("auto_services", lambda o, v: parse_services(v, o),
+           "systemd services or absolute paths of pid files, separated by commas",
+           "the services whose epoll loops the auto values follow"),
+    Option("auto_interval", lambda o, v: parse_int(o, v, INTERVAL_MIN, INTERVAL_MAX),
+           "seconds, %d-%d (default %d)" % (INTERVAL_MIN, INTERVAL_MAX, INTERVAL_DEFAULT),
+           "the shortest time between two measurements for the auto values"),
+)
+
+
 def from_options(config, options, recheck_interval):
     """(AutoValues or None, [OptionError]) of a NapiConfig whose values may
     be auto (config.auto), from the napi options auto_services and
@@ -121,14 +133,9 @@ def from_options(config, options, recheck_interval):
         return None, [OptionError("recheck_interval", recheck_interval,
                                   "1 to 86400 with %s: the services are measured on the "
                                   "re-check; until then the series' values stay" % wanting)]
-    errors, interval = [], INTERVAL_DEFAULT
-    text = options.get("auto_interval")
-    if text is not None and str(text).strip() != "":
-        try:
-            interval = parse_int("auto_interval", text, INTERVAL_MIN, INTERVAL_MAX)
-        except OptionError as err:
-            errors.append(err)
-    return AutoValues(config.auto, config.fixed(), Services(entries), interval), errors
+    values, errors = parse_options(OPTIONS[1:], options)        # auto_interval
+    return AutoValues(config.auto, config.fixed(), Services(entries),
+                      values.get("auto_interval", INTERVAL_DEFAULT)), errors
 
 
 class Services:
