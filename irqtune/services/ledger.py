@@ -219,9 +219,7 @@ def irq_entry(book, irq, name):
     name, or None: a number freed by one driver and requested by another
     vector is a different interrupt."""
     saved = book.get(str(irq))
-    if saved is None or saved.get("name") != name:
-        return None
-    return saved
+    return saved if saved is not None and saved.get("name") == name else None
 
 
 def forget_changed_irqs(book, names):

@@ -41,10 +41,8 @@ class HousekeepingTuner(DeviceTuner):
         self._napi = napi
         self.housekeeping = housekeeping_cpus(
             list(config.housekeeping_cpus) if config.housekeeping_cpus else None, kfs)
-        if config.irq_affinity == HOUSEKEEPING:
-            self.affinity = tuple(self.housekeeping.cpus)
-        else:
-            self.affinity = config.irq_affinity
+        self.affinity = (tuple(self.housekeeping.cpus) if config.irq_affinity == HOUSEKEEPING
+                         else config.irq_affinity)
         self.refusals = Refusals(log)
         self.problems = self.refusals.by_device     # ifname -> {what: reason}, for verify
         self.counts = None if config.channels is None else \
