@@ -100,9 +100,7 @@ def diagnose(pids=(), devices=(), seconds=3.0, unit=None, kfs=KFS, measure=None,
             report.add("napi", "NAPI %d" % nid, "unknown", "a socket received from it, but "
                        "napi-get does not know it here (another network namespace, or gone)")
 
-    for pid in pids:
-        if pid not in instances:
-            continue
+    for pid in instances:       # the pids whose epoll instances could be read
         comm = targets.comm(pid, kfs)
         chain.check_process(report, pid, comm, instances[pid], epoll.preload_loaded(pid, kfs),
                             unit)
