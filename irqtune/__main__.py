@@ -17,6 +17,7 @@ import os
 import re
 import socket
 import sys
+from contextlib import suppress
 
 from .frontends import (doctor as doctor_report, metrics as metrics_export, verify_report,
                         watch as status_watch)
@@ -121,10 +122,6 @@ def bad_argument(args):
 
 def status(devices):
     known = interfaces()
-    problem = unknown_device(devices, known)
-    if problem:
-        print("irqtune status: %s" % problem, file=sys.stderr)
-        return EXIT_BAD_ARGUMENT
     caps = detect_napi_capabilities()
     print("netdev family: %s, napi-set: %s, settable: %s"
           % (caps.netdev_family, caps.napi_set, ", ".join(sorted(caps.settable)) or "-"))
@@ -139,18 +136,6 @@ def status(devices):
             for napi in nl.napis(known[dev]):
                 print("%-12s %6d " % (shown(dev), napi["id"])
                       + " ".join("%20s" % napi.get(c, "-") for c in COLUMNS))
-    return 0
-
-
-def watch_status(devices, interval, count):
-    problem = unknown_device(devices, interfaces())
-    if problem:
-        print("irqtune status: %s" % problem, file=sys.stderr)
-        return EXIT_BAD_ARGUMENT
-    try:
-        status_watch.watch(devices, interval, count, out=lambda s: print(s, flush=True))
-    except KeyboardInterrupt:
-        pass
     return 0
 
 
@@ -170,10 +155,6 @@ def doctor(args):
 
 
 def metrics(args):
-    problem = unknown_device(args.devices, interfaces())
-    if problem:
-        print("irqtune metrics: %s" % problem, file=sys.stderr)
-        return EXIT_BAD_ARGUMENT
     try:
         fmt = args.format or ("prometheus" if (args.output or "").endswith(".prom")
                               else "openmetrics")
@@ -236,7 +217,10 @@ def run(args):
     try:
         if args.watch:
             interval = INTERVAL_DEFAULT if args.interval is None else args.interval
-            return watch_status(args.devices, interval, args.count)
+            with suppress(KeyboardInterrupt):       # ^C ends the watch, not an error
+                status_watch.watch(args.devices, interval, args.count,
+                                   out=lambda s: print(s, flush=True))
+            return 0
         return status(args.devices)
     except IrqtuneError as err:
         print("irqtune status: %s" % shown(err, LINE_MAX), file=sys.stderr)
@@ -249,6 +233,8 @@ def checked_run(args):
     parsed = None
     if problem is None:
         parsed, problem = with_numbers(args)
+    if problem is None and args.command in ("status", "metrics"):
+        problem = unknown_device(args.devices, interfaces())
     if problem:
         print("irqtune %s: %s" % (args.command, problem), file=sys.stderr)
         return EXIT_BAD_ARGUMENT

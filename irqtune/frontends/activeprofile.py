@@ -16,12 +16,13 @@ active profile named in /etc/tuned/active_profile, which it writes itself.
 
 import contextlib
 import logging
+import logging.handlers
 import os
 from dataclasses import dataclass
 
 from ..features.napi import NapiConfig, parse_queues
 from ..kernel.errors import IrqtuneError, OptionError
-from ..kernel.kfs import KFS
+from ..kernel.kfs import KFS, KernelFs
 from ..kernel.netdevs import default_selects_physical, is_virtual_netdev
 from ..services.systemd import parse_services
 
@@ -51,14 +52,6 @@ class NapiUnit:
         return self.config.fixed()
 
 
-def active_profile_names(etc=ETC):
-    try:
-        with open(os.path.join(etc, "active_profile")) as f:
-            return f.read().split()
-    except OSError:
-        return []
-
-
 def _tuned():
     """TuneD's modules, imported here, when a profile is read: the library
     imports without TuneD.  tuned.logs makes its logger class (which adds a
@@ -81,28 +74,20 @@ def _tuned():
     return consts, profiles, DeviceMatcher, GlobalConfig
 
 
-class _Collected(logging.Handler):
-    def __init__(self):
-        super().__init__(logging.WARNING)
-        self.messages = []
-
-    def emit(self, record):
-        self.messages.append(record.getMessage())
-
-
 @contextlib.contextmanager
 def _tuned_log_collected():
     """TuneD's loader logs to its console handler; its warnings and errors
-    are collected instead, and said as skipped units."""
+    are collected instead (the records), and said as skipped units."""
     logger = logging.getLogger("tuned")
     saved = list(logger.handlers), logger.propagate
-    collected = _Collected()
+    collected = logging.handlers.BufferingHandler(float("inf"))     # never flushed
+    collected.setLevel(logging.WARNING)
     for handler in saved[0]:
         logger.removeHandler(handler)
     logger.addHandler(collected)
     logger.propagate = False
     try:
-        yield collected.messages
+        yield collected.buffer
     finally:
         logger.removeHandler(collected)
         for handler in saved[0]:
@@ -129,7 +114,7 @@ def units_of_type(kind, etc=ETC, dirs=None):
     """(profile names or None, [(section, {option: expanded value})], [skipped])
     for the enabled units of one plugin type in the active profile; the
     options include devices= as TuneD expanded it."""
-    names = active_profile_names(etc)
+    names = (KernelFs.read_optional(os.path.join(etc, "active_profile")) or "").split()
     if not names:
         return None, [], []
     with _tuned_log_collected() as said:
@@ -144,7 +129,7 @@ def units_of_type(kind, etc=ETC, dirs=None):
             values = {k: variables.expand(v) for k, v in unit.options.items()}
             values["devices"] = unit.devices
             units.append((section, values))
-    skipped = ["TuneD: %s" % message for message in said]
+    skipped = ["TuneD: %s" % record.getMessage() for record in said]
     return " ".join(names), units, skipped
 
 

@@ -28,9 +28,9 @@ from ..kernel import files
 from ..kernel.errors import IrqtuneError
 from ..kernel.kfs import KFS
 from ..kernel.names import shown
-from ..kernel.netdevs import ifindex_of, ifname_of
+from ..kernel.netdevs import ifname_of, net_namespace
 from ..kernel.netlink import netdev
-from ..services import counters, epoll, systemd, window
+from ..services import counters, epoll, systemd
 from . import activeprofile
 
 
@@ -47,8 +47,8 @@ class Family:
 
 
 def _families():
-    f = {}
-    for name, kind, unit, text in (
+    """{name: Family} of every metric, empty, in the order they are printed."""
+    return {name: Family(name, kind, text, unit) for name, kind, unit, text in (
             ("irqtune_napi_defer_hard_irqs", "gauge", "",
              "defer-hard-irqs the NAPI holds: polls that keep its IRQ masked"),
             ("irqtune_napi_gro_flush_timeout_seconds", "gauge", "seconds",
@@ -76,23 +76,17 @@ def _families():
             ("irqtune_optin_preload_loaded", "gauge", "",
              "1 when the main process of a service the active profile's busy_poll_optin "
              "unit opts in has libirqtune-busypoll.so loaded, 0 when it runs without "
-             "(restart it); absent when the service is not running")):
-        f[name] = Family(name, kind, text, unit)
-    return f
+             "(restart it); absent when the service is not running"))}
 
 
 def netns_label(kfs=KFS):
     """The name of this thread's network namespace under /run/netns, "init"
     for the one of PID 1, else its inode."""
-    try:
-        ino = os.stat(kfs.proc_path("thread-self/ns/net")).st_ino
-    except OSError:
+    ino = net_namespace("thread-self", kfs)
+    if ino is None:
         return "?"
-    try:
-        if os.stat(kfs.proc_path(1, "ns/net")).st_ino == ino:
-            return "init"
-    except OSError:
-        pass
+    if net_namespace(1, kfs) == ino:
+        return "init"
     for name in sorted(kfs.listdir("/run/netns")):
         try:
             if os.stat(os.path.join("/run/netns", name)).st_ino == ino:
@@ -103,8 +97,8 @@ def netns_label(kfs=KFS):
 
 
 def collect(devices=(), kfs=KFS, etc="/etc/tuned", systemctl=None):
-    """[Family] of the devices' NAPIs (default: every device with NAPIs)."""
-
+    """[Family] of the devices' NAPIs (default: every device with NAPIs);
+    the irqtune command has refused names of no device."""
     fam = _families()
     netns = netns_label(kfs)
     with netdev.NapiFamily() as nl:
@@ -115,15 +109,10 @@ def collect(devices=(), kfs=KFS, etc="/etc/tuned", systemctl=None):
         if name is not None:
             by_dev.setdefault(name, []).append(n)
     if devices:
-        missing = [d for d in devices if d not in by_dev]
-        for d in missing:
-            if ifindex_of(d) is None:
-                raise IrqtuneError("device %s: no such device in this network namespace"
-                                   % shown(d, quote=True))
         by_dev = {d: by_dev.get(d, []) for d in devices}
     profile, units, _skipped = activeprofile.napi_units(etc)
     unit_ok = {}
-    rx_dev = window.device_rx_packets(kfs)
+    rx_dev = counters.device_rx_packets(kfs)
     for dev in sorted(by_dev):
         try:
             counted = {c.napi_id: c for c in counters.sample(dev, kfs)}

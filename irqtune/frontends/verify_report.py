@@ -22,6 +22,7 @@ import stat
 import subprocess
 from dataclasses import dataclass, field
 
+from ..kernel.kfs import KernelFs
 from ..kernel.names import LINE_MAX, SHOWN_PATH_MAX, shown
 
 TUNED_LOG = "/var/log/tuned/tuned.log"
@@ -144,14 +145,6 @@ class LogTail:
             return ""
 
 
-def _read(path):
-    try:
-        with open(path) as f:
-            return f.read()
-    except OSError:
-        return ""
-
-
 def active_profile(run=subprocess.run):
     out = run(["tuned-adm", "active"], capture_output=True, text=True).stdout
     found = re.search(r"^Current active profile: (.*)$", out, re.MULTILINE)
@@ -166,16 +159,11 @@ def check(run_verify, log=TUNED_LOG, bootcmdline=BOOT_CMDLINE_FILE):
     irqtune.tuning.tuned_profile (which runs tuned-adm its own way)."""
     tail = LogTail(log)
     returncode, said = run_verify()
-    verdict = judge(returncode == 0, tail.read(), next_boot_args(_read(bootcmdline)))
+    verdict = judge(returncode == 0, tail.read(),
+                    next_boot_args(KernelFs.read_optional(bootcmdline) or ""))
     if verdict.failures == [NO_REASON] and said.strip():
         verdict.failures = said.strip().splitlines()
     return verdict
-
-
-def pending_text(verdict, bootcmdline=BOOT_CMDLINE_FILE):
-    """The sentence naming the arguments that wait for the next boot."""
-    return ("kernel command-line arguments that take effect at the next boot "
-            "(TuneD installed them in %s): %s" % (bootcmdline, " ".join(verdict.next_boot)))
 
 
 def unreadable(path):
@@ -214,7 +202,8 @@ def verify(log=TUNED_LOG, bootcmdline=BOOT_CMDLINE_FILE, run=subprocess.run, out
     if verdict.passed:
         out("%s is active and verified." % profile)
         return 0
-    pending = pending_text(verdict, bootcmdline)
+    pending = ("kernel command-line arguments that take effect at the next boot (TuneD "
+               "installed them in %s): %s" % (bootcmdline, " ".join(verdict.next_boot)))
     if verdict.ok:
         out("%s is active; everything else verified." % profile)
         out(shown(pending, LINE_MAX))

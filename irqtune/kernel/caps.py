@@ -18,15 +18,12 @@ from dataclasses import dataclass, field
 
 from .errors import UnsupportedError
 from .kfs import KFS
+from .netdevs import net_namespace
 from .netlink.genl import NetlinkRequestError, attr_table
 from .netlink.netdev import CMD_NAPI_GET, CMD_NAPI_SET, NapiFamily, napi_msg
 from .netlink.policy import ControlFamily
 
 log = logging.getLogger(__name__)
-
-
-def _attr_numbers():
-    return {number: name for name, (number, _) in attr_table(napi_msg).items()}
 
 
 # What a kernel without CONFIG_NET_RX_BUSY_POLL lacks, in one line.
@@ -72,12 +69,8 @@ def detect_kernel_features(kfs=KFS):
 def _in_initial_netns(kfs):
     """Whether this process shares PID 1's network namespace (False when
     that cannot be read, e.g. without root)."""
-    try:
-        own = os.stat(kfs.proc_path("self", "ns", "net"))
-        init = os.stat(kfs.proc_path("1", "ns", "net"))
-    except OSError:
-        return False
-    return (own.st_dev, own.st_ino) == (init.st_dev, init.st_ino)
+    own = net_namespace("self", kfs)
+    return own is not None and own == net_namespace(1, kfs)
 
 
 @dataclass(frozen=True)
@@ -108,12 +101,9 @@ class NapiCapabilities:
     def lacking(self):
         """One line per missing kernel feature, naming what it costs."""
         lines = []
-        if not self.netdev_family:
-            lines.append("the kernel has no netdev generic netlink family (Linux >= 6.8): "
-                         "NAPI values only device-wide through sysfs, no IRQ suspension")
-        elif not self.napi_set:
-            lines.append("the kernel has no napi-set operation (Linux >= 6.13): NAPI values "
-                         "only device-wide through sysfs, no IRQ suspension")
+        if not self.netdev_family or not self.napi_set:
+            lines.append(self._missing(None) + ": NAPI values only device-wide through sysfs, "
+                         "no IRQ suspension")
         return lines + self.kernel.lacking()
 
     def _missing(self, attr):
@@ -134,7 +124,7 @@ def detect_napi_capabilities(kfs=KFS):
     with ControlFamily() as ctrl:
         get_policy = _op_policy(ctrl, CMD_NAPI_GET)
         set_policy = _op_policy(ctrl, CMD_NAPI_SET)
-    names = _attr_numbers()
+    names = {number: name for name, (number, _) in attr_table(napi_msg).items()}
     set_policy = set_policy or {}
     settable = frozenset(names[a] for a in set_policy if a in names and names[a] != "id")
     return NapiCapabilities(netdev_family=True,

@@ -208,4 +208,3 @@ def housekeeping_cpus(explicit=None, kfs=KFS):
         log.warning("every online CPU is isolated (%s); using all online CPUs",
                     ", ".join(sources))
     return Housekeeping(tuple(online), "online")
-

@@ -78,8 +78,8 @@ class NetlinkRequestError(IrqtuneError, OSError):
 
 
 # What EPERM and EACCES mean to a netlink or ethtool request.
-NOT_PERMITTED = {errno.EPERM: "not permitted (%s): needs CAP_NET_ADMIN",
-                 errno.EACCES: "not permitted (%s): needs CAP_NET_ADMIN"}
+NOT_PERMITTED = dict.fromkeys((errno.EPERM, errno.EACCES),
+                              "not permitted (%s): needs CAP_NET_ADMIN")
 
 
 def describe_os_error(err, meanings=None):

@@ -13,7 +13,7 @@ file behind.  (The ledger writes its file itself: it also syncs the
 directory and turns errors into LedgerError; its directory comes from
 make_dirs.)
 
-read_root_only reads a file that a profile names and root acts on (a
+read_root_only_stat reads a file that a profile names and root acts on (a
 pid file: the process root measures) only when no other user could have
 written it."""
 
@@ -21,10 +21,11 @@ import errno
 import os
 import stat
 import tempfile
+from contextlib import suppress
 
 from .errors import IrqtuneError
 
-# What read_root_only accepts, for the lines that refuse a file.
+# What read_root_only_stat accepts, for the lines that refuse a file.
 ROOT_ONLY = "a regular file owned by root that no group or other may write, not a symbolic link"
 
 
@@ -47,10 +48,8 @@ def replace_file(path, text, mode):
             os.fsync(f.fileno())
         os.replace(tmp, path)
     except BaseException:
-        try:
+        with suppress(OSError):
             os.unlink(tmp)
-        except OSError:
-            pass
         raise
 
 
@@ -78,21 +77,15 @@ def make_dirs(path, mode):
         os.close(fd)
 
 
-
-def read_root_only(path, limit=4096):
-    """The text (at most limit bytes) of a file that only root could have
-    written: a regular file owned by root (or by the reader) that no group
-    or other may write.  Checked on the descriptor that is read (fstat),
-    opened without following a symbolic link and without waiting on a
-    FIFO, so nothing can be swapped in between the check and the read.
-    NotRootOnly when the file is not such a file, OSError when it cannot be
-    opened or read."""
-    return read_root_only_stat(path, limit)[0]
-
-
 def read_root_only_stat(path, limit=4096):
-    """read_root_only's text and the os.stat_result of the very file read
-    (its mtime: when it was last written)."""
+    """The text (at most limit bytes) of a file that only root could have
+    written - a regular file owned by root (or by the reader) that no group
+    or other may write - and the os.stat_result of the very file read (its
+    mtime: when it was last written).  Checked on the descriptor that is
+    read (fstat), opened without following a symbolic link and without
+    waiting on a FIFO, so nothing can be swapped in between the check and
+    the read.  NotRootOnly when the file is not such a file, OSError when
+    it cannot be opened or read."""
     try:
         fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW | os.O_NONBLOCK | os.O_CLOEXEC)
     except OSError as err:

@@ -1,5 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""The queue IRQs of a network device, and their CPU affinity in procfs.
+"""/proc/interrupts (every numbered line as an IrqInfo), the queue IRQs of a
+network device, and their CPU affinity in procfs.
 
 A NIC's queue interrupts are found three ways, because no single one
 covers every driver:
@@ -24,7 +25,6 @@ import socket
 from dataclasses import dataclass
 
 from .errors import IrqtuneError, describe_os_error
-from .interrupts import read_interrupts
 from .kfs import KFS
 from .netlink import netdev
 from .values import format_index_list, parse_index_list
@@ -44,6 +44,57 @@ class QueueIrq:
     irq: int
     name: str          # action name(s) from /proc/interrupts ("" when unknown)
     source: str        # "napi", "msi" or "name": how it was found
+
+
+@dataclass(frozen=True)
+class IrqInfo:
+    irq: int
+    chip: str = ""
+    kind: str = ""      # trigger column, e.g. "1-edge", "Edge", "fasteoi"
+    name: str = ""      # action name(s), the last column(s)
+    count: int = 0      # sum over CPUs
+
+    @property
+    def eligible(self):
+        """What GSIM can moderate: MSI/MSI-X, edge or fasteoi (not level)."""
+        kind = self.kind.lower()
+        return ("MSI" in self.chip.upper() and ("edge" in kind or "fasteoi" in kind)
+                and "level" not in kind)
+
+
+_KIND = re.compile(r"(?i)^(\d+-)?(edge|level|fasteoi)$|(-edge|-level|-fasteoi)$")
+
+
+def parse_interrupts(text):
+    """{irq: IrqInfo} of the numbered lines of /proc/interrupts."""
+    lines = text.splitlines()
+    if not lines:
+        return {}
+    ncpu = len(lines[0].split())
+    result = {}
+    for line in lines[1:]:
+        head, sep, rest = line.partition(":")
+        if not sep or not head.strip().isdigit():
+            continue
+        irq = int(head)
+        tokens = rest.split()
+        counts = []
+        while tokens and len(counts) < ncpu and tokens[0].isdigit():
+            counts.append(int(tokens.pop(0)))
+        chip = tokens.pop(0) if tokens else ""
+        kind = ""
+        # The hwirq and trigger come as one token ("1-edge") or two ("27 Edge").
+        for i, tok in enumerate(tokens[:3]):
+            if _KIND.search(tok):
+                kind = tok
+                tokens = tokens[i + 1:]
+                break
+        result[irq] = IrqInfo(irq, chip, kind, " ".join(tokens), sum(counts))
+    return result
+
+
+def read_interrupts(kfs=KFS):
+    return parse_interrupts(kfs.read_text(kfs.proc_path("interrupts")))
 
 
 def interrupt_names(kfs=KFS):
@@ -89,12 +140,8 @@ def napi_irqs(ifname):
         return set()
 
 
-def is_queue_name(name, ifname=None):
-    if not name or _NOT_QUEUE.search(name):
-        return False
-    if _QUEUE_NAME.search(name):
-        return True
-    return False
+def is_queue_name(name):
+    return bool(name) and not _NOT_QUEUE.search(name) and bool(_QUEUE_NAME.search(name))
 
 
 def nic_queue_irqs(ifname, kfs=KFS, napi=None):
@@ -104,9 +151,8 @@ def nic_queue_irqs(ifname, kfs=KFS, napi=None):
     network namespace), an empty collection skips netlink (fixtures).
     """
     names = interrupt_names(kfs)
-    found = {}
-    for irq in sorted(napi_irqs(ifname) if napi is None else napi):
-        found[irq] = QueueIrq(irq, names.get(irq, ""), "napi")
+    found = {irq: QueueIrq(irq, names.get(irq, ""), "napi")
+             for irq in sorted(napi_irqs(ifname) if napi is None else napi)}
     msi = msi_irqs(ifname, kfs)
     for irq in sorted(msi):
         if irq not in found and is_queue_name(names.get(irq, "")):

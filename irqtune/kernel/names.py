@@ -49,15 +49,9 @@ def _escaped_char(char):
     it (\\n, \\x1b, \\u202e); a byte that was not UTF-8 (surrogateescape) as
     that byte (\\xff)."""
     code = ord(char)
-    if char in "\n\r\t":
-        return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}[char]
     if 0xDC80 <= code <= 0xDCFF:
         return "\\x%02x" % (code - 0xDC00)
-    if code < 0x100:
-        return "\\x%02x" % code
-    if code < 0x10000:
-        return "\\u%04x" % code
-    return "\\U%08x" % code
+    return repr(char)[1:-1]     # repr escapes exactly what is not printable
 
 
 def shown(value, limit=SHOWN_MAX, quote=False):

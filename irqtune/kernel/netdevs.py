@@ -53,7 +53,13 @@ def default_selects_physical(expression):
 def netdev_names(kfs=KFS):
     """The net devices of this network namespace a device plugin can be
     given (all but lo), sorted."""
+    return [d for d in kfs.listdir(kfs.sys_path("class/net")) if d != "lo"]
+
+
+def net_namespace(pid="self", kfs=KFS):
+    """The inode of a process's (or "thread-self"'s) network namespace,
+    None when /proc/PID/ns/net cannot be read."""
     try:
-        return sorted(d for d in kfs.listdir(kfs.sys_path("class/net")) if d != "lo")
+        return os.stat(kfs.proc_path(pid, "ns/net")).st_ino
     except OSError:
-        return []
+        return None

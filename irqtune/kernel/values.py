@@ -11,7 +11,6 @@ from .errors import OptionError
 
 S32_MAX = 2**31 - 1
 U32_MAX = 2**32 - 1
-U64_MAX = 2**64 - 1
 # The highest CPU number a kernel can have (NR_CPUS is at most 8192, x86
 # CONFIG_MAXSMP): a CPU list option beyond it is a typo, and expanding
 # "0-4294967295" would stall the daemon.

@@ -16,15 +16,20 @@ counters the kernel already keeps:
 A NAPI's queue vector is napi-get's ``irq`` where the driver reports it,
 else the queue vector whose name carries the rx queue number
 (``virtio0-input.2``, ``eth0-TxRx-2``).
+
+The measured window of `irqtune doctor` (measure) counts a few seconds of
+the current traffic per NAPI of the devices in scope; the busy-polled
+share is that of those devices together.  Devices whose driver keeps no
+per-queue statistics (veth) are counted per device from /proc/net/dev.
 """
 
 import re
 import socket
-from dataclasses import dataclass
+import time
+from dataclasses import dataclass, field
 
 from ..kernel.errors import IrqtuneError
-from ..kernel.interrupts import read_interrupts
-from ..kernel.irqs import nic_queue_irqs
+from ..kernel.irqs import nic_queue_irqs, read_interrupts
 from ..kernel.kfs import KFS
 from ..kernel.names import shown
 from ..kernel.netlink import netdev, qstats
@@ -109,3 +114,64 @@ def rates(before, after, seconds, busy_before, busy_after):
     busy_s = (busy_after - busy_before) / seconds
     share = min(1.0, busy_s / rx_total) if rx_total else None
     return rows, {"rx_s": rx_total, "busy_poll_s": busy_s, "busy_share": share}
+
+
+# The longest window the doctor measures.
+MAX_SECONDS = 60.0
+
+
+@dataclass
+class Window:
+    seconds: float
+    napis: list = field(default_factory=list)     # dicts: device, napi, irq, irq_s, rx_s
+    devices: dict = field(default_factory=dict)   # device: rx packets/s
+    busy_poll_s: float = 0.0
+
+    @property
+    def rx_s(self):
+        return sum(self.devices.values())
+
+    @property
+    def busy_share(self):
+        return min(1.0, self.busy_poll_s / self.rx_s) if self.rx_s else None
+
+
+def device_rx_packets(kfs=KFS):
+    """{device: rx packets} of this thread's network namespace (/proc/net/dev)."""
+    counts = {}
+    text = kfs.read_text(kfs.proc_path("thread-self/net/dev"))
+    for line in text.splitlines()[2:]:
+        name, _, fields = line.partition(":")
+        if fields.split():
+            counts[name.strip()] = int(fields.split()[1])
+    return counts
+
+
+def _snapshot(devices, kfs):
+    counters = {}
+    for dev in devices:
+        try:
+            counters[dev] = sample(dev, kfs)
+        except (OSError, IrqtuneError):
+            counters[dev] = []
+    return counters, device_rx_packets(kfs), busy_poll_rx_packets(kfs)
+
+
+def measure(devices, seconds, kfs=KFS, clock=time.monotonic, sleep=time.sleep):
+    """Window over seconds (bounded by MAX_SECONDS) for the named devices."""
+    seconds = min(max(seconds, 0.5), MAX_SECONDS)
+    before, dev_before, busy_before = _snapshot(devices, kfs)
+    t0 = clock()
+    sleep(seconds)
+    after, dev_after, busy_after = _snapshot(devices, kfs)
+    elapsed = max(clock() - t0, 1e-3)
+    window = Window(elapsed, busy_poll_s=max(0, busy_after - busy_before) / elapsed)
+    for dev in devices:
+        rows, summary = rates(before[dev], after[dev], elapsed, busy_before, busy_after)
+        for r in rows:
+            window.napis.append(dict(r, device=dev))
+        if any(r["rx_s"] is not None for r in rows):
+            window.devices[dev] = summary["rx_s"]
+        elif dev in dev_before and dev in dev_after:
+            window.devices[dev] = max(0, dev_after[dev] - dev_before[dev]) / elapsed
+    return window

@@ -39,6 +39,7 @@ back); each says how its originals look as JSON.
 import json
 import logging
 import os
+from contextlib import suppress
 
 from ..kernel import files
 from ..kernel.errors import IrqtuneError
@@ -57,10 +58,8 @@ def _create_private(path):
     """path created anew, 0600 whatever the umask (TuneD's is 0), open for
     writing.  A temporary file a killed writer left is removed first:
     O_EXCL never opens an existing file or follows a symlink."""
-    try:
+    with suppress(FileNotFoundError):
         os.unlink(path)
-    except FileNotFoundError:
-        pass
     fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
     try:
         os.fchmod(fd, 0o600)
@@ -220,9 +219,7 @@ def irq_entry(book, irq, name):
     name, or None: a number freed by one driver and requested by another
     vector is a different interrupt."""
     saved = book.get(str(irq))
-    if saved is None or saved.get("name") != name:
-        return None
-    return saved
+    return saved if saved is not None and saved.get("name") == name else None
 
 
 def forget_changed_irqs(book, names):

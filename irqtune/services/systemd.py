@@ -1,15 +1,18 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""systemd: whether it runs, service unit names, and systemctl calls (an
-injectable callable argv -> (returncode, stdout)); for the opt-in and for
-the services the auto values measure."""
+"""systemd: whether it runs, service unit names, systemctl calls (an
+injectable callable argv -> (returncode, stdout)) and a unit's processes;
+for the opt-in, the doctor and the services the auto values measure."""
 
 import logging
 import os
 import re
 import shlex
 import subprocess
+import time
 
 from ..kernel.errors import IrqtuneError, OptionError
+from ..kernel.kfs import KFS
+from ..kernel.names import shown
 
 log = logging.getLogger("irqtune.features.service_optin")
 
@@ -74,11 +77,6 @@ def default_systemctl(argv):
     return proc.returncode, out
 
 
-def _split_preload(value):
-    """ld.so separates LD_PRELOAD entries with spaces and colons."""
-    return [item for item in re.split(r"[ :]+", value) if item]
-
-
 class Systemctl:
     """The systemctl calls of the opt-in, over run(argv) -> (rc, stdout)."""
 
@@ -86,6 +84,8 @@ class Systemctl:
         self.run = run or default_systemctl
 
     def show(self, unit, prop):
+        """One property of a unit; the name after "--", so that one starting
+        with '-' (from a command line) is looked up, never taken as an option."""
         rc, out = self.run(["show", "--property=" + prop, "--value", "--", unit])
         return out.strip() if rc == 0 else None
 
@@ -125,7 +125,58 @@ class Systemctl:
         except ValueError:
             words = env.split()
         for word in reversed(words):
-            if word.startswith("LD_PRELOAD="):
-                items = [i for i in _split_preload(word[len("LD_PRELOAD="):]) if i != library]
+            if word.startswith("LD_PRELOAD="):     # ld.so splits at spaces and colons
+                items = [i for i in re.split(r"[ :]+", word[len("LD_PRELOAD="):])
+                         if i and i != library]
                 return ":".join(items) or None
         return None
+
+
+class UnitProcesses:
+    """The processes of systemd units, the one way to find them: a unit's
+    control group (ControlGroup=) is asked of systemd and kept, and its
+    cgroup.procs read in systemd's own hierarchy (cgroup v2, hybrid or v1,
+    by /proc/self/mountinfo, read once).  systemd is asked again only when
+    the group is empty, and then at most every `retry` seconds (the auto
+    values look on every re-check)."""
+
+    def __init__(self, kfs=KFS, systemctl=None, root="/", clock=time.monotonic, retry=0):
+        self.kfs = kfs
+        self.systemctl = Systemctl(systemctl)
+        self.root = root
+        self.clock = clock
+        self.retry = retry
+        self._groups = {}           # unit: control group path
+        self._asked = {}            # unit: when systemd was last asked
+        self._hierarchy = None      # systemd's: the layout changes only with a reboot
+
+    def pids(self, unit):
+        """The sorted pids of a unit that runs; IrqtuneError saying why
+        there are none, the unit's name escaped (it may come from a
+        command line)."""
+        pids = self._procs(self._groups.get(unit))
+        if pids:
+            return pids
+        name, now = shown(unit, quote=True), self.clock()
+        if unit in self._asked and now - self._asked[unit] < self.retry:
+            raise IrqtuneError("%s: the unit runs no process" % name)
+        self._asked[unit] = now
+        if not systemd_running(self.root):
+            raise IrqtuneError("%s: systemd is not running on this host" % name)
+        load = self.systemctl.show(unit, "LoadState")
+        if load in (None, "not-found"):
+            raise IrqtuneError("%s: no such unit (systemctl show: LoadState=%s)"
+                               % (name, shown(load or "?")))
+        self._groups[unit] = self.systemctl.show(unit, "ControlGroup")
+        pids = self._procs(self._groups[unit])
+        if not pids:
+            raise IrqtuneError("%s: the unit runs no process (ActiveState=%s)"
+                               % (name, shown(self.systemctl.show(unit, "ActiveState") or "?")))
+        return pids
+
+    def _procs(self, group):
+        if not group:
+            return []
+        if self._hierarchy is None:
+            self._hierarchy = self.kfs.systemd_cgroup_root()
+        return sorted(self.kfs.cgroup_procs(group, self._hierarchy))

@@ -219,16 +219,11 @@ class DeviceTuner(Tuner):
     Subclasses keep self.originals {ifname: {"ifindex": n, ...}} and call
     DeviceTuner.__init__ first.
 
-    The one owner of renames.  A device is the ifindex its originals were
-    saved with; whatever name it has, they follow it, and with them every
-    book the tuner keeps by device name (_books):
-    - reported by TuneD 2.25+ (a move event): follow_rename;
-    - not reported (older TuneD): TuneD's name leads to the device's now
-      (kernel_name, for every call taking a name: on_kernel_name), and a
-      link event under the new name to TuneD's (known_as);
-    - while no daemon ran: the ledger's originals are read under the
-      names their devices have now (_stored);
-    - restore_all follows every rename first.
+    The one owner of renames (the module names each way a rename is
+    followed; _stored the ones while no daemon ran).  A device is the
+    ifindex its originals were saved with; whatever name it has, they
+    follow it, and with them every book the tuner keeps by device name
+    (_books).
     """
 
     def __init__(self, ledger=None, ifindex=None, ifname=None):
@@ -393,6 +388,3 @@ class Refusals:
 
     def of(self, device):
         return self.by_device.get(device, {})
-
-    def drop(self, device):
-        self.by_device.pop(device, None)

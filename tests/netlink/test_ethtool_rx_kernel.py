@@ -12,8 +12,10 @@ import socket
 
 import pytest
 
-from irqtune.kernel.netlink.ethtool_rx import NTF_FEATURES, RxConfigFamily, _Monitor
+from irqtune.kernel.netlink.ethtool_rx import RxConfigFamily, _Monitor
 from irqtune.kernel.netlink.genl import NetlinkRequestError
+
+NTF_FEATURES = 13       # ETHTOOL_MSG_FEATURES_NTF (include/uapi/linux/ethtool_netlink.h)
 
 
 def test_monitor_sees_a_change_and_not_a_no_op(netns):

@@ -25,7 +25,8 @@ def test_dump_lists_one_napi_per_rx_queue(netns):
 def test_set_and_get_round_trip_with_wide_uint(netns):
     with NapiFamily() as nl:
         napi_id = nl.napis(socket.if_nametoindex("vn0"))[0]["id"]
-        nl.set_napi(napi_id, **{"gro-flush-timeout": 2**40 + 5, "defer-hard-irqs": 9})
+        assert nl.set_napis({napi_id: {"gro-flush-timeout": 2**40 + 5,
+                                       "defer-hard-irqs": 9}}) == {}
         got = nl.napi(napi_id)
     assert got["gro-flush-timeout"] == 2**40 + 5 and got["defer-hard-irqs"] == 9
     raw = RawGenl()
@@ -37,17 +38,14 @@ def test_set_and_get_round_trip_with_wide_uint(netns):
 def test_errors_carry_errno_and_the_kernels_extack(netns):
     with NapiFamily() as nl:
         napi_id = nl.napis(socket.if_nametoindex("vn0"))[0]["id"]
-        with pytest.raises(NetlinkRequestError) as err:
-            nl.set_napi(napi_id, **{"defer-hard-irqs": 2**31})
+        err = nl.set_napis({napi_id: {"defer-hard-irqs": 2**31}})[napi_id]
         # "integer out of range" from the policy, at the attribute's offset:
-        # the 16-byte netlink and 4-byte genl headers, then the id attribute
-        assert err.value.errno == errno.ERANGE and isinstance(err.value, OSError)
-        assert err.value.extack.message and err.value.extack.offset == 16 + 4 + 8
-        assert err.value.extack.refused == "defer-hard-irqs"     # named from the echoed request
-        assert str(err.value.extack) in str(err.value)
-        with pytest.raises(NetlinkRequestError) as err:
-            nl.set_napi(2**31, **{"defer-hard-irqs": 1})
-        assert err.value.errno == errno.ENOENT
+        # after the 16-byte netlink and 4-byte genl headers (the id follows it)
+        assert err.errno == errno.ERANGE and isinstance(err, OSError)
+        assert err.extack.message and err.extack.offset == 16 + 4
+        assert err.extack.refused == "defer-hard-irqs"     # named from the echoed request
+        assert str(err.extack) in str(err)
+        assert nl.set_napis({2**31: {"defer-hard-irqs": 1}})[2**31].errno == errno.ENOENT
         # napi-get without its id: the kernel names the missing attribute
         with pytest.raises(NetlinkRequestError) as err:
             nl.do("reading a NAPI", 11)

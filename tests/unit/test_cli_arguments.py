@@ -16,6 +16,7 @@ import pytest
 import irqtune.__main__ as cli
 from irqtune.frontends.doctor import targets
 from irqtune.kernel.errors import IrqtuneError
+from irqtune.kernel.kfs import KernelFs
 
 DEBUG_ENV = "IRQTUNE_DEBUG"
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -141,8 +142,12 @@ def test_doctor_service_name_is_never_a_systemctl_option(tmp_path, unit):
     """--service=-H: the name goes after "--", so systemctl looks up a unit
     of that name instead of taking it as its option."""
     (tmp_path / "run/systemd/system").mkdir(parents=True)
-    ctl = RecordingSystemctl({"LoadState": "loaded", "MainPID": "4242", "ControlGroup": ""})
-    assert targets.service_pids(unit, systemctl=ctl, root=str(tmp_path)) == [4242]
+    group = tmp_path / "sys/fs/cgroup/system.slice/x.service"
+    group.mkdir(parents=True)
+    (group / "cgroup.procs").write_text("4242\n")
+    ctl = RecordingSystemctl({"LoadState": "loaded", "ControlGroup": "/system.slice/x.service"})
+    kfs = KernelFs(proc=str(tmp_path / "proc"), sys=str(tmp_path / "sys"))
+    assert targets.service_pids(unit, ctl, kfs, str(tmp_path)) == [4242]
     assert ctl.calls
     for argv in ctl.calls:
         assert argv[-2:] == ["--", unit], argv

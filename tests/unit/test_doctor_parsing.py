@@ -24,7 +24,7 @@ from irqtune.kernel.caps import NapiCapabilities
 from irqtune.frontends.doctor import chain
 from irqtune.services import epoll
 from irqtune.frontends.doctor.links import Report, format_text
-from irqtune.services.window import Window
+from irqtune.services.counters import Window
 from irqtune.kernel.kfs import KernelFs
 from irqtune.frontends.metrics import Family, render
 
@@ -148,7 +148,8 @@ def test_a_selector_that_matches_no_device_is_named(monkeypatch):
     chain.check_napi(report, napi(), "eth0", [unit], "latency-suspend")
     assert report.links[1].text == (
         "no [napi] unit of the active profile (latency-suspend) covers eth0; "
-        "[napi] devices=ens1f0 matches no network device (devices here: eth0, eth1)")
+        "[napi] devices=ens1f0 matches no network device (devices in TuneD's network "
+        "namespace: eth0, eth1)")
 
 
 def test_kernel_links():

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The doctor duplicates a target's socket only where that cannot re-tag
-it (irqtune.services.retag), and says so where it leaves the sockets alone.
+it (irqtune.services.epoll), and says so where it leaves the sockets alone.
 
 Fixtures in doctor_fixtures/, /proc/cgroups of the development host
 (Linux 6.18, cgroup v1 controllers mounted beside a v2 hierarchy):
@@ -18,7 +18,7 @@ import select
 import socket
 
 from irqtune.frontends.doctor import chain
-from irqtune.services import epoll, retag
+from irqtune.services import epoll
 from irqtune.frontends.doctor.links import Report
 
 FIX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "doctor_fixtures")
@@ -30,24 +30,24 @@ def fixture(name):
 
 
 def test_controllers_on_the_v2_hierarchy_tell_no_task_apart():
-    assert retag.why_sockets_stay(fixture("cgroups-hybrid-6.18")) is None
-    assert retag.why_sockets_stay(fixture("cgroups-v2-children-6.18")) is None
+    assert epoll.why_sockets_stay(fixture("cgroups-hybrid-6.18")) is None
+    assert epoll.why_sockets_stay(fixture("cgroups-v2-children-6.18")) is None
 
 
 def test_a_v1_net_cls_hierarchy_with_a_child_keeps_the_sockets_untouched():
     text = fixture("cgroups-netcls-v1-6.18")
-    assert retag.parse_cgroups(text)["net_cls"][1:] == (2, 1)
-    why = retag.why_sockets_stay(text)
+    assert epoll.parse_cgroups(text)["net_cls"][1:] == (2, 1)
+    why = epoll.why_sockets_stay(text)
     assert why.startswith("net_cls (cgroup v1 hierarchy %d holds 2 cgroups) in use: "
-                          % retag.parse_cgroups(text)["net_cls"][0]), why
+                          % epoll.parse_cgroups(text)["net_cls"][0]), why
     assert "pidfd_getfd" in why and "__receive_sock" in why
 
 
 def test_a_v1_hierarchy_with_only_its_root_and_net_prio_named():
     text = ("#subsys_name\thierarchy\tnum_cgroups\tenabled\n"
             "net_cls\t9\t1\t1\nnet_prio\t9\t3\t1\n")
-    assert retag.why_sockets_stay(text).startswith("net_prio (cgroup v1 hierarchy 9 holds 3")
-    assert retag.why_sockets_stay(text.replace("\t3\t", "\t1\t")) is None
+    assert epoll.why_sockets_stay(text).startswith("net_prio (cgroup v1 hierarchy 9 holds 3")
+    assert epoll.why_sockets_stay(text.replace("\t3\t", "\t1\t")) is None
 
 
 def _inspect_own_epoll(monkeypatch, inspect_own_epoll, why):
@@ -94,7 +94,7 @@ def _instance(unread):
 
 
 def test_unread_napi_ids_are_named_not_taken_for_idle_sockets():
-    why = retag.why_sockets_stay(fixture("cgroups-netcls-v1-6.18"))
+    why = epoll.why_sockets_stay(fixture("cgroups-netcls-v1-6.18"))
     report = Report()
     inst = _instance(why)
     chain.check_epoll(report, inst, "memcached", {})

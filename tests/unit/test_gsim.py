@@ -68,8 +68,8 @@ def test_detect_shapes(fake_kernel, shape):
     k = fake_kernel(shape)
     iface = gsim.detect(k.kfs)
     assert iface.shape == shape
-    assert iface.read_knobs() == {"delay_us": 0, "target_intr_rate": 0,
-                                  "hardirq_percent": 0, "update_ms": 5}
+    assert {o: iface.read_knob(o) for o in gsim.KNOBS} == {
+        "delay_us": 0, "target_intr_rate": 0, "hardirq_percent": 0, "update_ms": 5}
     assert iface.switch_path(25).endswith(k.switch_name)
     assert iface.read_switch(25) is False
     assert iface.switch_path(999) is None and iface.read_switch(999) is None
@@ -138,71 +138,6 @@ def test_parse_interrupts_two_column_trigger():
     parsed = gsim.parse_interrupts(text)
     assert parsed[70].name == "eth0-rx-0" and parsed[70].eligible
     assert parsed[11].name == "arch_timer" and not parsed[11].eligible
-
-
-def test_parse_stats_latest():
-    text = ("# mode adaptive delay_us 100 target_intr_rate 1000000 hardirq_percent 70 "
-            "update_ms 5\n# hardirq time precise\n"
-            "cpu      irq_rate  global_rate hardirq_pm  delay_ns         irqs        holds"
-            "     deferred     releases\n"
-            "0            5000        20000         12      1500        10000          100"
-            "            3           99\n"
-            "1           15000        20000        700     50000        30000         2000"
-            "            7         1999\n")
-    stats = gsim.parse_stats(text)
-    assert [c.cpu for c in stats.cpus] == [0, 1]
-    assert stats.cpus[1].irq_rate == 15000 and stats.cpus[1].global_rate == 20000
-    assert stats.cpus[1].hardirq_pm == 700 and stats.cpus[1].delay_ns == 50000
-    assert stats.cpus[1].columns["holds"] == 2000
-    assert stats.total_rate() == 20000 and stats.max_delay_ns() == 50000
-    assert stats.info["mode"] == "adaptive" and stats.info["target_intr_rate"] == "1000000"
-    assert stats.info["hardirq_time"] == "precise"
-
-
-# What kernel-patches/gsim (the fixed GSIM) prints in
-# /sys/kernel/debug/irq_sw_moderation/stats: irq_swmod_stats_show().
-FIXED_STATS = (
-    "# mode adaptive delay_us 500 target_intr_rate 2500 hardirq_percent 0 update_ms 20\n"
-    "cpu      irq_rate  global_rate hardirq_pm  delay_ns         irqs        holds      replays"
-    "    handovers     releases\n"
-    "0               0            0          0         0          112            0            0"
-    "            0            0\n"
-    "1            2480         2480         93    212000        40211        38020           14"
-    "            1        38019\n"
-    "irq       allowed        holds\n"
-    "25              1            0\n"
-    "27              1        38020\n")
-
-
-def test_parse_stats_fixed_gsim():
-    stats = gsim.parse_stats(FIXED_STATS)
-    assert [c.cpu for c in stats.cpus] == [0, 1]
-    assert stats.cpus[1].irq_rate == 2480 and stats.cpus[1].delay_ns == 212000
-    assert stats.cpus[1].columns["replays"] == 14
-    assert stats.irqs == {25: {"allowed": 1, "holds": 0}, 27: {"allowed": 1, "holds": 38020}}
-    assert stats.info["mode"] == "adaptive" and stats.info["update_ms"] == "20"
-
-
-def test_stats_found_in_debugfs(fake_kernel, tmp_path):
-    k = fake_kernel(gsim.SHAPE_LATEST)
-    os.unlink(os.path.join(k.proc, "irq/sw_moderation/stats"))
-    debugfs = tmp_path / "debug"
-    (debugfs / "irq_sw_moderation").mkdir(parents=True)
-    (debugfs / "irq_sw_moderation" / "stats").write_text(FIXED_STATS)
-    iface = gsim.GsimInterface(gsim.SHAPE_LATEST, k.kfs, str(debugfs))
-    assert iface.stats_path() == str(debugfs / "irq_sw_moderation" / "stats")
-    assert iface.stats().irqs[27]["holds"] == 38020
-
-
-@pytest.mark.parametrize("shape", [gsim.SHAPE_V4, gsim.SHAPE_V1])
-def test_parse_stats_old_shapes(fake_kernel, shape):
-    k = fake_kernel(shape)
-    stats = gsim.detect(k.kfs).stats()
-    assert [c.cpu for c in stats.cpus] == list(range(NCPU))
-    # the local rate column is irq_rate on every shape, the "irq/s" one is global
-    assert [c.irq_rate for c in stats.cpus] == [1000, 2000, 3000, 4000]
-    assert all(c.global_rate == 10000 for c in stats.cpus)
-    assert stats.info["enabled"] == "no" and stats.info["update_ms"] == "5"
 
 
 def test_config_ranges():
@@ -288,7 +223,7 @@ def test_selection_select(fake_kernel):
     sel = gsim.IrqSelection.parse("nic:eth*; name:^nvme\\d+q[1-9]")
     assert sorted(sel.select(ints, k.kfs, None)) == ETH0_QUEUES + [31, 41, 42]
     t = tuner(k, {}, irqs="all")
-    assert sorted(t.selected(ints)) == [24, 25, 26, 27, 28, 30, 31, 40, 41, 42, 50]
+    assert sorted(t.switches.selected(ints)) == [24, 25, 26, 27, 28, 30, 31, 40, 41, 42, 50]
 
 
 # -- apply, verify, restore -----------------------------------------------------
@@ -405,7 +340,7 @@ def test_missing_interrupts_file(fake_kernel):
     os.unlink(os.path.join(k.proc, "interrupts"))
     t = tuner(k, SEED)
     assert t.apply() == (3, 0)
-    assert t.apply_new_irqs() == 0
+    assert t.apply_new() == 0
 
 
 @pytest.mark.parametrize("shape", ALL_SHAPES)
@@ -427,7 +362,7 @@ def test_irq_vanishing_mid_apply(fake_kernel, caplog, shape, err):
         assert t.apply() == (3, 3)
     assert caplog.records == []
     assert k.switches([25, 26, 28]) == {25: True, 26: True, 28: True}
-    assert "27" not in t.originals["irqs"] and t.failed_irqs == {}
+    assert "27" not in t.originals["irqs"] and t.switches.failed == {}
     t.restore_all()
     assert k.switches([25, 26, 28]) == {25: False, 26: False, 28: False}
 
@@ -438,7 +373,7 @@ def test_refused_switch_is_an_error(fake_kernel, caplog):
     t = tuner(k, SEED)
     with caplog.at_level(logging.ERROR, logger="irqtune"):
         t.apply()
-    assert 25 in t.failed_irqs and "EIO" in t.failed_irqs[25]
+    assert 25 in t.switches.failed and "EIO" in t.switches.failed[25]
     assert "IRQ 25" in caplog.text
     assert (25, 0) in [(i, c) for i, _, _, c, _ in t.verify_switches()]
 
@@ -457,15 +392,15 @@ def test_new_irqs_are_moderated_and_restored(fake_kernel):
     assert k.switches([31]) == {31: True}
     # eth0 gets more channels, and a NIC eth2 is hot-added
     k.add_irq(29, "PCI-MSIX-0000:00:03.0", "5-edge", "virtio0-input.2", msi_of="eth0")
-    assert t.apply_new_irqs() == 1
+    assert t.apply_new() == 1
     assert k.switch(29) is True
     # eth1 is unplugged: its IRQ goes, and a later IRQ with its number is new
     k.remove_irq(31)
-    assert t.apply_new_irqs() == 0 and "31" not in t.originals["irqs"]
+    assert t.apply_new() == 0 and "31" not in t.originals["irqs"]
     # eth0 re-probed: same numbers and names, switches back to the default
     for irq in ETH0_QUEUES:
         k._set_switch(irq, False)
-    assert t.apply_new_irqs() == 4 and all(k.switches(ETH0_QUEUES).values())
+    assert t.apply_new() == 4 and all(k.switches(ETH0_QUEUES).values())
     t.restore_all()
     assert k.switch(29) is False and not any(k.switches(ETH0_QUEUES).values())
 
@@ -533,9 +468,9 @@ def test_kernel_refusing_an_irq_leaves_it_alone(fake_kernel, caplog):
     t = tuner(k, SEED)
     with caplog.at_level(logging.INFO, logger="irqtune"):
         assert t.apply() == (3, 3)
-    assert t.failed_irqs == {} and "IRQ 25" in caplog.text and "EOPNOTSUPP" in caplog.text
+    assert t.switches.failed == {} and "IRQ 25" in caplog.text and "EOPNOTSUPP" in caplog.text
     assert 25 not in [i for i, *_ in t.verify_switches()]
     n = len(k.writes)
-    assert t.apply_new_irqs() == 0 and len(k.writes) == n
+    assert t.apply_new() == 0 and len(k.writes) == n
     t.restore_all()
     assert k.switches(ETH0_QUEUES) == {i: False for i in ETH0_QUEUES}

@@ -29,6 +29,15 @@ HERE = os.path.dirname(os.path.abspath(__file__))
 FIX = os.path.join(HERE, "measure_fixtures")
 
 
+def busy_periods(samples, decoder):
+    """(Periods, largest maxevents seen) of (tid, time ns, raw) samples in
+    any order, all drained at once through the window's Tracker."""
+    tracker = busy.Tracker(decoder, max_pending=float("inf"))
+    tracker.add(samples)
+    tracker.finish()
+    return tracker.periods, tracker.maxevents
+
+
 def formats():
     return tracefs.read_formats(FIX, "syscalls", busy.tracepoint_names())
 
@@ -130,7 +139,7 @@ def test_ring_bytes_from_real_kernel():
     kinds = [decoder.decode(raw) for _, _, raw in samples]
     assert kinds == [("enter", 8), ("exit", 3), ("enter", 1023), ("exit", 0),
                      ("enter", 8), ("exit", 1), ("enter", 1023), ("exit", 0)]
-    periods, maxevents = busy.busy_periods(samples, decoder)
+    periods, maxevents = busy_periods(samples, decoder)
     assert [(p.events, p.ns) for p in periods] == [(3, 2053655), (1, 1006808)]
     assert maxevents == 1023
 
@@ -163,22 +172,22 @@ def test_busy_period_from_return_with_events_to_next_wait_per_thread():
     samples = [exit_(1, 100, 2), enter(2, 150), exit_(2, 160, 1), enter(1, 400),
                exit_(1, 500, 0), enter(2, 1160), enter(3, 10)]
     samples.reverse()                       # several CPUs' rings come in any order
-    periods, _ = busy.busy_periods(samples, decoder())
+    periods, _ = busy_periods(samples, decoder())
     assert sorted((p.tid, p.ns, p.events) for p in periods) == [(1, 300, 2), (2, 1000, 1)]
 
 
 def test_returns_without_events_and_open_periods_count_nothing():
     samples = [exit_(1, 100, 0), enter(1, 200), exit_(1, 300, -4), enter(1, 400),
                exit_(1, 500, 3)]            # the last one is still busy at the window's end
-    assert list(busy.busy_periods(samples, decoder())[0]) == []
+    assert list(busy_periods(samples, decoder())[0]) == []
 
 
 def test_a_lost_entry_drops_the_period_instead_of_stretching_it():
     samples = [exit_(1, 100, 2), exit_(1, 900, 1), enter(1, 950)]
-    periods, _ = busy.busy_periods(samples, decoder())
+    periods, _ = busy_periods(samples, decoder())
     assert [(p.ns, p.events) for p in periods] == [(50, 1)]
     samples = [exit_(1, 100, 2), exit_(1, 900, 0), enter(1, 950)]
-    assert list(busy.busy_periods(samples, decoder())[0]) == []
+    assert list(busy_periods(samples, decoder())[0]) == []
 
 
 def test_other_tracepoints_are_ignored():

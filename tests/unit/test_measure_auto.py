@@ -91,18 +91,20 @@ def test_services_from_units_and_pid_files(tmp_path):
     group = tmp_path / "sys" / "fs" / "cgroup" / "system.slice" / "memcached.service"
     group.mkdir(parents=True)
     (group / "cgroup.procs").write_text("8\n7\n")
+    (tmp_path / "run/systemd/system").mkdir(parents=True)
     kfs = KernelFs(proc=str(tmp_path / "proc"), sys=str(tmp_path / "sys"))
     asked = []
 
     def systemctl(argv):
-        asked.append(argv)
-        return 0, "/system.slice/memcached.service\n"
+        asked.append(argv[1])
+        return 0, {"--property=LoadState": "loaded\n", "--property=ActiveState": "inactive\n",
+                   "--property=ControlGroup": "/system.slice/memcached.service\n"}[argv[1]]
     clock = Clock()
     services = auto.Services(["memcached.service", str(tmp_path / "srv.pid")], kfs, systemctl,
-                             clock)
+                             clock, str(tmp_path))
     assert services.pids() == [7, 8, 42]
     assert services.pids() == [7, 8, 42]            # the control group is known: no systemctl
-    assert asked == [["show", "--property=ControlGroup", "--value", "--", "memcached.service"]]
+    assert asked == ["--property=LoadState", "--property=ControlGroup"]
     cpu, started = services.usage([42, 44])
     assert cpu == pytest.approx((1234 + 567) / 100) and list(started) == [42]
     (group / "cgroup.procs").write_text("")     # stopped: systemd asked again, not each time
@@ -110,12 +112,13 @@ def test_services_from_units_and_pid_files(tmp_path):
     with pytest.raises(IrqtuneError, match="no process runs: memcached.service: the unit runs "
                                            "no process; .*srv.pid: no running process"):
         services.pids()
-    assert len(asked) == 1
+    assert asked.count("--property=ControlGroup") == 1
     clock.now += auto.RETRY
-    for _ in range(2):
-        with pytest.raises(IrqtuneError):
-            services.pids()
-    assert len(asked) == 2
+    with pytest.raises(IrqtuneError, match=r"the unit runs no process \(ActiveState=inactive\)"):
+        services.pids()
+    with pytest.raises(IrqtuneError, match="the unit runs no process;"):
+        services.pids()
+    assert asked.count("--property=ControlGroup") == 2
 
 
 # systemd's own hierarchy, by /proc/self/mountinfo (measure_fixtures/):
@@ -188,7 +191,8 @@ def test_a_unit_processes_on_each_cgroup_layout(tmp_path, layout):
         prop = argv[1].split("=", 1)[1]
         return 0, {"LoadState": "loaded", "MainPID": "7",
                    "ControlGroup": "/system.slice/memcached.service"}[prop] + "\n"
-    assert auto.Services(["memcached.service"], kfs, systemctl).pids() == [7, 8]
+    services = auto.Services(["memcached.service"], kfs, systemctl, root=str(tmp_path))
+    assert services.pids() == [7, 8]
     assert targets.service_pids("memcached.service", systemctl, kfs, str(tmp_path)) == [7, 8]
 
 

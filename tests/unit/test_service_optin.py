@@ -359,8 +359,7 @@ def test_state_adopted_by_a_later_process(tmp_path):
         f.write("# admin\n")
     fake = FakeSystemctl()
     later = so.ServiceOptIn("", root=root, systemctl=fake)
-    later.adopt_state(state + [{"bogus": 1}])
-    later.unapply()
+    assert later.apply(previous_state=state + [{"bogus": 1}]) == []
     after = snapshot(root)
     assert "etc/systemd/system/memcached.service.d" not in after
     assert after["etc/systemd/system/nginx.service.d/" + so.DROPIN_NAME].endswith("# admin\n")

@@ -20,7 +20,7 @@ from irqtune.frontends import metrics, verify_report, watch
 from irqtune.frontends.doctor import chain, targets
 from irqtune.services.epoll import EpollInstance, EpollParams, EpollTarget
 from irqtune.frontends.doctor.links import Report, format_text
-from irqtune.services.window import Window
+from irqtune.services.counters import Window
 from irqtune.kernel.errors import OptionError
 
 HIDE = "\x1b[2J\x1b[8m"            # ED 2 (clear screen), SGR 8 (concealed)

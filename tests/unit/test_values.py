@@ -3,8 +3,10 @@ import pytest
 
 from irqtune.kernel.errors import OptionError
 from irqtune.kernel.names import shown
-from irqtune.kernel.values import (U64_MAX, format_index_list, parse_choice, parse_duration_ns,
+from irqtune.kernel.values import (format_index_list, parse_choice, parse_duration_ns,
                                    parse_index_list, parse_int)
+
+U64_MAX = 2**64 - 1
 
 
 @pytest.mark.parametrize("text,ns", [

@@ -18,20 +18,14 @@ Refusals (EBUSY, EOPNOTSUPP, EINVAL from the driver; EPERM, or EIO before
 Linux 6.12, from a managed IRQ) are logged once per device and cause and
 kept for verify.
 
-Modules: config (the options), plan (channel counts for a device),
-counts (channel counts set/verified/restored), affinity (queue IRQ
-affinity), tuner (HousekeepingTuner, the contract and the ledger).
+Modules: config (the options), counts (channel counts planned for a device,
+set, verified, restored), affinity (queue IRQ affinity), tuner
+(HousekeepingTuner, the contract and the ledger).
 """
 
-from ...services.tuner import Check  # noqa: F401 - verify records, re-exported
-from .affinity import QueueAffinity
-from .config import (HOUSEKEEPING, MAX_CHANNELS, OPTIONS, HousekeepingConfig, parse_channels,
-                     parse_irq_affinity)
-from .counts import ChannelCounts
-from .plan import plan_channels, refusal_reason
+from .config import OPTIONS, HousekeepingConfig, parse_channels, parse_irq_affinity
+from .counts import plan_channels
 from .tuner import HousekeepingTuner, housekeeping_tuner
 
-__all__ = ["Check", "QueueAffinity", "HOUSEKEEPING", "MAX_CHANNELS", "OPTIONS",
-           "HousekeepingConfig", "parse_channels", "parse_irq_affinity", "ChannelCounts",
-           "plan_channels",
-           "refusal_reason", "HousekeepingTuner", "housekeeping_tuner"]
+__all__ = ["OPTIONS", "HousekeepingConfig", "parse_channels", "parse_irq_affinity",
+           "plan_channels", "HousekeepingTuner", "housekeeping_tuner"]

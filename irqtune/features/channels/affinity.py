@@ -2,7 +2,6 @@
 """Queue IRQ affinity of a device: recorded, set, verified and restored in
 /proc/irq/N/smp_affinity_list (through the kernel fs seam)."""
 
-import errno
 import logging
 
 from ...kernel.errors import OptionError, describe_os_error
@@ -155,4 +154,3 @@ class QueueAffinity:
                 log.error("%s: IRQ %d: %s", ifname, q.irq, err)
         if restored:
             log.info("%s: affinity of %d queue IRQs restored", ifname, restored)
-

@@ -12,29 +12,25 @@ HOUSEKEEPING = "housekeeping"
 MAX_CHANNELS = 65535
 
 
-def parse_channels(option, text):
-    """'housekeeping' | a count 1-65535 | None (empty: leave alone)."""
-    if text is None or str(text).strip() == "":
-        return None
-    if str(text).strip().lower() == HOUSEKEEPING:
-        return HOUSEKEEPING
-    try:
-        return parse_int(option, text, 1, MAX_CHANNELS)
-    except OptionError:
-        raise OptionError(option, text, "housekeeping, or a channel count from 1 to %d"
-                          % MAX_CHANNELS) from None
+def _housekeeping_or(parse, accepted):
+    """A parser of 'housekeeping' | what parse(option, text) takes | None
+    (empty: leave alone)."""
+    def parser(option, text):
+        if text is None or str(text).strip() == "":
+            return None
+        if str(text).strip().lower() == HOUSEKEEPING:
+            return HOUSEKEEPING
+        try:
+            return parse(option, text)
+        except OptionError:
+            raise OptionError(option, text, "housekeeping, or " + accepted) from None
+    return parser
 
 
-def parse_irq_affinity(option, text):
-    """'housekeeping' | a sorted CPU list | None (empty: leave alone)."""
-    if text is None or str(text).strip() == "":
-        return None
-    if str(text).strip().lower() == HOUSEKEEPING:
-        return HOUSEKEEPING
-    try:
-        return tuple(parse_index_list(option, text, MAX_CPU, CPU_LIST))
-    except OptionError:
-        raise OptionError(option, text, "housekeeping, or a CPU list such as 0-1,4") from None
+parse_channels = _housekeeping_or(lambda o, t: parse_int(o, t, 1, MAX_CHANNELS),
+                                  "a channel count from 1 to %d" % MAX_CHANNELS)
+parse_irq_affinity = _housekeeping_or(  # a sorted CPU list
+    lambda o, t: tuple(parse_index_list(o, t, MAX_CPU, CPU_LIST)), "a CPU list such as 0-1,4")
 
 
 OPTIONS = (

@@ -3,6 +3,7 @@
 the tuner contract (irqtune.services.tuner) with one ledger of originals."""
 
 import logging
+from contextlib import nullcontext
 
 from ...kernel.cpus import housekeeping_cpus
 from ...kernel.irqs import interrupt_names
@@ -40,10 +41,8 @@ class HousekeepingTuner(DeviceTuner):
         self._napi = napi
         self.housekeeping = housekeeping_cpus(
             list(config.housekeeping_cpus) if config.housekeeping_cpus else None, kfs)
-        if config.irq_affinity == HOUSEKEEPING:
-            self.affinity = tuple(self.housekeeping.cpus)
-        else:
-            self.affinity = config.irq_affinity
+        self.affinity = (tuple(self.housekeeping.cpus) if config.irq_affinity == HOUSEKEEPING
+                         else config.irq_affinity)
         self.refusals = Refusals(log)
         self.problems = self.refusals.by_device     # ifname -> {what: reason}, for verify
         self.counts = None if config.channels is None else \
@@ -57,8 +56,10 @@ class HousekeepingTuner(DeviceTuner):
     # -- plumbing ---------------------------------------------------------
 
     def _family(self):
+        """The channels backend the caller lent (used, never closed), else
+        a socket on the ethtool family."""
         if self._channels is not None:
-            return _Borrowed(self._channels)
+            return nullcontext(self._channels)
         return ChannelsFamily()
 
     def _from_ledger(self, originals):
@@ -78,15 +79,10 @@ class HousekeepingTuner(DeviceTuner):
     def _saved(self, ifname, ifindex):
         return self._originals_of(ifname, ifindex, channels={}, irqs={})
 
-    def queue_irqs(self, ifname):
-        return self.irq_affinity.queue_irqs(ifname) if self.irq_affinity else []
-
     @property
     def needs_watching(self):
         """Drivers re-create queue IRQs on resets; channel counts stay."""
         return self.affinity is not None
-
-    # -- apply ------------------------------------------------------------
 
     def apply(self, *ifnames):
         """Channels, then queue IRQ affinity, per device; a one-line summary."""
@@ -127,8 +123,6 @@ class HousekeepingTuner(DeviceTuner):
         self._save_state()
         return result
 
-    # -- verify -----------------------------------------------------------
-
     @verify_on_kernel_name
     def verify(self, ifname):
         """[Check] of the channel counts and queue IRQ affinities of ifname."""
@@ -141,8 +135,6 @@ class HousekeepingTuner(DeviceTuner):
         if self.irq_affinity:
             checks.extend(self.irq_affinity.verify(ifname))
         return checks
-
-    # -- restore ----------------------------------------------------------
 
     @on_kernel_name
     def restore(self, ifname):
@@ -175,16 +167,3 @@ def housekeeping_tuner(options, tuner_class=None, **kwargs):
     if any(e.option == "housekeeping_cpus" for e in errors):
         return None, errors
     return (tuner_class or HousekeepingTuner)(config, **kwargs), errors
-
-
-class _Borrowed:
-    """A channels backend passed in by the caller: used, never closed."""
-
-    def __init__(self, obj):
-        self.obj = obj
-
-    def __enter__(self):
-        return self.obj
-
-    def __exit__(self, *exc):
-        return False

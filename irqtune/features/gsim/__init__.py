@@ -2,22 +2,16 @@
 """Global Software Interrupt Moderation (GSIM): detect, configure, restore.
 
 interface: the three procfs shapes a kernel may carry, their knobs and
-per-IRQ switches; stats: their statistics text as records; config: target
-values and IRQ selection; tuner: the tuner and its builder from a
-profile's options.
+per-IRQ switches; config: target values and IRQ selection; tuner: the
+tuner and its builder from a profile's options.
 """
 
-from ...kernel.interrupts import IrqInfo, parse_interrupts, read_interrupts
+from ...kernel.irqs import parse_interrupts, read_interrupts
 from .config import OPTIONS, OVERLAY_PREFIX, GsimConfig, IrqSelection
-from .interface import (KNOBS, MISSING_MESSAGE, RT_MISSING_MESSAGE, RANGES, SHAPE_LATEST,
-                        SHAPE_NAMES, SHAPE_V1, SHAPE_V4, GsimInterface, GsimWriteError,
-                        accepted_range, detect, missing_message, parse_switch)
-from .stats import CpuStats, GsimStats, parse_stats
+from .interface import (KNOBS, MISSING_MESSAGE, RT_MISSING_MESSAGE, SHAPE_LATEST, SHAPE_V1,
+                        SHAPE_V4, detect, parse_switch)
 from .tuner import GsimTuner, build_tuner
 
-__all__ = ["IrqInfo", "parse_interrupts", "read_interrupts", "KNOBS", "MISSING_MESSAGE", "OPTIONS",
-           "OVERLAY_PREFIX",
-           "RT_MISSING_MESSAGE", "missing_message",
-           "RANGES", "SHAPE_LATEST", "SHAPE_NAMES", "SHAPE_V1", "SHAPE_V4", "CpuStats",
-           "GsimInterface", "GsimStats", "GsimWriteError", "accepted_range", "detect",
-           "parse_stats", "parse_switch", "GsimConfig", "GsimTuner", "IrqSelection", "build_tuner"]
+__all__ = ["parse_interrupts", "read_interrupts", "KNOBS", "MISSING_MESSAGE", "OPTIONS",
+           "OVERLAY_PREFIX", "RT_MISSING_MESSAGE", "SHAPE_LATEST", "SHAPE_V1", "SHAPE_V4",
+           "detect", "parse_switch", "GsimConfig", "GsimTuner", "IrqSelection", "build_tuner"]

@@ -19,17 +19,14 @@ def _knob(name, unit, doc):
                   doc)
 
 
-def _irqs(option, text):
-    return IrqSelection.parse(text, option)
-
-
 OPTIONS = (
     _knob("delay_us", "us", "the longest moderation delay (0: moderation off)"),
     _knob("target_intr_rate", "/s", "the global interrupt rate target (0: none)"),
     _knob("hardirq_percent", "%", "the per-CPU target for time in hard interrupt context "
           "(0: none)"),
     _knob("update_ms", "ms", "the control loop period"),
-    Option("irqs", _irqs, "nic:NAMES; name:REGEX; all (selectors separated by ';')",
+    Option("irqs", lambda o, v: IrqSelection.parse(v, o),
+           "nic:NAMES; name:REGEX; all (selectors separated by ';')",
            "the interrupts GSIM may moderate (empty: every per-interrupt switch stays)"),
     Option("variables_file", None, "path", "a file of gsim_<option>=value lines replacing "
            "the options"),
@@ -37,7 +34,6 @@ OPTIONS = (
 # The prefix of the variables_file's lines.
 OVERLAY_PREFIX = "gsim_"
 
-# -- configuration -----------------------------------------------------------
 
 @dataclass(frozen=True)
 class GsimConfig:
@@ -59,9 +55,7 @@ class GsimConfig:
                 if getattr(self, f.name) is not None}
 
 
-
-# -- which IRQs ------------------------------------------------------------------
-
+@dataclass(frozen=True)
 class IrqSelection:
     """Which IRQs to moderate, from the `irqs` option.
 
@@ -75,11 +69,9 @@ class IrqSelection:
     ACCEPTED = ("selectors separated by ';': 'nic:' with NIC names (wildcards allowed), "
                 "'name:' with a regular expression, or 'all'")
 
-    def __init__(self, nics=(), patterns=(), everything=False, text=""):
-        self.nics = tuple(nics)
-        self.patterns = tuple(patterns)
-        self.everything = everything
-        self.text = text
+    nics: tuple = ()
+    patterns: tuple = ()
+    everything: bool = False
 
     @classmethod
     def parse(cls, text, option="irqs"):
@@ -107,7 +99,7 @@ class IrqSelection:
                     raise OptionError(option, text, cls.ACCEPTED)
             else:
                 raise OptionError(option, text, cls.ACCEPTED)
-        return cls(nics, patterns, everything, text)
+        return cls(tuple(nics), tuple(patterns), everything)
 
     def __bool__(self):
         return bool(self.nics or self.patterns or self.everything)

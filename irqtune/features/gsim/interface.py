@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""The GSIM procfs interface: which shape the kernel has, knobs, switches
-and where its statistics are (their text: gsim.stats).
+"""The GSIM procfs interface: which shape the kernel has, knobs and
+switches.
 
 GSIM (seed 001) is not in mainline; three procfs shapes were posted and a
 kernel may carry any of them (see kernel-patches/gsim for the one this
@@ -31,12 +31,12 @@ the option, value and range.
 import errno
 import logging
 import os
+import re
 
 from ...kernel.caps import detect_kernel_features
 from ...kernel.errors import IrqtuneError
 from ...kernel.kfs import KFS, KernelFs
 from ...kernel.names import shown
-from .stats import parse_stats
 
 log = logging.getLogger(__name__)
 
@@ -87,6 +87,9 @@ def missing_message(kfs=KFS):
 
 _TRUE_WORDS = {"1", "on", "y", "yes", "true", "enabled"}
 _FALSE_WORDS = {"0", "off", "n", "no", "false", "disabled"}
+# A settings line of the v1-v3 file, "name value" (or name: value, name=value);
+# the per-CPU table's header starts with "#", its rows with a number.
+_V1_SETTING = re.compile(r"^([A-Za-z_]\w*)\s*(?:[:=]\s*|\s+)(\S+)$")
 
 
 def accepted_range(option):
@@ -99,35 +102,25 @@ class GsimWriteError(IrqtuneError):
 
     def __init__(self, path, value, err):
         self.path = path
-        self.value = value
         self.errno = err.errno
         self.errname = errno.errorcode.get(err.errno, str(err.errno))
         super().__init__("%s: writing '%s' failed: %s (%s)"
                          % (path, value, err.strerror or err, self.errname))
 
 
-# File access goes through these two (over the kernel fs seam), so that
-# tests can stand in for the kernel's write semantics (ERANGE, clamping,
-# name=value) on plain files.
-
-def _read_text(path):
-    return KernelFs.read_text(path)
-
-
+# Writes go through this (over the kernel fs seam), so that tests can stand
+# in for the kernel's write semantics (ERANGE, clamping, name=value) on
+# plain files.
 def _write_text(path, text):
     KernelFs.write_text(path, text.rstrip("\n"))
 
 
-
-# -- the kernel interface ------------------------------------------------
-
 class GsimInterface:
-    """One detected GSIM shape in kfs's procfs (debugfs: its sysfs's kernel/debug)."""
+    """One detected GSIM shape in kfs's procfs."""
 
-    def __init__(self, shape, kfs=KFS, debugfs_root=None):
+    def __init__(self, shape, kfs=KFS):
         self.shape = shape
         self.kfs = kfs
-        self.debugfs_root = debugfs_root or kfs.sys_path("kernel/debug")
         self.irq_dir = kfs.proc_path("irq")
         if shape == SHAPE_LATEST:
             self.base = os.path.join(self.irq_dir, "sw_moderation")
@@ -144,17 +137,17 @@ class GsimInterface:
             if not os.path.exists(os.path.join(self.base, "target_intr_rate")) and \
                     os.path.exists(os.path.join(self.base, "target_irq_rate")):
                 names["target_intr_rate"] = "target_irq_rate"
-        elif self.shape == SHAPE_V1:
-            info = self._v1_info()
-            if "target_intr_rate" not in info:
-                names["target_intr_rate"] = "target_irq_rate"
+        elif self.shape == SHAPE_V1 and "target_intr_rate" not in self._v1_info():
+            names["target_intr_rate"] = "target_irq_rate"
         return names
 
     def _v1_info(self):
+        """{name: value text} of the v1-v3 file's settings lines."""
         try:
-            return parse_stats(_read_text(self.base)).info
+            lines = KernelFs.read_text(self.base).splitlines()
         except OSError:
             return {}
+        return dict(m.groups() for m in (_V1_SETTING.match(line.strip()) for line in lines) if m)
 
     # knobs
 
@@ -182,7 +175,7 @@ class GsimInterface:
             if name not in info:
                 raise FileNotFoundError(errno.ENOENT, "%s does not list %s" % (self.base, name))
             return int(info[name])
-        return int(_read_text(self.knob_path(option)).strip())
+        return int(KernelFs.read_text(self.knob_path(option)).strip())
 
     def write_knob(self, option, value):
         """Write value; GsimWriteError when the kernel refuses it."""
@@ -195,15 +188,6 @@ class GsimInterface:
             _write_text(path, text)
         except OSError as err:
             raise GsimWriteError(path, text.strip(), err) from None
-
-    def read_knobs(self):
-        values = {}
-        for option in KNOBS:
-            try:
-                values[option] = self.read_knob(option)
-            except (OSError, ValueError):
-                values[option] = None
-        return values
 
     # per-IRQ switches
 
@@ -224,7 +208,7 @@ class GsimInterface:
         if path is None:
             return None
         try:
-            return parse_switch(_read_text(path))
+            return parse_switch(KernelFs.read_text(path))
         except (OSError, ValueError):
             return None
 
@@ -237,21 +221,6 @@ class GsimInterface:
             _write_text(path, "%d\n" % int(on))
         except OSError as err:
             raise GsimWriteError(path, int(on), err) from None
-
-    # statistics
-
-    def stats_path(self):
-        """The statistics file: in procfs up to the first latest-shape
-        kernels, in debugfs (irq_sw_moderation/stats) since the fixed GSIM."""
-        if self.shape == SHAPE_V1:
-            return self.base
-        path = os.path.join(self.base, "stats")
-        if self.shape == SHAPE_LATEST and not os.path.exists(path):
-            return os.path.join(self.debugfs_root, "irq_sw_moderation", "stats")
-        return path
-
-    def stats(self):
-        return parse_stats(_read_text(self.stats_path()))
 
 
 def parse_switch(text):

@@ -49,16 +49,12 @@ class IrqSwitches:
             result[irq] = info
         return result
 
-    def forget_changed(self, book, interrupts):
-        """Drop originals of IRQs that are gone or were reused by another device."""
-        names = {irq: info.name for irq, info in interrupts.items()}
-        for key in forget_changed_irqs(book, names):
-            log.debug("gsim: IRQ %s gone (or reused)", key)
-
     def apply(self, book, interrupts, save):
         """Allow moderation on every selected IRQ found off; returns how many.
-        save() writes the ledger: called before a switch whose original is new."""
-        self.forget_changed(book, interrupts)
+        save() writes the ledger: called before a switch whose original is new.
+        Originals of IRQs that are gone or were reused by another device go."""
+        for key in forget_changed_irqs(book, {i: info.name for i, info in interrupts.items()}):
+            log.debug("gsim: IRQ %s gone (or reused)", key)
         count = 0
         for irq, info in self.selected(interrupts).items():
             key = str(irq)

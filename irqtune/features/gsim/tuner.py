@@ -9,7 +9,6 @@ from collections import namedtuple
 
 from ...kernel import irqs as irqs_mod
 from ...kernel.errors import OptionError, describe_os_error
-from ...kernel.interrupts import read_interrupts
 from ...kernel.kfs import KFS
 from ...services.ledger import first
 from ...services.overlay import read_overlay_file
@@ -21,7 +20,6 @@ from .switches import IrqSwitches
 
 log = logging.getLogger(__name__)
 
-# -- the tuner -----------------------------------------------------------------
 
 class Applied(namedtuple("Applied", "knobs switched")):
     """What one apply did: knobs written, IRQs switched (the summary line)."""
@@ -67,11 +65,6 @@ class GsimTuner(Tuner):
                 log.warning("gsim: %s not applied: %s", option, missing)
 
     @property
-    def failed_irqs(self):
-        """{irq: why} of switches the kernel refused (not vanished IRQs)."""
-        return self.switches.failed
-
-    @property
     def needs_watching(self):
         """New or reset IRQs appear with driver resets and hotplug."""
         return self.iface is not None and bool(self.selection)
@@ -90,19 +83,13 @@ class GsimTuner(Tuner):
         log.info("gsim: restoring saved originals from %s", self.ledger.path)
         return data
 
-    # -- apply ------------------------------------------------------------
-
-    def wanted_knobs(self):
-        return {o: v for o, v in self.config.items().items()
-                if o not in self.unsupported}
-
     def apply(self, *devices):
         """Set the knobs and the switches; returns Applied(knobs, switched)."""
         if self.iface is None:
             return Applied(0, 0)
         interrupts = self._interrupts()
         knobs = 0
-        wanted = self.wanted_knobs()
+        wanted = {o: v for o, v in self.config.items().items() if o not in self.unsupported}
         # Targets first, then the per-IRQ switches, delay_us last: moderation
         # starts with its final targets on every selected IRQ at once.
         for option in APPLY_ORDER:
@@ -146,9 +133,10 @@ class GsimTuner(Tuner):
         return 1
 
     def _knob_rejected(self, option, value, err):
-        if err.errno == errno.ERANGE:
-            reason = OptionError(option, value, "%s; the kernel rejected it with ERANGE "
-                                 "(%s)" % (accepted_range(option), self.iface.knob_path(option)))
+        if err.errno in (errno.ERANGE, errno.EINVAL):
+            reason = OptionError(option, value, "%s; the kernel rejected it with %s (%s)"
+                                 % (accepted_range(option), err.errname,
+                                    self.iface.knob_path(option)))
             self.rejected[option] = reason
             log.error("gsim: %s", reason)
         elif err.errno == errno.EOPNOTSUPP and option == "hardirq_percent":
@@ -156,25 +144,16 @@ class GsimTuner(Tuner):
                    "(CONFIG_IRQ_TIME_ACCOUNTING) and refuses a non-zero %s" % option)
             self.unsupported[option] = why
             log.error("gsim: %s not applied: %s", option, why)
-        elif err.errno == errno.EINVAL:
-            reason = OptionError(option, value, "%s; the kernel rejected it with EINVAL (%s)"
-                                 % (accepted_range(option), self.iface.knob_path(option)))
-            self.rejected[option] = reason
-            log.error("gsim: %s", reason)
         else:
             self.rejected[option] = err
             log.error("gsim: %s: %s", option, err)
 
     def _interrupts(self):
         try:
-            return read_interrupts(self.kfs)
+            return irqs_mod.read_interrupts(self.kfs)
         except OSError as err:
             log.error("gsim: cannot read %s: %s", self.kfs.proc_path("interrupts"), err)
             return {}
-
-    def selected(self, interrupts):
-        """{irq: IrqInfo} of selected IRQs that GSIM can moderate."""
-        return self.switches.selected(interrupts)
 
     def _apply_switches(self, interrupts):
         if not self.selection:
@@ -201,10 +180,6 @@ class GsimTuner(Tuner):
         if count:
             log.info("gsim: allowed moderation on %d new or reset IRQs", count)
         return count
-
-    apply_new_irqs = apply_new
-
-    # -- verify -------------------------------------------------------------
 
     def verify(self, device=None):
         """[Check] of the knobs set and the switches of the IRQs selected now."""
@@ -233,17 +208,15 @@ class GsimTuner(Tuner):
         """[(irq, name, path, current, expected)] for the IRQs selected now."""
         return self.switches.verify(self._interrupts())
 
-    # -- restore -------------------------------------------------------------
-
     def restore_all(self):
         """Put back every original and forget them."""
         if self.iface is None:
             return
         knobs = self.originals.get("knobs", {})
         for option in RESTORE_ORDER:
-            if option not in knobs or knobs[option] is None:
+            value = knobs.get(option)
+            if value is None:
                 continue
-            value = knobs[option]
             try:
                 if self.iface.read_knob(option) == value:
                     continue
@@ -257,8 +230,6 @@ class GsimTuner(Tuner):
         self.originals = {"shape": self.iface.shape, "knobs": {}, "irqs": {}}
         self._remove_ledger()
 
-
-# -- from options to a tuner --------------------------------------------------
 
 def build_tuner(options, ledger=None, kfs=KFS, napi_irqs=irqs_mod.napi_irqs,
                 expand=str.strip):

@@ -6,8 +6,7 @@ tuner: NapiTuner, which applies them through napi-set or the device-wide
 sysfs fallback, verifies and restores.
 """
 
-from .config import OPTIONS, THREADED_CHOICES, VALUES, NapiConfig, parse_queues
-from .tuner import SYSFS_FILES, NapiTuner
+from .config import OPTIONS, VALUES, NapiConfig, parse_queues
+from .tuner import NapiTuner
 
-__all__ = ["OPTIONS", "VALUES", "THREADED_CHOICES", "NapiConfig", "parse_queues", "SYSFS_FILES",
-           "NapiTuner"]
+__all__ = ["OPTIONS", "VALUES", "NapiConfig", "parse_queues", "NapiTuner"]

@@ -46,15 +46,7 @@ OPTIONS = VALUES + (
     Option("recheck_interval", lambda o, v: parse_int(o, v, 0, 86400),
            "seconds, 0-86400 (default 5)",
            "how often recreated NAPIs are looked for; 0: on link events only"),
-    Option("auto_services", lambda o, v: measured.parse_services(v, o),
-           "systemd services or absolute paths of pid files, separated by commas",
-           "the services whose epoll loops the auto values follow"),
-    Option("auto_interval",
-           lambda o, v: parse_int(o, v, measured.INTERVAL_MIN, measured.INTERVAL_MAX),
-           "seconds, %d-%d (default %d)" % (measured.INTERVAL_MIN, measured.INTERVAL_MAX,
-                                           measured.INTERVAL_DEFAULT),
-           "the shortest time between two measurements for the auto values"),
-)
+) + measured.OPTIONS
 
 
 @dataclass(frozen=True)

@@ -63,8 +63,6 @@ class NapiTuner(DeviceTuner):
     def _books(self):
         return [self.tuned]
 
-    # -- planning ---------------------------------------------------------
-
     def _plan(self):
         """Split the wanted attributes by how they can be set on this kernel."""
         per_napi, per_device, unsupported = {}, {}, {}
@@ -116,24 +114,12 @@ class NapiTuner(DeviceTuner):
         Without a queue scope one dump of the namespace serves many devices.
         """
         if self.queues is not None:
-            scoped = {}
-            for ifname in ifnames:
-                napis = self._queue_scoped_napis(nl, ifname)
-                if napis is not None:
-                    scoped[ifname] = napis
-            return scoped
+            scoped = {ifname: self._queue_scoped_napis(nl, ifname) for ifname in ifnames}
+            return {ifname: napis for ifname, napis in scoped.items() if napis is not None}
         by_index = {self._ifindex(name): name for name in ifnames}
         by_index.pop(None, None)
-        scoped = {name: [] for name in by_index.values()}
-        if len(by_index) == 1:
-            napis = nl.napis(next(iter(by_index)))
-        else:
-            napis = nl.all_napis() if by_index else []
-        for napi in napis:
-            name = by_index.get(napi.get("ifindex"))
-            if name is not None:
-                scoped[name].append(napi)
-        return {name: positioned(found) for name, found in scoped.items()}
+        return {by_index[ifindex]: positioned(found)
+                for ifindex, found in _napis_of(nl, by_index).items()}
 
     def _queue_scoped_napis(self, nl, ifname):
         ifindex = self._ifindex(ifname)
@@ -153,8 +139,6 @@ class NapiTuner(DeviceTuner):
                         ifname, ",".join(map(str, absent)))
         wanted = {links[q] for q in self.queues if q in links}
         return [(pos, n) for pos, n in positioned(napis) if n["id"] in wanted]
-
-    # -- apply / verify / restore -----------------------------------------
 
     def apply(self, *ifnames):
         """Tune every NAPI in scope of the devices; returns how many NAPIs were set."""
@@ -326,14 +310,8 @@ class NapiTuner(DeviceTuner):
                     if dev["napi"] and dev.get("ifindex") is not None}
         if by_index:
             with NapiFamily() as nl:
-                current = {ifindex: [] for ifindex in by_index}
-                napis = _device_napis(nl, next(iter(by_index))) if len(by_index) == 1 \
-                    else nl.all_napis()
-                for napi in napis:
-                    if napi.get("ifindex") in current:
-                        current[napi["ifindex"]].append(napi)
                 changes = {}
-                for ifindex, found in current.items():
+                for ifindex, found in _napis_of(nl, by_index).items():
                     for pos, napi in positioned(found):
                         values = by_index[ifindex].get(pos, {})
                         diff = {a: v for a, v in values.items()
@@ -357,11 +335,20 @@ class NapiTuner(DeviceTuner):
         return self.kfs.net_path(ifname, SYSFS_FILES[attr])
 
 
-def _device_napis(nl, ifindex):
-    """The device's NAPIs; none when the device is gone (ENODEV)."""
+def _napis_of(nl, ifindexes):
+    """{ifindex: [NAPI]} of the devices: one device's own dump (none when
+    it is gone: ENODEV), or one dump of the namespace for several."""
+    found = {ifindex: [] for ifindex in ifindexes}
     try:
-        return nl.napis(ifindex)
+        if len(found) == 1:
+            napis = nl.napis(next(iter(found)))
+        else:
+            napis = nl.all_napis() if found else []
     except NetlinkRequestError as err:
-        if err.errno == errno.ENODEV:
-            return []
-        raise
+        if err.errno != errno.ENODEV:
+            raise
+        napis = []
+    for napi in napis:
+        if napi.get("ifindex") in found:
+            found[napi["ifindex"]].append(napi)
+    return found

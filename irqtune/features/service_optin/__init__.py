@@ -16,11 +16,7 @@ Rules it keeps:
 - Nothing half-done: without a running systemd it raises
   :class:`UnsupportedError` before touching anything; when writing a drop-in
   or the reload fails, the drop-ins written so far are removed again.
-- It never removes or overwrites a file it did not write.  Its files carry a
-  marker line; a file at its path without the marker is left alone (error),
-  a file with the marker but edited since it was written is left in place
-  on unapply (warning).  A ``<unit>.d`` directory is removed only when this
-  module created it and it is empty.
+- It never removes or overwrites a file it did not write (dropins.py).
 - Services are not restarted unless ``restart=True``: the preload reaches a
   process only when it starts, so the running services that need a restart
   are logged (and returned).  With ``restart=True`` it runs
@@ -39,29 +35,21 @@ check is :meth:`ServiceOptIn.preload_status`).
 Not reached through the preload: statically linked programs and runtimes
 that issue epoll system calls themselves (Go).
 
-``root`` relocates every configuration path (tests use a fixture
-directory); ``systemctl`` is an injectable callable
-``argv -> (returncode, stdout)``.
-
 Modules: config (values, service names, the library's path), dropins (the
-files, their marker, removal rules), systemd (whether it runs, systemctl),
-optin (ServiceOptIn: one set of services), tuner (OptInTuner: the tuner
-contract and the ledger).
+files, their marker, removal rules), optin (ServiceOptIn: one set of
+services), tuner (OptInTuner: the tuner contract and the ledger); systemd
+is irqtune.services.systemd.
 """
 
 import os  # noqa: F401 - tests patch os through this module
 
-from ...services.systemd import SYSTEMD_RUNNING_MARKER, default_systemctl, systemd_running
-from .config import (BUDGET_WITHOUT_CAP, DEFAULT_BUDGET, DEFAULT_PREFER, DEFAULT_USECS,
-                     LIBRARY_CANDIDATES, LIBRARY_NAME, MAX_BUDGET, MAX_USECS, OPTIONS, OptInValues,
-                     check_library_path, find_library, parse_bool, parse_services)
-from .dropins import DROPIN_NAME, MARKER, UNIT_DIR, _CLAIMED, DropIn, dropin_content
+from ...services.systemd import default_systemctl
+from .config import (DEFAULT_USECS, LIBRARY_NAME, OPTIONS, OptInValues, find_library, parse_bool,
+                     parse_services)
+from .dropins import DROPIN_NAME, MARKER, _CLAIMED, dropin_content
 from .optin import ServiceOptIn
 from .tuner import OptInTuner
 
-__all__ = ["BUDGET_WITHOUT_CAP", "DEFAULT_BUDGET", "DEFAULT_PREFER", "DEFAULT_USECS",
-           "LIBRARY_CANDIDATES", "LIBRARY_NAME", "MAX_BUDGET", "MAX_USECS", "OPTIONS", "OptInValues",
-           "check_library_path", "find_library", "parse_bool", "parse_services",
-           "DROPIN_NAME", "MARKER", "UNIT_DIR", "_CLAIMED", "DropIn", "dropin_content",
-           "ServiceOptIn", "SYSTEMD_RUNNING_MARKER", "default_systemctl", "systemd_running",
-           "OptInTuner"]
+__all__ = ["DEFAULT_USECS", "LIBRARY_NAME", "OPTIONS", "OptInValues", "find_library", "parse_bool",
+           "parse_services", "DROPIN_NAME", "MARKER", "_CLAIMED", "dropin_content",
+           "ServiceOptIn", "default_systemctl", "OptInTuner"]

@@ -8,10 +8,10 @@ from dataclasses import dataclass
 
 from ...kernel.errors import OptionError, UnsupportedError
 from ...kernel.values import parse_int
+from ...services.epoll import LIBRARY_NAME
 from ...services.options import Option, parse_options
 from ...services.systemd import parse_services, reroot
 
-LIBRARY_NAME = "libirqtune-busypoll.so"
 # Where packages install the library: RPM arch libdir, the Makefile's
 # default, Debian multiarch.  The first that exists wins.
 LIBRARY_CANDIDATES = (

@@ -10,6 +10,8 @@ module created it and it is empty.
 
 import logging
 import os
+from contextlib import suppress
+from dataclasses import dataclass
 
 from ...kernel import crashpoint, files
 from ...kernel.errors import IrqtuneError
@@ -45,19 +47,15 @@ def dropin_content(library, values, ld_preload_before=None):
     return "\n".join(lines) + "\n"
 
 
+@dataclass
 class DropIn:
     """One drop-in as written: what to remove and how to recognise it."""
 
-    __slots__ = ("unit", "path", "content", "created_dir", "previous")
-
-    def __init__(self, unit, path, content, created_dir, previous=None):
-        self.unit = unit
-        self.path = path
-        self.content = content
-        self.created_dir = created_dir
-        # irqtune's own earlier file this one replaced (restored on rollback)
-        self.previous = previous
-
+    unit: str
+    path: str
+    content: str
+    created_dir: bool
+    previous: str = None    # irqtune's own earlier file it replaced (restored on rollback)
 
     def export(self):
         """As plain data for the ledger (what a later process adopts)."""
@@ -114,10 +112,8 @@ def write_dropin(unit, path, content, earlier=None):
         files.replace_file(path, content, 0o644)
     except BaseException:
         if created_dir:
-            try:
+            with suppress(OSError):
                 os.rmdir(directory)
-            except OSError:
-                pass
         raise
     if crashpoint.ENABLED:
         crashpoint.wrote(path)
@@ -153,11 +149,9 @@ def remove_dropins(entries):
                 crashpoint.wrote("removed " + entry.path)
             removed.append(entry.unit)
         _CLAIMED.discard(entry.path)
-        if entry.created_dir:
-            try:
+        if entry.created_dir:   # not when someone else's drop-ins live there (OSError)
+            with suppress(OSError):
                 os.rmdir(os.path.dirname(entry.path))
-            except OSError:
-                pass  # not empty: someone else's drop-ins live there
     return removed
 
 

@@ -8,10 +8,11 @@ import os
 from ...kernel.caps import NO_BUSY_POLL, detect_kernel_features
 from ...kernel.errors import IrqtuneError, UnsupportedError
 from ...kernel.kfs import KFS
+from ...services.epoll import preload_loaded
 from ...services.systemd import SYSTEMD_RUNNING_MARKER, Systemctl, systemd_running
 from .config import (BUDGET_WITHOUT_CAP, LIBRARY_NAME, OptInValues, check_library_path,
                      find_library, parse_services, reroot)
-from .dropins import (DROPIN_NAME, UNIT_DIR, _CLAIMED, DropIn, dropin_content, entries_from_state,
+from .dropins import (DROPIN_NAME, UNIT_DIR, DropIn, dropin_content, entries_from_state,
                       read_dropin, remove_dropins, roll_back, write_dropin)
 
 log = logging.getLogger("irqtune.features.service_optin")
@@ -37,19 +38,11 @@ class ServiceOptIn:
         self.restart = restart
         self.written = []
 
-    # paths
-
     def dropin_dir(self, unit):
         return os.path.join(reroot(self.root, UNIT_DIR), unit + ".d")
 
     def dropin_path(self, unit):
         return os.path.join(self.dropin_dir(unit), DROPIN_NAME)
-
-    # what runs
-
-    def running_services(self):
-        """Named services that are active now."""
-        return self.systemctl.active(self.services)
 
     def preload_status(self, unit):
         """'loaded', 'not-loaded', 'inactive' or 'unknown' for the main process."""
@@ -58,15 +51,9 @@ class ServiceOptIn:
             return "unknown"
         if pid == "0":
             return "inactive"
-        library = self.library or self._resolved_library(quiet=True)
-        try:
-            with open(self.kfs.proc_path(pid, "maps")) as maps:
-                for line in maps:
-                    if line.rstrip().endswith(library or LIBRARY_NAME):
-                        return "loaded"
-        except OSError:
-            return "unknown"
-        return "not-loaded"
+        loaded = preload_loaded(int(pid), self.kfs,
+                                self._resolved_library(quiet=True) or LIBRARY_NAME)
+        return {True: "loaded", False: "not-loaded", None: "unknown"}[loaded]
 
     def _resolved_library(self, quiet=False):
         if self.library:
@@ -77,8 +64,6 @@ class ServiceOptIn:
             if quiet:
                 return None
             raise
-
-    # apply / unapply
 
     def plan(self):
         """[(unit, drop-in text)] for the named services; raises
@@ -167,7 +152,7 @@ class ServiceOptIn:
         # A running main process that already has (opt-in) or no longer has
         # (opt-out) the library mapped needs no restart; anything else does.
         done = "loaded" if what == "opt-in" else "not-loaded"
-        running = [unit for unit in self.running_services()
+        running = [unit for unit in self.systemctl.active(self.services)
                    if self.preload_status(unit) != done]
         if running and self.restart:
             self.systemctl.try_restart(running)
@@ -193,15 +178,6 @@ class ServiceOptIn:
     def export_state(self):
         """What apply wrote, as plain data a later process can adopt."""
         return [e.export() for e in self.written]
-
-    def adopt_state(self, state):
-        """Take over drop-ins an earlier process wrote (from export_state),
-        so that unapply removes them under the same rules."""
-        if self.written:
-            raise IrqtuneError("already applied")
-        for entry in entries_from_state(state):
-            self.written.append(entry)
-            _CLAIMED.add(entry.path)
 
     def verify(self):
         """[(unit, ok, state)]: whether each drop-in holds what apply wrote.

@@ -74,7 +74,3 @@ class OptInTuner(Tuner):
             log.error("%s", err)
         self.applied = False
         self._remove_ledger()
-
-    def kept(self):
-        """The services whose drop-ins stay when TuneD does not roll back."""
-        return [e.unit for e in self.optin.written]

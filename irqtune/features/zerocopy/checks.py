@@ -28,8 +28,8 @@ class NicChecks:
         skip = self.lacking.get(ifname, {})
         checks = []
 
-        def check(what, feature, current, expected):
-            ok = current == expected
+        def check(what, feature, current, expected, ok=None):
+            ok = current == expected if ok is None else ok
             checks.append(Check(what, current, expected, ok,
                                 "" if ok else problems.get(feature, "changed since it was set")))
 
@@ -63,12 +63,10 @@ class NicChecks:
                           "on" if self.config.ntuple else "off")
             if "indir" in target and "rss" not in skip:
                 rss = read("RSS indirection table", nic.rss, ifindex)
-                if rss is not None:
+                if rss is not None:     # shown as the queues, compared entry by entry
                     table = rss.get("indir") or []
-                    ok = table == target["indir"]
-                    checks.append(Check("RSS indirection table", "queues " + ranges(set(table)),
-                                        "queues " + ranges(set(target["indir"])), ok,
-                                        "" if ok else problems.get("rss", "changed since it was set")))
+                    check("RSS indirection table", "rss", "queues " + ranges(set(table)),
+                          "queues " + ranges(set(target["indir"])), table == target["indir"])
         if ifname in self.napi:
             checks.extend(self.napi[ifname].verify(ifname))
         if target.get("rules") and "flow rules" not in skip:

@@ -24,13 +24,10 @@ from .plan import Refused, as_rule, channel_kind, refusal, rule_fields, rx_queue
 log = logging.getLogger("irqtune.features.zerocopy.tuner")
 
 NTUPLE = "rx-ntuple-filter"
-SPLIT_ON = TCP_DATA_SPLIT["on"]
 
 
 class NicSteps:
     """The apply and restore steps of ZeroCopyRxTuner (see the module)."""
-
-    # -- apply steps ------------------------------------------------------
 
     def _read_rss(self, nic, ifindex):
         """The original main-context table: "default" when it is the
@@ -76,7 +73,7 @@ class NicSteps:
     def _apply_split(self, nic, ifindex, saved):
         rings = nic.rings(ifindex)
         reported = rings.get("tcp-data-split", 0)
-        want = SPLIT_ON if self.config.header_split else TCP_DATA_SPLIT["off"]
+        want = TCP_DATA_SPLIT["on" if self.config.header_split else "off"]
         first = "tcp-data-split" not in saved.get("rings", {})
         if first:
             saved.setdefault("rings", {})["tcp-data-split"] = reported
@@ -114,15 +111,14 @@ class NicSteps:
     def _apply_ntuple(self, nic, ifindex, saved):
         features = nic.features(ifindex)
         want = self.config.ntuple
-        if (NTUPLE in features.get("active", ())) == want:
-            saved.setdefault("features", {}).setdefault(NTUPLE, NTUPLE in features.get("wanted", ()))
-            self._save_state()
-            return True
-        if NTUPLE not in features.get("hw", ()):
+        held = (NTUPLE in features.get("active", ())) == want
+        if not held and NTUPLE not in features.get("hw", ()):
             raise Refused("the driver cannot change %s (not among its changeable features)"
                           % NTUPLE, True)
         saved.setdefault("features", {}).setdefault(NTUPLE, NTUPLE in features.get("wanted", ()))
         self._save_state()
+        if held:
+            return True
         nic.set_features(ifindex, {NTUPLE: want})
         if (NTUPLE in nic.features(ifindex).get("active", ())) != want:
             raise Refused("the kernel kept %s %s (a dependency of another feature?)"
@@ -204,8 +200,6 @@ class NicSteps:
                 return None
             raise
 
-    # -- restore steps ----------------------------------------------------
-
     def _restore_rules(self, ifname, entries):
         rules = self._rules(ifname)
         self._settle_pending_rules(rules, entries)
@@ -215,10 +209,6 @@ class NicSteps:
             else:
                 log.info("%s: flow rule slot %d no longer holds the rule irqtune added; "
                          "left alone", ifname, entry["location"])
-
-    @staticmethod
-    def _restore_rss(nic, ifindex, original):
-        nic.set_rss_indir(ifindex, [] if original.get("default") else original["indir"])
 
     @staticmethod
     def _restore_channels(nic, ifindex, counts):

@@ -42,7 +42,6 @@ from .steps import NTUPLE, NicSteps
 log = logging.getLogger(__name__)
 
 
-
 class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
     """Applies one ZeroCopyConfig to devices; see the module text.
 
@@ -62,8 +61,8 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
                  ifname=None):
         super().__init__(ledger, ifindex, ifname)
         self.config = config
-        self._nic = nic or _ethtool_family
-        self._rules = rules or _ntuple_rules
+        self._nic = nic or RxConfigFamily
+        self._rules = rules or NtupleRules
         self._napi_factory = napi
         self.napi = {}          # ifname -> NapiTuner of its reserved queues
         self.targets = {}       # ifname -> {"channels": {...}, "reserved": [..], "indir": [...]}
@@ -72,14 +71,10 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
         self.originals = self._load_state()
 
     @property
-    def tunes_napis(self):
-        return self._napi_factory is not None
-
-    @property
     def needs_watching(self):
         """Flow rules are lost on driver resets, and NAPIs of some drivers
         are recreated with defaults (see apply_new)."""
-        return bool(self.config.rules) or self.tunes_napis
+        return bool(self.config.rules) or self._napi_factory is not None
 
     # -- plumbing ---------------------------------------------------------
 
@@ -96,9 +91,6 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
         # the per-device NAPI ledgers beside ours ("ids") are NapiTuners'
         return "ids" not in entry
 
-    def _saved(self, ifname, ifindex):
-        return self._originals_of(ifname, ifindex)
-
     def _report(self, ifname, feature, refused):
         """Log a refusal the first time it is seen for this device and feature."""
         book = self.lacking if refused.unsupported else self.problems
@@ -109,12 +101,9 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
             log.warning("%s: %s: %s; left as it is", ifname, feature, refused)
         known[feature] = str(refused)
 
-    def _resolved(self, ifname, feature):
-        self.problems.get(ifname, {}).pop(feature, None)
-        self.lacking.get(ifname, {}).pop(feature, None)
-
     def _step(self, ifname, feature, func, *args):
-        """Run one apply step; a refusal is reported and the next step runs."""
+        """Run one apply step; a refusal is reported and the next step runs,
+        a success forgets the feature's earlier refusal."""
         try:
             result = func(*args)
         except Refused as err:
@@ -123,10 +112,9 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
         except OSError as err:     # NetlinkRequestError too
             self._report(ifname, feature, refusal(feature, err))
             return None
-        self._resolved(ifname, feature)
+        for book in (self.problems, self.lacking):
+            book.get(ifname, {}).pop(feature, None)
         return result
-
-    # -- apply ------------------------------------------------------------
 
     def apply(self, *ifnames):
         return "; ".join("%s: %s" % (name, self._guarded(name, self._apply_device, name))
@@ -146,7 +134,7 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
         ifindex = self._ifindex(ifname)
         if ifindex is None:
             return "device gone"
-        saved = self._saved(ifname, ifindex)
+        saved = self._originals_of(ifname, ifindex)
         target = self.targets[ifname] = {}
         done = []
         with self._nic() as nic:
@@ -177,8 +165,7 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
                 if self._step(ifname, "rss", self._apply_rss, nic, ifindex, saved, target):
                     done.append("RSS over queues 0-%d" % (target["reserved"][0] - 1))
         if self.config.rules and target.get("reserved"):
-            added = self._step(ifname, "flow rules", self._apply_rules, ifname, saved, target)
-            if added is not None:
+            if self._step(ifname, "flow rules", self._apply_rules, ifname, saved, target):
                 done.append("%d flow rules" % len(self.config.rules))
         if self._napi_factory is not None and target.get("reserved"):
             done.append("%d NAPIs of reserved queues set" % self._apply_napi(ifname, target))
@@ -226,8 +213,6 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
         self._save_state()
         return "%d flow rules inserted again" % len(missing)
 
-    # -- verify -----------------------------------------------------------
-
     @verify_on_kernel_name
     def verify(self, ifname):
         """[Check] of everything applied; what the driver lacks
@@ -238,8 +223,6 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
             return self._verify(ifname)
         except (IrqtuneError, OSError) as err:
             return [Check("zero-copy receive preparation", None, "readable", False, str(err))]
-
-    # -- restore ----------------------------------------------------------
 
     @on_kernel_name
     def restore(self, ifname):
@@ -262,17 +245,16 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
         if saved.get("rules"):
             self._undo(ifname, "flow rules", self._restore_rules, ifname, saved["rules"])
         with self._nic() as nic:
-            if "rss" in saved:
-                self._undo(ifname, "RSS table", self._restore_rss, nic, ifindex, saved["rss"])
+            rss = saved.get("rss")
+            if rss is not None:
+                self._undo(ifname, "RSS table", nic.set_rss_indir, ifindex,
+                           [] if rss.get("default") else rss["indir"])
             for name, wanted in saved.get("features", {}).items():
                 self._undo(ifname, name, nic.set_features, ifindex, {name: wanted})
             rings = saved.get("rings", {})
-            if "hds-thresh" in rings:
-                self._undo(ifname, "hds-thresh", nic.set_rings, ifindex,
-                           **{"hds-thresh": rings["hds-thresh"]})
-            if "tcp-data-split" in rings:
-                self._undo(ifname, "tcp-data-split", nic.set_rings, ifindex,
-                           **{"tcp-data-split": rings["tcp-data-split"]})
+            for name in ("hds-thresh", "tcp-data-split"):
+                if name in rings:
+                    self._undo(ifname, name, nic.set_rings, ifindex, **{name: rings[name]})
             if saved.get("channels"):
                 self._undo(ifname, "channels", self._restore_channels, nic, ifindex,
                            saved["channels"])
@@ -284,11 +266,3 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
             func(*args, **kwargs)
         except OSError as err:
             log.error("%s: cannot restore %s: %s", ifname, what, refusal(what, err))
-
-
-def _ethtool_family():
-    return RxConfigFamily()
-
-
-def _ntuple_rules(ifname):
-    return NtupleRules(ifname)

@@ -6,14 +6,13 @@ processes and the NICs their sockets receive from, and ends with a
 measured window under the current traffic, during which the service's
 epoll waits are recorded: the values that fit its batches
 (irqtune.frontends.doctor.recommend).  Read-only: the target's epoll fds are
-duplicated and closed again (irqtune.services.epoll), its sockets only where
-that cannot change their classification (irqtune.services.retag), nothing
-is set, the target keeps running.
+duplicated and closed again, its sockets only where that cannot change
+their classification (irqtune.services.epoll), nothing is set, the target
+keeps running.
 
-Modules: targets (which processes, their network namespace), epoll (their
-epoll instances read from the kernel), chain (the links), window (the
-measured window), recommend (the values that fit the service), links
-(report, verdict, text).
+Modules: targets (which processes, their network namespace), chain (the
+links), recommend (the values that fit the service), links (report,
+verdict, text); the window is irqtune.services.counters.measure.
 """
 
 import errno
@@ -27,7 +26,7 @@ from ...kernel.kfs import KFS
 from ...kernel.names import LINE_MAX, shown
 from ...kernel.netdevs import ifname_of
 from ...kernel.netlink import netdev
-from ...services import epoll, window
+from ...services import counters, epoll
 from .. import activeprofile
 from . import chain, recommend, targets
 from .links import EXIT_CANNOT_TELL, Report, format_text  # noqa: F401
@@ -52,7 +51,7 @@ def diagnose(pids=(), devices=(), seconds=3.0, unit=None, kfs=KFS, measure=None,
         except IrqtuneError as err:
             report.add("process", "pid %d" % pid, "unknown", str(err))
     napi_ids = sorted({n for insts in instances.values() for i in insts for n in i.napi_ids})
-    # sockets left unread (irqtune.services.retag): any NAPI of the named
+    # sockets left unread (irqtune.services.epoll): any NAPI of the named
     # devices may be theirs, so each is judged
     unread = any(i.napi_unread for insts in instances.values() for i in insts)
 
@@ -101,9 +100,7 @@ def diagnose(pids=(), devices=(), seconds=3.0, unit=None, kfs=KFS, measure=None,
             report.add("napi", "NAPI %d" % nid, "unknown", "a socket received from it, but "
                        "napi-get does not know it here (another network namespace, or gone)")
 
-    for pid in pids:
-        if pid not in instances:
-            continue
+    for pid in instances:       # the pids whose epoll instances could be read
         comm = targets.comm(pid, kfs)
         chain.check_process(report, pid, comm, instances[pid], epoll.preload_loaded(pid, kfs),
                             unit)
@@ -113,7 +110,7 @@ def diagnose(pids=(), devices=(), seconds=3.0, unit=None, kfs=KFS, measure=None,
         chain.check_sockets_seen(report, instances)
 
     _window(report, pids, [d for d in scope if d in device_napis] if scope else None, seconds,
-            unit, kfs, measure or window.measure, trace or recommend.start)
+            unit, kfs, measure or counters.measure, trace or recommend.start)
     return report
 
 

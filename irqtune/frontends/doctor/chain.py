@@ -22,6 +22,7 @@ window   under the current traffic, busy polling takes a share of the
 from ...kernel.names import shown
 from ...kernel.netdevs import netdev_names
 from ...kernel.values import format_duration_ns
+from ...services.epoll import LIBRARY_NAME
 from .links import BROKEN, INFO, OK, UNKNOWN
 
 # Busy polling must take at least this share of the rx packets in the
@@ -126,13 +127,17 @@ def _check_drift(report, subject, napi, ifname, units, profile, judged):
 
 
 def _unmatched(units):
-    """Why no unit covers a device when a selector matches nothing here (a
-    typo, a NIC named otherwise): what irqtune verify fails on too."""
-    here = netdev_names()
+    """Why no unit covers a device when a selector matches no device of
+    TuneD's network namespace (a typo, a NIC named otherwise): what irqtune
+    verify fails on too.  Those are the devices the selectors match, and
+    /sys/class/net lists them even after the doctor entered a service's
+    namespace: sysfs shows the namespace it was mounted in (the host's,
+    TuneD's), and setns changes no mount."""
+    tuneds = netdev_names()
     lost = ["[%s] devices=%s matches no network device" % (shown(u.name), shown(u.devices))
-            for u in units if not any(u.covers(d) for d in here)]
-    return "; %s (devices here: %s)" % ("; ".join(lost), ", ".join(shown(d) for d in here)
-                                        or "none") if lost else ""
+            for u in units if not any(u.covers(d) for d in tuneds)]
+    return "; %s (devices in TuneD's network namespace: %s)" % (
+        "; ".join(lost), ", ".join(shown(d) for d in tuneds) or "none") if lost else ""
 
 
 def check_process(report, pid, comm, instances, preload, unit=None):
@@ -157,8 +162,6 @@ def check_process(report, pid, comm, instances, preload, unit=None):
                    % len(instances), **data)
         return
     off = [i for i in relevant if i.params is not None and not i.params.prefer_busy_poll]
-    how = "the preload %s is loaded" % "libirqtune-busypoll.so" if preload else \
-        "the preload is not loaded"
     if off:
         fds = ", ".join(str(i.fd) for i in off)
         if preload:
@@ -173,7 +176,8 @@ def check_process(report, pid, comm, instances, preload, unit=None):
         report.add("process", subject, BROKEN, text, fix, **data)
         return
     p = relevant[0].params
-    origin = how if preload else "the program sets them itself (the preload is not loaded)"
+    origin = ("the preload %s is loaded" % LIBRARY_NAME if preload
+              else "the program sets them itself (the preload is not loaded)")
     report.add("process", subject, OK, "prefer_busy_poll=1 on its %d epoll instance(s) with "
                "sockets (busy_poll_usecs=%d, budget=%d); %s"
                % (len(relevant), p.busy_poll_usecs, p.busy_poll_budget, origin), **data)

@@ -32,9 +32,7 @@ class Report:
     recommend: dict = None      # the values that fit them
 
     def add(self, group, subject, state, text, fix="", **data):
-        link = Link(group, subject, state, text, fix, data)
-        self.links.append(link)
-        return link
+        self.links.append(Link(group, subject, state, text, fix, data))
 
     def ordered(self):
         return sorted(self.links, key=lambda l: GROUPS.index(l.group))

@@ -26,13 +26,6 @@ def start(pids, kfs):
         return str(err)
 
 
-def measured(recorded, figures):
-    """The --json "measured" object."""
-    return dict(figures.as_dict(), seconds=round(recorded.seconds, 3),
-                threads=recorded.threads, lost_samples=recorded.lost,
-                truncated=recorded.truncated)
-
-
 def describe(recorded, figures):
     f = figures
     text = "%d thread(s), %.1f s: %d busy periods" % (recorded.threads, recorded.seconds,
@@ -72,7 +65,9 @@ def check_service(report, trace, subject):
                    "run the doctor again while the service runs")
         return
     figures, found = result.figures, result.found
-    report.measured = measured(recorded, figures)
+    report.measured = dict(figures.as_dict(), seconds=round(recorded.seconds, 3),
+                           threads=recorded.threads, lost_samples=recorded.lost,
+                           truncated=recorded.truncated)
     if found is None:
         report.add(GROUP, subject, INFO, "%s: too little traffic to judge (fewer than %d busy "
                    "periods); run the doctor while the service has load, or with a longer "

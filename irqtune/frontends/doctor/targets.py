@@ -8,9 +8,9 @@ import os
 
 from ...kernel.errors import IrqtuneError
 from ...kernel.kfs import KFS
-from ...kernel.names import shown
+from ...kernel.netdevs import net_namespace
 from ...services.measure import procstat
-from ...services.systemd import default_systemctl, systemd_running
+from ...services.systemd import UnitProcesses
 
 CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -35,42 +35,13 @@ def check_pid(pid, kfs=KFS):
     return [pid]
 
 
-def _show(systemctl, unit, prop):
-    """One property of a unit named on the command line; after "--", so a
-    name starting with '-' is looked up as a unit, never taken as an option."""
-    rc, out = systemctl(["show", "--property=" + prop, "--value", "--", unit])
-    return out.strip() if rc == 0 else None
-
-
 def service_pids(unit, systemctl=None, kfs=KFS, root="/"):
-    """The pids of a running unit: its cgroup's processes, else MainPID."""
-    if not systemd_running(root):
-        raise IrqtuneError("--service %s: systemd is not running on this host; name the "
-                           "process with --pid instead" % shown(unit, quote=True))
-    systemctl = systemctl or default_systemctl
-    load = _show(systemctl, unit, "LoadState")
-    if load is None or load == "not-found":
-        raise IrqtuneError("--service %s: no such unit (systemctl show: LoadState=%s)"
-                           % (shown(unit, quote=True), shown(load or "?")))
-    main = _show(systemctl, unit, "MainPID") or "0"
-    cgroup = _show(systemctl, unit, "ControlGroup") or ""
-    pids = []
-    if cgroup:
-        pids = kfs.cgroup_procs(cgroup)
-    if not pids and main.isdigit() and main != "0":
-        pids = [int(main)]
-    if not pids:
-        raise IrqtuneError("--service %s: the unit runs no process (ActiveState=%s)"
-                           % (shown(unit, quote=True),
-                              shown(_show(systemctl, unit, "ActiveState") or "?")))
-    return sorted(pids)
-
-
-def net_namespace(pid="self", kfs=KFS):
+    """The pids of a running unit (irqtune.services.systemd.UnitProcesses:
+    the auto values find theirs the same way)."""
     try:
-        return os.stat(kfs.proc_path(pid, "ns/net")).st_ino
-    except OSError:
-        return None
+        return UnitProcesses(kfs, systemctl, root).pids(unit)
+    except IrqtuneError as err:
+        raise IrqtuneError("--service %s" % err) from None
 
 
 def enter_net_namespace_of(pid, kfs=KFS):

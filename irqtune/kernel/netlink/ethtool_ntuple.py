@@ -17,7 +17,7 @@ import fcntl
 import ipaddress
 import socket
 import struct
-from dataclasses import dataclass
+from dataclasses import asdict, dataclass
 
 from .. import crashpoint
 
@@ -42,6 +42,12 @@ FS_H_U, FS_M_U, FS_RING_COOKIE, FS_LOCATION = 4, 76, 152, 160
 IFREQ_SIZE = 40
 
 
+# Where a tcp/udp spec's destination lies in h_u/m_u (union
+# ethtool_flow_union): address bytes, port offset, address type.
+_DST = {"4": (slice(4, 8), 10, ipaddress.IPv4Address),
+        "6": (slice(16, 32), 34, ipaddress.IPv6Address)}
+
+
 @dataclass(frozen=True)
 class FlowRule:
     """Steer one TCP/UDP destination (port, optionally address) to a queue."""
@@ -57,26 +63,18 @@ class FlowRule:
         return "%s %s -> queue %d" % (self.flow, dst, self.queue)
 
     def as_dict(self):
-        return {"flow": self.flow, "dst_port": self.dst_port, "queue": self.queue,
-                "dst_ip": self.dst_ip}
+        return asdict(self)
 
 
 def _pack_l4(flow, dst_ip, dst_port):
     """(h_u, m_u) of a tcp/udp ip4/ip6 spec: match dst port (and address)."""
-    h = bytearray(52)
-    m = bytearray(52)
-    if flow.endswith("4"):
-        if dst_ip:
-            h[4:8] = ipaddress.IPv4Address(dst_ip).packed
-            m[4:8] = b"\xff" * 4
-        struct.pack_into("!H", h, 10, dst_port)
-        struct.pack_into("!H", m, 10, 0xFFFF)
-    else:
-        if dst_ip:
-            h[16:32] = ipaddress.IPv6Address(dst_ip).packed
-            m[16:32] = b"\xff" * 16
-        struct.pack_into("!H", h, 34, dst_port)
-        struct.pack_into("!H", m, 34, 0xFFFF)
+    h, m = bytearray(52), bytearray(52)
+    addr, port, address_type = _DST[flow[-1]]
+    if dst_ip:
+        h[addr] = address_type(dst_ip).packed
+        m[addr] = b"\xff" * (addr.stop - addr.start)
+    struct.pack_into("!H", h, port, dst_port)
+    struct.pack_into("!H", m, port, 0xFFFF)
     return bytes(h), bytes(m)
 
 
@@ -104,12 +102,9 @@ def unpack_rule(buf):
         return location, None
     h = buf[fs + FS_H_U:fs + FS_H_U + 52]
     m = buf[fs + FS_M_U:fs + FS_M_U + 52]
-    if flow.endswith("4"):
-        ip = str(ipaddress.IPv4Address(bytes(h[4:8]))) if any(m[4:8]) else None
-        port, = struct.unpack_from("!H", h, 10)
-    else:
-        ip = str(ipaddress.IPv6Address(bytes(h[16:32]))) if any(m[16:32]) else None
-        port, = struct.unpack_from("!H", h, 34)
+    addr, at, address_type = _DST[flow[-1]]
+    ip = str(address_type(bytes(h[addr]))) if any(m[addr]) else None
+    port, = struct.unpack_from("!H", h, at)
     return location, FlowRule(flow, port, ring & 0xFFFFFFFF, ip)
 
 
@@ -158,14 +153,18 @@ class NtupleRules:
         count, = struct.unpack_from("=I", buf, RULE_CNT_OFFSET)
         return list(struct.unpack_from("=%dI" % count, buf, RULE_LOCS_OFFSET))
 
+    def _at(self, cmd, location):
+        """Run cmd on the rule slot location; the ethtool_rxnfc after it."""
+        buf = bytearray(RXNFC_SIZE)
+        struct.pack_into("=I", buf, 0, cmd)
+        struct.pack_into("=I", buf, FS_OFFSET + FS_LOCATION, location)
+        self._call(buf)
+        return buf
+
     def get(self, location):
         """The FlowRule at location, None for a rule of another shape;
         raises OSError(ENOENT) when the slot is empty."""
-        buf = bytearray(RXNFC_SIZE)
-        struct.pack_into("=I", buf, 0, GRXCLSRULE)
-        struct.pack_into("=I", buf, FS_OFFSET + FS_LOCATION, location)
-        self._call(buf)
-        return unpack_rule(buf)[1]
+        return unpack_rule(self._at(GRXCLSRULE, location))[1]
 
     def insert(self, rule):
         """Add rule; returns the location it got."""
@@ -184,7 +183,4 @@ class NtupleRules:
         return unpack_rule(buf)[0]
 
     def delete(self, location):
-        buf = bytearray(RXNFC_SIZE)
-        struct.pack_into("=I", buf, 0, SRXCLSRLDEL)
-        struct.pack_into("=I", buf, FS_OFFSET + FS_LOCATION, location)
-        self._call(buf)
+        self._at(SRXCLSRLDEL, location)

@@ -18,7 +18,6 @@ CMD_RINGS_SET = 16
 CMD_RSS_GET = 38
 CMD_RSS_SET = 48
 # Kernel-to-user message numbers (ETHTOOL_MSG_*_NTF) on the monitor group.
-NTF_FEATURES = 13
 NTF_RINGS = 17
 
 # ETHTOOL_TCP_DATA_SPLIT_*: 0 is "unknown" in a reply and "auto" in a request.
@@ -69,8 +68,6 @@ class RxConfigFamily(ChannelsFamily):
     set_commands = ChannelsFamily.set_commands | {CMD_RINGS_SET, CMD_FEATURES_SET,
                                                   CMD_RSS_SET}
 
-    # -- rings --------------------------------------------------------------
-
     def rings(self, ifindex):
         """{"rx": 512, "tcp-data-split": 2, "hds-thresh": 0, ...}; absent
         attributes are absent (a driver without header split sends none)."""
@@ -95,8 +92,6 @@ class RxConfigFamily(ChannelsFamily):
         """The id of the family's "monitor" multicast group, or None."""
         return self.groups.get("monitor")
 
-    # -- features -----------------------------------------------------------
-
     def features(self, ifindex):
         """{"hw": {names}, "wanted": {...}, "active": {...}, "nochange": {...}}."""
         return {name: bitset_names(bitset)
@@ -110,8 +105,6 @@ class RxConfigFamily(ChannelsFamily):
                              for k, v in sorted(changes.items())), ifindex),
                 CMD_FEATURES_SET, header=header(ifindex, ETHTOOL_FLAG_OMIT_REPLY),
                 wanted=feature_changes(changes))
-
-    # -- RSS ----------------------------------------------------------------
 
     def rss(self, ifindex):
         """The main RSS context: {"indir": [...], "hfunc": n, ...}."""

@@ -175,18 +175,21 @@ def decode(cls, data):
     return out
 
 
-def parse_nlas(data):
-    """[(type, payload bytes)] of a run of netlink attributes, for nests
-    that nla_map cannot declare and for the struct codec."""
-    out = []
-    offset = 0
+def _nlas(data, offset=0):
+    """(offset, length, type) of each attribute of a run of netlink
+    attributes starting at offset."""
     while offset + 4 <= len(data):
         length, nla_type = struct.unpack_from("HH", data, offset)
         if length < 4:
-            break
-        out.append((nla_type & 0x3FFF, data[offset + 4:offset + length]))
+            return
+        yield offset, length, nla_type & 0x3FFF
         offset += (length + 3) & ~3
-    return out
+
+
+def parse_nlas(data):
+    """[(type, payload bytes)] of a run of netlink attributes, for nests
+    that nla_map cannot declare and for the struct codec."""
+    return [(nla_type, data[at + 4:at + length]) for at, length, nla_type in _nlas(data)]
 
 
 def netlink_messages(data):
@@ -236,15 +239,9 @@ def _attr_at(msg_class, request, offset):
     """The name of the top-level attribute of request (an echoed message)
     that starts at, or holds, offset; None when none does."""
     names = {number: attr for attr, (number, _) in attr_table(msg_class).items()}
-    pos = 20        # after the netlink and generic netlink headers
-    while pos + 4 <= len(request):
-        length, nla_type = struct.unpack_from("HH", request, pos)
-        if length < 4:
-            break
-        if pos <= offset < pos + length:
-            return names.get(nla_type & 0x3FFF)
-        pos += (length + 3) & ~3
-    return None
+    # the attributes start after the netlink and generic netlink headers
+    return next((names.get(nla_type) for at, length, nla_type in _nlas(request, 20)
+                 if at <= offset < at + length), None)
 
 
 # -- sockets and sequence numbers -----------------------------------------

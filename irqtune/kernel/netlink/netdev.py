@@ -52,15 +52,10 @@ class NapiFamily(GenlFamily):
 
     def napis(self, ifindex):
         """Every enabled NAPI of a device, as attribute dicts keyed 'id', ..."""
-        return self.dump("dumping NAPIs of ifindex %d" % ifindex, CMD_NAPI_GET,
-                              ifindex=ifindex)
+        return self.dump("dumping NAPIs of ifindex %d" % ifindex, CMD_NAPI_GET, ifindex=ifindex)
 
     def napi(self, napi_id):
         return self.do("reading NAPI %d" % napi_id, CMD_NAPI_GET, id=napi_id)
-
-    def set_napi(self, napi_id, **values):
-        """napi-set; values keyed like the attributes ('defer_hard_irqs'=...)."""
-        self.do("setting NAPI %d" % napi_id, CMD_NAPI_SET, id=napi_id, **values)
 
     def set_napis(self, changes):
         """napi-set for many NAPIs: {id: {attr: value}} -> {id: NetlinkRequestError}."""

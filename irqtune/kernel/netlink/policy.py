@@ -12,8 +12,6 @@ import struct
 from .genl import GenlFamily, ctrl_msg, parse_nlas
 
 CTRL_CMD_GETPOLICY = 10
-CTRL_ATTR_POLICY = 8
-CTRL_ATTR_OP_POLICY = 9
 CTRL_ATTR_POLICY_DO = 1
 
 NL_POLICY_TYPE_ATTR_TYPE = 1

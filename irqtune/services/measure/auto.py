@@ -41,6 +41,7 @@ from ...kernel.kfs import KFS
 from ...kernel.names import option_name
 from ...kernel.values import MAX_TIMEOUT_NS, format_duration_ns, parse_int
 from .. import systemd
+from ..options import Option, parse_options
 from . import epolltrace, procstat, recommend
 
 log = logging.getLogger(__name__)
@@ -101,6 +102,17 @@ def parse_services(text, option="auto_services"):
     return entries
 
 
+# The napi plugin's options of the auto values (irqtune.features.napi.config).
+OPTIONS = (
+    Option("auto_services", lambda o, v: parse_services(v, o),
+           "systemd services or absolute paths of pid files, separated by commas",
+           "the services whose epoll loops the auto values follow"),
+    Option("auto_interval", lambda o, v: parse_int(o, v, INTERVAL_MIN, INTERVAL_MAX),
+           "seconds, %d-%d (default %d)" % (INTERVAL_MIN, INTERVAL_MAX, INTERVAL_DEFAULT),
+           "the shortest time between two measurements for the auto values"),
+)
+
+
 def from_options(config, options, recheck_interval):
     """(AutoValues or None, [OptionError]) of a NapiConfig whose values may
     be auto (config.auto), from the napi options auto_services and
@@ -121,33 +133,21 @@ def from_options(config, options, recheck_interval):
         return None, [OptionError("recheck_interval", recheck_interval,
                                   "1 to 86400 with %s: the services are measured on the "
                                   "re-check; until then the series' values stay" % wanting)]
-    errors, interval = [], INTERVAL_DEFAULT
-    text = options.get("auto_interval")
-    if text is not None and str(text).strip() != "":
-        try:
-            interval = parse_int("auto_interval", text, INTERVAL_MIN, INTERVAL_MAX)
-        except OptionError as err:
-            errors.append(err)
-    return AutoValues(config.auto, config.fixed(), Services(entries), interval), errors
+    values, errors = parse_options(OPTIONS[1:], options)        # auto_interval
+    return AutoValues(config.auto, config.fixed(), Services(entries),
+                      values.get("auto_interval", INTERVAL_DEFAULT)), errors
 
 
 class Services:
     """The processes of the measured services, found again on every
-    re-check that is due - cheaply: a unit's control group is asked of
-    systemd once and its cgroup.procs read after that, in systemd's own
-    hierarchy (cgroup v2, hybrid or v1, by /proc/self/mountinfo, read
-    once); systemctl runs again only when the group is empty, at most
-    every RETRY seconds.  A pid file's pid is checked on every read
-    (Services._pid_in_file)."""
+    re-check that is due: a unit's by irqtune.services.systemd.UnitProcesses
+    (its control group kept, systemctl asked at most every RETRY seconds),
+    a pid file's pid checked on every read (Services._pid_in_file)."""
 
-    def __init__(self, entries, kfs=KFS, systemctl=None, clock=time.monotonic):
+    def __init__(self, entries, kfs=KFS, systemctl=None, clock=time.monotonic, root="/"):
         self.entries = list(entries)
         self.kfs = kfs
-        self._systemctl = systemctl
-        self.clock = clock
-        self._cgroups = {}          # unit: control group path
-        self._asked = {}            # unit: when systemctl was last asked
-        self._cgroup_root = None    # systemd's hierarchy: unified, hybrid or legacy
+        self.units = systemd.UnitProcesses(kfs, systemctl, root, clock, RETRY)
         self.said = SaidOnce()      # a pid file's refusals
 
     def pids(self):
@@ -155,28 +155,13 @@ class Services:
         pids, why = set(), []
         for entry in self.entries:
             try:
-                pids.update(self._pids_of(entry))
+                pids.update([self._pid_in_file(entry)] if entry.startswith("/")
+                            else self.units.pids(entry))
             except IrqtuneError as err:
                 why.append(str(err))
         if not pids:
             raise IrqtuneError("auto_services: no process runs: %s" % "; ".join(why))
         return sorted(pids)
-
-    def _pids_of(self, entry):
-        if entry.startswith("/"):
-            return [self._pid_in_file(entry)]
-        pids = self._cgroup_pids(self._cgroups.get(entry))
-        if pids:
-            return pids
-        now = self.clock()
-        if entry in self._asked and now - self._asked[entry] < RETRY:
-            raise IrqtuneError("%s: the unit runs no process" % entry)
-        self._asked[entry] = now
-        self._cgroups[entry] = self._ask_cgroup(entry)
-        pids = self._cgroup_pids(self._cgroups[entry])
-        if not pids:
-            raise IrqtuneError("%s: the unit runs no process" % entry)
-        return pids
 
     def _pid_in_file(self, path):
         """The pid in a pid file, when the file could only have been
@@ -214,18 +199,6 @@ class Services:
             raise IrqtuneError("%s: pid %d started after the file was last written"
                                % (path, pid))
         return pid
-
-    def _ask_cgroup(self, unit):
-        if self._systemctl is None and not systemd.systemd_running():
-            raise IrqtuneError("%s: systemd is not running; name a pid file instead" % unit)
-        return systemd.Systemctl(self._systemctl).show(unit, "ControlGroup") or None
-
-    def _cgroup_pids(self, cgroup):
-        if not cgroup:
-            return []
-        if self._cgroup_root is None:       # the layout changes only with a reboot
-            self._cgroup_root = self.kfs.systemd_cgroup_root()
-        return self.kfs.cgroup_procs(cgroup, self._cgroup_root)
 
     def usage(self, pids):
         """(CPU seconds (user and system) the pids' processes used so far,

@@ -14,7 +14,7 @@ import bisect
 import math
 import struct
 from array import array
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 
 WAITS = ("epoll_wait", "epoll_pwait", "epoll_pwait2")
 ENTER, EXIT = "enter", "exit"
@@ -93,9 +93,6 @@ class Periods:
         for tid, ns, events in zip(self.tids, self.ns, self.events):
             yield Period(tid, ns, events)
 
-    def nbytes(self):
-        return sum(a.itemsize * len(a) for a in (self.tids, self.ns, self.events))
-
 
 class Tracker:
     """Busy periods decoded as the rings drain: add() a drain's (tid, time
@@ -119,10 +116,6 @@ class Tracker:
     @property
     def full(self):
         return len(self.periods) >= self.max_periods
-
-    @property
-    def pending(self):
-        return len(self._held)
 
     def add(self, samples):
         decode, held, counted_to = self.decoder.decode, self._held, self._counted_to
@@ -170,16 +163,6 @@ class Tracker:
             del held[:n]
 
 
-def busy_periods(samples, decoder):
-    """(Periods, largest maxevents seen) from (tid, time ns, raw) samples in
-    any order (several CPUs' rings).  A return while a period is open means
-    the entry between was lost: that period is dropped, not stretched."""
-    tracker = Tracker(decoder, max_pending=float("inf"))
-    tracker.add(samples)
-    tracker.finish()
-    return tracker.periods, tracker.maxevents
-
-
 def percentile(sorted_values, p):
     """Nearest-rank percentile of a sorted list (None when empty)."""
     if not sorted_values:
@@ -197,9 +180,7 @@ class Figures:
     maxevents: int          # the largest maxevents a wait asked for
 
     def as_dict(self):
-        return {"busy_periods": self.busy_periods, "event_ns": self.event_ns,
-                "batch_ns": self.batch_ns, "batch_events": self.batch_events,
-                "maxevents": self.maxevents}
+        return asdict(self)
 
 
 def figures(periods, maxevents=0):

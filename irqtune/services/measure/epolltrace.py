@@ -24,9 +24,9 @@ import threading
 import time
 from dataclasses import dataclass, field
 
+from ...kernel.cpus import online_cpus
 from ...kernel.errors import IrqtuneError
 from ...kernel.kfs import KFS
-from ...kernel.values import parse_index_list
 from . import busy, perf, procstat, tracefs
 
 MAX_SECONDS = 60.0
@@ -78,11 +78,6 @@ def tid_filter(tids):
             ranges.append([tid, tid])
     return "||".join("common_pid==%d" % a if a == b else
                      "(common_pid>=%d&&common_pid<=%d)" % (a, b) for a, b in ranges)
-
-
-def online_cpus(kfs=KFS):
-    return parse_index_list("cpu online",
-                            kfs.read_text(kfs.sys_path("devices/system/cpu/online")))
 
 
 class EpollTrace:

@@ -76,10 +76,8 @@ def _open(attr, cpu, nr):
 
 
 def explain_open_error(err, what):
-    why = {errno.EACCES: "not permitted (needs root, or CAP_PERFMON with "
-                         "kernel.perf_event_paranoid)",
-           errno.EPERM: "not permitted (needs root, or CAP_PERFMON with "
-                        "kernel.perf_event_paranoid)",
+    denied = "not permitted (needs root, or CAP_PERFMON with kernel.perf_event_paranoid)"
+    why = {errno.EACCES: denied, errno.EPERM: denied,
            errno.ENOENT: "the kernel has no such tracepoint",
            errno.ENOSYS: "the kernel has no perf events (CONFIG_PERF_EVENTS)",
            errno.EMFILE: "too many open files"}.get(err.errno, err.strerror)
@@ -90,9 +88,7 @@ class CpuRing:
     """Tracepoint events on one CPU sharing one ring buffer."""
 
     def __init__(self, cpu, event_ids, filter_text, pages, nr):
-        self.cpu = cpu
         self.fds = []
-        self.size = 0             # bytes copied out so far
         self.map = None
         size = pages * mmap.PAGESIZE
         try:
@@ -130,7 +126,6 @@ class CpuRing:
         else:
             data = self.map[base + start:base + self.data_size] + self.map[base:base + end]
         _U64.pack_into(self.map, _TAIL, head)
-        self.size += head - tail
         consume(data)
         return head - tail
 
@@ -210,10 +205,6 @@ class Recording:
     def drain(self, consume):
         """Each ring's new bytes to consume(bytes), ring after ring."""
         return sum(ring.drain(consume) for ring in self.rings)
-
-    @property
-    def size(self):
-        return sum(r.size for r in self.rings)
 
     def close(self):
         for ring in self.rings:

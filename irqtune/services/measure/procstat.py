@@ -9,9 +9,6 @@ import time
 from ...kernel.kfs import KFS
 
 PF_KTHREAD = 0x00200000
-# CLOCK_BOOTTIME, which /proc/PID/stat's start time counts on (Python 3.6,
-# RHEL 8's, has no name for it; 7 on Linux).
-CLOCK_BOOTTIME = getattr(time, "CLOCK_BOOTTIME", 7)
 
 
 class Stat:
@@ -33,7 +30,7 @@ class Stat:
         """The start as wall-clock seconds (time.time()'s), to the clock
         tick (truncated)."""
         if booted_at is None:
-            booted_at = time.time() - time.clock_gettime(CLOCK_BOOTTIME)
+            booted_at = time.time() - time.clock_gettime(time.CLOCK_BOOTTIME)
         return booted_at + self.start_ticks / os.sysconf("SC_CLK_TCK")
 
 

@@ -1,0 +1,104 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""irqtune.services.systemd.UnitProcesses: the one way the doctor
+(--service) and the auto values (auto_services) find a unit's processes -
+its control group's cgroup.procs, systemctl asked only when that is empty -
+and the reasons they give when there are none."""
+
+import re
+
+import pytest
+
+from irqtune.kernel.errors import IrqtuneError
+from irqtune.kernel.kfs import KernelFs
+from irqtune.services.systemd import UnitProcesses
+
+GROUP = "/system.slice/memcached.service"
+
+
+class Systemctl:
+    """`systemctl show --property=P --value -- UNIT` answers, each call kept."""
+
+    def __init__(self, **props):
+        self.props = props
+        self.asked = []
+
+    def __call__(self, argv):
+        prop = argv[1].split("=", 1)[1]
+        self.asked.append(prop)
+        if prop not in self.props:
+            return 1, "Unit not loaded.\n"
+        return 0, self.props[prop] + "\n"
+
+
+class Clock:
+    now = 1000.0
+
+    def __call__(self):
+        return self.now
+
+
+def host(tmp_path, pids="8\n7\n", systemd=True):
+    """A cgroup v2 host (no mountinfo: /sys/fs/cgroup) whose memcached.service
+    group holds pids."""
+    if systemd:
+        (tmp_path / "run/systemd/system").mkdir(parents=True)
+    group = tmp_path / "sys/fs/cgroup" / GROUP.lstrip("/")
+    group.mkdir(parents=True)
+    (group / "cgroup.procs").write_text(pids)
+    return KernelFs(proc=str(tmp_path / "proc"), sys=str(tmp_path / "sys")), group
+
+
+def test_a_unit_processes_are_its_control_group_and_systemd_is_asked_once(tmp_path):
+    kfs, _ = host(tmp_path)
+    ctl = Systemctl(LoadState="loaded", ControlGroup=GROUP)
+    units = UnitProcesses(kfs, ctl, str(tmp_path))
+    assert units.pids("memcached.service") == [7, 8]
+    assert units.pids("memcached.service") == [7, 8]
+    assert ctl.asked == ["LoadState", "ControlGroup"]
+
+
+def test_an_empty_group_asks_systemd_again_at_most_every_retry(tmp_path):
+    kfs, group = host(tmp_path)
+    ctl = Systemctl(LoadState="loaded", ControlGroup=GROUP, ActiveState="inactive")
+    clock = Clock()
+    units = UnitProcesses(kfs, ctl, str(tmp_path), clock, retry=60)
+    assert units.pids("memcached.service") == [7, 8]
+    group.joinpath("cgroup.procs").write_text("")       # stopped: not asked within retry
+    with pytest.raises(IrqtuneError, match="^memcached.service: the unit runs no process$"):
+        units.pids("memcached.service")
+    assert ctl.asked.count("ControlGroup") == 1
+    clock.now += 60
+    with pytest.raises(IrqtuneError, match=r"^memcached.service: the unit runs no process "
+                                           r"\(ActiveState=inactive\)$"):
+        units.pids("memcached.service")
+    clock.now += 59
+    with pytest.raises(IrqtuneError, match="^memcached.service: the unit runs no process$"):
+        units.pids("memcached.service")
+    assert ctl.asked.count("ControlGroup") == 2
+    group.joinpath("cgroup.procs").write_text("9\n")     # started again: no systemctl
+    assert units.pids("memcached.service") == [9]
+    assert ctl.asked.count("ControlGroup") == 2
+
+
+def test_without_systemd_nothing_is_asked(tmp_path):
+    kfs, _ = host(tmp_path, systemd=False)
+    ctl = Systemctl(LoadState="loaded", ControlGroup=GROUP)
+    with pytest.raises(IrqtuneError, match="^memcached.service: systemd is not running on "
+                                           "this host$"):
+        UnitProcesses(kfs, ctl, str(tmp_path)).pids("memcached.service")
+    assert ctl.asked == []
+
+
+@pytest.mark.parametrize("props,state", [({}, "?"), ({"LoadState": "not-found"}, "not-found")])
+def test_an_unknown_unit_is_said_so(tmp_path, props, state):
+    kfs, _ = host(tmp_path)
+    with pytest.raises(IrqtuneError, match=r"^nosuch.service: no such unit \(systemctl show: "
+                                           r"LoadState=%s\)$" % re.escape(state)):
+        UnitProcesses(kfs, Systemctl(**props), str(tmp_path)).pids("nosuch.service")
+
+
+def test_a_unit_name_from_a_command_line_is_shown_escaped(tmp_path):
+    kfs, _ = host(tmp_path)
+    with pytest.raises(IrqtuneError) as err:
+        UnitProcesses(kfs, Systemctl(), str(tmp_path)).pids("\x1b[2Jx.service")
+    assert str(err.value).startswith("'\\x1b[2Jx.service': no such unit")
