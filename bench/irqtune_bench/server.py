@@ -243,8 +243,7 @@ def firewall(port):
 def ntuple(nic):
     """ethtool -k's "ntuple-filters" line: "on", "off", "off [fixed]"; None
     without ethtool or the feature."""
-    rc, text = _out(["ethtool", "-k", nic])
-    for line in text.splitlines():
+    for line in _out(["ethtool", "-k", nic])[1].splitlines():
         if line.strip().startswith("ntuple-filters:"):
             return line.split(":", 1)[1].strip()
     return None

@@ -114,6 +114,18 @@ def bench(link, key, work, command, *args, known="known_hosts", timeout=600):
     return res
 
 
+def failing_check(link, key, work, server, breaks, mends):
+    """check's answer while the server is broken by the shell line breaks
+    (put right by mends afterwards); it must exit 1."""
+    server.sh(breaks)
+    try:
+        res = bench(link, key, work, "check")
+    finally:
+        server.sh(mends)
+    assert res.returncode == 1
+    return res
+
+
 def test_check_passes_and_names_each_failure_with_its_fix(hosts):
     link, key, work, h = hosts
     res = bench(link, key, work, "check")
@@ -126,26 +138,16 @@ def test_check_passes_and_names_each_failure_with_its_fix(hosts):
     assert res.returncode == 1
     assert "FAIL  ssh root@10.77.0.2 (server): the host key of 10.77.0.2 is not known here" in res.stdout
     assert "fix: ssh-keyscan 10.77.0.2 >> ~/.ssh/known_hosts" in res.stdout
-    server = h["server"]
-    server.sh("systemctl stop memcached")
-    try:
-        res = bench(link, key, work, "check")
-    finally:
-        server.sh("systemctl start memcached")
-    assert res.returncode == 1
+    res = failing_check(link, key, work, h["server"], "systemctl stop memcached", "systemctl start memcached")
     assert "FAIL  memcached is not active on the server (systemctl: inactive)" in res.stdout
     assert "fix: systemctl enable --now memcached" in res.stdout
-    server.sh("nft add table inet irqtune_test && nft add chain inet irqtune_test input "
-              "'{ type filter hook input priority 0; }' && "
-              "nft add rule inet irqtune_test input tcp dport 11211 drop")
-    try:
-        res = bench(link, key, work, "check")
-    finally:
-        server.sh("nft delete table inet irqtune_test")
-    assert res.returncode == 1
+    res = failing_check(link, key, work, h["server"],
+                        "nft add table inet irqtune_test && nft add chain inet irqtune_test input "
+                        "'{ type filter hook input priority 0; }' && "
+                        "nft add rule inet irqtune_test input tcp dport 11211 drop",
+                        "nft delete table inet irqtune_test")
     assert "FAIL  client: memcached on 10.77.0.2:11211 does not answer" in res.stdout
     assert "fix: accept tcp dport 11211 in the server's nftables input chain" in res.stdout
-
 
 def test_the_whole_bench_over_ssh_sets_and_reads_back_every_mode(hosts):
     link, key, work, h = hosts
