@@ -183,12 +183,23 @@ def steering(facts, cpu, landed):
                    % (q, cpu, how, now), None)
 
 
+def port(facts, settings, client_error):
+    """Where memcached listens and whether the client reaches it, but only
+    the first thing to fix: a stopped memcached listens nowhere, and a
+    port nothing listens on cannot answer."""
+    if facts["service"] != "active":
+        return []
+    where = listener(facts, settings.server_addr, settings.port, settings.service)
+    if where.level == FAIL:
+        return [where]
+    return [where, reach(facts, settings.server_addr, settings.port, client_error)]
+
+
 def judge(facts, settings, client_error, landed):
     """Every server, client and local finding, in the order to fix them."""
     return (kernel(facts, settings.modes) + services(facts, settings.service)
-            + [listener(facts, settings.server_addr, settings.port, settings.service),
-               reach(facts, settings.server_addr, settings.port, client_error),
-               steering(facts, settings.memcached_cpu, landed), counters(facts), plots()])
+            + port(facts, settings, client_error)
+            + [steering(facts, settings.memcached_cpu, landed), counters(facts), plots()])
 
 
 def lines(findings):

@@ -201,7 +201,8 @@ class SshTestbed:
                 proc.kill()
                 out, err = proc.communicate()
             if proc.returncode != 0:
-                raise BenchError("mcload: %s" % err.strip()[-300:])
+                # mcload names itself in every complaint
+                raise BenchError(err.strip()[-300:] or "mcload: exit %d" % proc.returncode)
             results.append(json.loads(out))
         res = stats.combine(results)
         if self.steer:

@@ -59,8 +59,21 @@ def test_the_veth_host_as_it_is_fails_with_each_fix():
     assert "FAIL  TuneD is not active on the server" in lines and "fix: systemctl enable --now tuned" in lines
     assert "FAIL  memcached is not active on the server" in lines
     assert "fix: systemctl enable --now memcached" in lines
-    assert "FAIL  nothing listens on port 11211" in lines and "memcached -l 10.77.0.2 -p 11211" in lines
     assert "no rx queue's interrupt is on CPU 2" in lines
+    # what follows from a stopped memcached is not said twice
+    assert "listens" not in lines and "does not answer" not in lines
+
+
+def test_only_the_first_port_problem_is_named():
+    lines = "\n".join(preflight.lines(preflight.judge(healthy(listening=[]), settings(),
+                                                      "mcload: connect: Connection refused", None)))
+    assert "FAIL  nothing listens on port 11211" in lines and "memcached -l 10.77.0.2 -p 11211" in lines
+    assert "does not answer" not in lines
+    lines = "\n".join(preflight.lines(preflight.judge(healthy(), settings(),
+                                                      "mcload: connect: Connection timed out", None)))
+    assert "ok    server: port 11211 listens on 0.0.0.0" in lines
+    assert "FAIL  client: memcached on 10.77.0.2:11211 does not answer (mcload: connect: Connection timed out;" \
+        in lines
 
 
 @pytest.mark.parametrize("attr,modes", [
