@@ -60,6 +60,7 @@
 #define MAX_CONNS 64
 #define MAX_VCPUS 64
 #define OUTBUF_MAX (16 << 20)
+#define CONNECT_ATTEMPT_S 3	/* one SYN retransmission (1 s RTO) and margin */
 /* histogram: values in ns; below HIST_SUB exact, then HIST_SUB buckets per
  * power of two; HIST_MAX_NS and above in the last bucket */
 #define HIST_SUB_BITS 7
@@ -258,6 +259,7 @@ static void push(struct conn *c, double t)
 static int connect_to(const char *host, int port, int local_port, double deadline)
 {
 	struct sockaddr_in sa = { .sin_family = AF_INET, .sin_port = htons(port) };
+	const struct timeval attempt = { .tv_sec = CONNECT_ATTEMPT_S };
 
 	if (inet_pton(AF_INET, host, &sa.sin_addr) != 1) {
 		fprintf(stderr, "mcload: --host %s is not an IPv4 address\n", host);
@@ -275,10 +277,20 @@ static int connect_to(const char *host, int port, int local_port, double deadlin
 			if (bind(fd, (struct sockaddr *)&la, sizeof(la)) != 0)
 				die("bind --source-ports");
 		}
+		/*
+		 * A firewall that drops SYNs would hold a blocking connect()
+		 * for the kernel's two minutes of retries; give up on the
+		 * attempt after CONNECT_ATTEMPT_S (connect() then fails with
+		 * EINPROGRESS) and on the whole after the deadline.
+		 */
+		setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &attempt, sizeof(attempt));
 		if (connect(fd, (struct sockaddr *)&sa, sizeof(sa)) == 0) {
+			setsockopt(fd, SOL_SOCKET, SO_SNDTIMEO, &(struct timeval){ 0 }, sizeof(struct timeval));
 			setsockopt(fd, IPPROTO_TCP, TCP_NODELAY, &one, sizeof(one));
 			return fd;
 		}
+		if (errno == EINPROGRESS)
+			errno = ETIMEDOUT;
 		close(fd);
 		/* a server just restarted by systemd may not listen yet */
 		if ((errno != ECONNREFUSED && errno != ETIMEDOUT) || now_s() > deadline)

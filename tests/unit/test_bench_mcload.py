@@ -153,6 +153,24 @@ def test_source_ports_refused(mcload, ports, words):
     assert res.returncode == 2 and words in res.stderr
 
 
+def test_a_port_that_drops_syns_fails_in_seconds_with_a_timeout(mcload):
+    """Issue 41: check's probe of a port a firewall drops.  A listener
+    whose accept queue is full drops SYNs as such a firewall does; a
+    blocking connect() would wait out the kernel's two minutes of SYN
+    retries."""
+    with socket.socket() as listener:
+        listener.bind(("127.0.0.1", 0))
+        listener.listen(0)
+        queued = [socket.create_connection(listener.getsockname())]     # the queue holds one
+        try:
+            res = subprocess.run([str(mcload), "--host", "127.0.0.1", "--port", str(listener.getsockname()[1]),
+                                  "--rate", "10", "--seconds", "0.2"], capture_output=True, text=True, timeout=60)
+        finally:
+            for sock in queued:
+                sock.close()
+    assert res.returncode == 1 and "mcload: connect: Connection timed out" in res.stderr, res.stderr
+
+
 def test_the_slices_histograms_add_up_to_the_window(mcload):
     out = run(mcload, answer=2800)
     total = stats.merge([dict(out["hist"], **s) for s in out["slices_hist"]])
