@@ -44,7 +44,8 @@ def summarise(runs, modes, loads):
                     "reruns": sum(r.get("reruns", 0) for r in mine)}
             if not ok and cell["disturbed"]:
                 # nothing counts: show what the disturbed runs measured,
-                # marked (tables only; verdicts and plots leave them out)
+                # marked (the table stars it, the plots draw it hollow, the
+                # verdicts leave it out)
                 ok = [r for r in mine if r.get("disturbed") and not r.get("failed")]
                 cell["shown"] = "disturbed"
             for k in KEYS:
@@ -360,17 +361,28 @@ def compare(before, after, modes, loads, labels=("before", "after")):
 
 
 PLOTS = (("p99_us", "p99", "p99 latency (us), median of runs, bars min..max", 1.0),
-         ("ipr_serving", "insn", "instructions per request, serving CPUs (thousands)", 1e-3))
+         ("ipr_serving", "insn", "instructions per request, serving CPUs (thousands)", 1e-3),
+         ("cpu_us_per_request", "cpu", "CPU time per request, serving CPUs (us)", 1.0))
+STYLES = {"base": ("k", "o"), "defer10": ("tab:blue", "v"), "defer20": ("tab:blue", "^"),
+          "defer50": ("tab:blue", "<"), "defer200": ("tab:blue", ">"), "napibusy": ("tab:orange", "s"),
+          "fullbusy": ("tab:red", "D"), "suspend0": ("tab:green", "x"), "suspend10": ("tab:green", "v"),
+          "suspend20": ("tab:green", "o"), "suspend50": ("tab:green", "^"), "suspend200": ("tab:olive", "s"),
+          "recommend": ("tab:purple", "P"), "auto": ("tab:brown", "*")}
 
 
 def plotted(cells):
-    """The suffixes of the plots a run has data for (cells with runs that
-    count)."""
-    return [suffix for key, suffix, _, _ in PLOTS
-            if any(med(c, key) for c in cells.values() if not c.get("shown"))]
+    """The suffixes of the plots a run has data for: p99 and the cost the
+    verdicts judge - instructions where counted, else CPU time."""
+    have = {suffix for key, suffix, _, _ in PLOTS if any(med(c, key) for c in cells.values())}
+    if "insn" in have:
+        have.discard("cpu")
+    return [suffix for _, suffix, _, _ in PLOTS if suffix in have]
 
 
 def plot(cells, modes, loads, out, name, title):
+    """One PNG per plotted() figure.  A cell whose runs were all disturbed
+    is drawn hollow, off its mode's line: shown, as the table shows it
+    starred, but not judged."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -379,28 +391,33 @@ def plot(cells, modes, loads, out, name, title):
         print("matplotlib missing: no plots (python3-matplotlib)", file=sys.stderr)
         return []
     written = []
-    styles = {"base": ("k", "o"), "defer10": ("tab:blue", "v"), "defer20": ("tab:blue", "^"),
-              "defer50": ("tab:blue", "<"), "defer200": ("tab:blue", ">"), "napibusy": ("tab:orange", "s"),
-              "fullbusy": ("tab:red", "D"), "suspend0": ("tab:green", "x"), "suspend10": ("tab:green", "v"),
-              "suspend20": ("tab:green", "o"), "suspend50": ("tab:green", "^"), "suspend200": ("tab:olive", "s"),
-              "recommend": ("tab:purple", "P"), "auto": ("tab:brown", "*")}
     for key, suffix, ytitle, scale in PLOTS:
         if suffix not in plotted(cells):
             continue
         fig, ax = plt.subplots(figsize=(9, 5.5))
+        hollow = False
         for m in modes:
-            xs, ys, lo, hi = [], [], [], []
+            color, marker = STYLES.get(m, (None, "o"))
+            xs, ys, lo, hi, shown = [], [], [], [], []
             for load in loads:
                 c = cells["%s@%d" % (m, load)]
-                if med(c, key) is None or c.get("shown"):
+                if med(c, key) is None:
+                    continue
+                if c.get("shown"):
+                    shown.append((load, med(c, key) * scale))
                     continue
                 xs.append(load)
                 ys.append(med(c, key) * scale)
                 lo.append((c[key]["median"] - c[key]["min"]) * scale)
                 hi.append((c[key]["max"] - c[key]["median"]) * scale)
-            color, marker = styles.get(m, (None, "o"))
             ax.errorbar(xs, ys, yerr=[lo, hi], label=m, color=color, marker=marker,
                         linestyle="--" if m.startswith("defer") else "-", capsize=2, alpha=0.85)
+            if shown:
+                hollow = True
+                ax.plot(*zip(*shown), linestyle="none", color=color, marker=marker, markerfacecolor="none")
+        if hollow:
+            ax.plot([], [], linestyle="none", color="grey", marker="o", markerfacecolor="none",
+                    label="hollow: every run disturbed")
         ax.set_xlabel("offered load (req/s)")
         ax.set_title(ytitle)
         if key == "p99_us":

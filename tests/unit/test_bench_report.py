@@ -258,3 +258,19 @@ def test_without_instruction_counts_cost_is_judged_on_cpu_time():
     assert (v["cost_basis"], v["cpu_ratio"], v["insn_ratio"], v["cost"]) == ("cpu_time", [0.5, 0.5, 0.5], None, "holds")
     line, = report.verdict_lines(rep, [v])
     assert "instructions not counted; CPU time/request 0.50x [0.50-0.50] -> cost HOLDS" in line, line
+
+
+def test_the_plots_show_cost_as_judged_and_disturbed_cells_hollow(tmp_path):
+    """Issue 41: a server without a PMU plots CPU time per request (what
+    its verdicts judge); a cell whose runs were all disturbed (a TCG
+    client's generator) is still drawn, as the table still shows it."""
+    counted = cells_of([run("suspend20", 1000, 100, ipr=5000), run("fullbusy", 1000, 90, ipr=9000)])
+    assert report.plotted(counted) == ["p99", "insn"]
+    runs = [dict(run(m, 1000, 100), cpu_us_per_request=20.0, disturbed="send_late_p99_us")
+            for m in ("suspend20", "fullbusy")]
+    cells = cells_of(runs)
+    assert cells["suspend20@1000"]["shown"] == "disturbed"
+    assert report.plotted(cells) == ["p99", "cpu"]
+    pytest.importorskip("matplotlib")
+    written = report.plot(cells, ["suspend20", "fullbusy", "defer50"], [1000], tmp_path, "t", "a title")
+    assert [p.name for p in written] == ["t-p99.png", "t-cpu.png"]
