@@ -6,7 +6,7 @@ your own NIC.
       the series' eleven modes (or --modes) at four loads up to 90 % of
       the server's saturation, each mode set through irqtune's
       latency-suspend profile and read back before every run, a disturbed
-      run run again; writes NAME.{json,txt,md} and NAME-{p99,insn}.png
+      run run again; writes NAME.{json,txt,md} and NAME-{p99,insn|cpu}.png
   irqtune-bench check --server root@SERVER --client root@CLIENT --server-addr ADDR [options]
       what a run needs from both hosts and this machine, one line per
       finding with the command that fixes it; exits 1 when a run would
