@@ -23,6 +23,9 @@
 # LAB_VARIANT=debug adds lab-debug.config (KASAN, lockdep) and "-debug" to
 # the kernel name; LAB_VARIANT=rt adds lab-rt.config (PREEMPT_RT) and "-rt"
 # (e.g. 7.2-lab-rt: the same series in the same tree, its own build directory).
+# LAB_VARIANT=systemd (generation 6 only) adds lab7.config and "-systemd":
+# a 6.12 kernel that boots the generation-7 guest image (base-systemd, the
+# server kernel without per-NAPI settings that lab-bench-hosts checks).
 #
 # Environment: LAB_CACHE (default /var/cache/irqtune-lab), LAB_JOBS (make -j,
 # default 2), LAB_KERNEL_TARBALL, LAB_W (passed as W= to the build),
@@ -60,7 +63,11 @@ case $LAB_VARIANT in
 "") ;;
 debug) CONFIGS+=("$HERE/lab-debug.config") ;;
 rt) CONFIGS+=("$HERE/lab-rt.config") ;;
-*) echo "kernel.sh: LAB_VARIANT must be empty, debug or rt, not $LAB_VARIANT" >&2; exit 2 ;;
+systemd)
+	[ "$LAB_GEN" = 6 ] || { echo "kernel.sh: LAB_VARIANT=systemd is for LAB_GEN=6" >&2; exit 2; }
+	CONFIGS+=("$HERE/lab7.config")
+	;;
+*) echo "kernel.sh: LAB_VARIANT must be empty, debug, rt or systemd, not $LAB_VARIANT" >&2; exit 2 ;;
 esac
 JOBS=${LAB_JOBS:-2}
 SERIES_ORDER=(housekeeping-vectors gsim)

@@ -98,8 +98,11 @@ def mask_cpus(text):
 
 
 def generation(kernel):
-    """7 for the Linux 7.2 kernels ("7.2-..."), else 6."""
-    return 7 if str(kernel).startswith("7.") else 6
+    """The guest generation a kernel boots: 7 for the Linux 7.2 kernels
+    ("7.2-...") and the 6.12 ones configured for its image ("...-systemd",
+    kernel.sh's LAB_VARIANT=systemd), else 6."""
+    kernel = str(kernel)
+    return 7 if kernel.startswith("7.") or kernel.endswith("-systemd") else 6
 
 
 def rootfs_image(kernel="lab"):
@@ -140,9 +143,12 @@ def missing(kernel="lab"):
         if shutil.which(tool) is None:
             return "%s not found" % tool
     if not kernel_image(kernel).is_file():
-        target = "make lab7" if generation(kernel) == 7 else "make lab"
-        if generation(kernel) == 7 and str(kernel).endswith("-rt"):
-            target = "make lab7-rt"
+        if str(kernel).endswith("-systemd"):
+            target = "make lab-kernel-base-systemd"
+        elif generation(kernel) == 7:
+            target = "make lab7-rt" if str(kernel).endswith("-rt") else "make lab7"
+        else:
+            target = "make lab"
         return "lab kernel %s not built (%s); run `%s`" % (kernel, kernel_image(kernel), target)
     if not rootfs_image(kernel).is_file():
         target = "make lab7" if generation(kernel) == 7 else "make lab"

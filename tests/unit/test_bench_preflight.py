@@ -88,6 +88,15 @@ def test_a_kernel_without_a_napi_value_names_the_modes_that_need_it(attr, modes)
     assert "6.13" in found[0].fix
 
 
+def test_a_kernel_without_napi_set_is_one_line():
+    """Linux 6.12's napi-get answers id, ifindex, irq and pid only (the
+    netdev spec of 6.12, Documentation/netlink/specs/netdev.yaml)."""
+    found = preflight.kernel(healthy(napi_attrs=["id", "ifindex", "irq", "pid"]), ["base", "defer20", "suspend20"])
+    assert [(f.level, f.what) for f in found] == [
+        ("FAIL", "server kernel 6.18.44-fc-v669 has no per-NAPI defer-hard-irqs, gro-flush-timeout, "
+                 "irq-suspend-timeout: modes defer20,suspend20 cannot be set")]
+
+
 def test_base_alone_needs_no_napi_value_and_napi_get_failing_fails_all():
     assert not preflight.failed(preflight.kernel(healthy(napi_attrs=["id"]), ["base"]))
     found = preflight.kernel(dict(VETH, napi_error="No such file or directory"), ["base"])
