@@ -433,9 +433,20 @@ def plot(cells, modes, loads, out, name, title):
     return written
 
 
+SATURATED_BY = {"server": "the server's limit", "client": "client-bound: the generators ran out of CPU first"}
+
+
+def saturation_text(sat):
+    """The saturation point and which side ran out first."""
+    if not sat:
+        return "not searched"
+    side = SATURATED_BY.get(sat.get("side"), "not reached up to --probe-max") if "side" in sat else None
+    return "%s req/s%s" % (sat["rate"], " (%s)" % side if side else "")
+
+
 def header(report):
     args, sat, tb = report["settings"], report.get("saturation"), report.get("testbed", {})
-    return ("memcached on %s; %d run(s) per cell, %.1f s windows, %d connection(s); saturation %s req/s; "
+    return ("memcached on %s; %d run(s) per cell, %.1f s windows, %d connection(s); saturation %s; "
             "full run %s s\n"
             "columns: achieved qps; p50 and p99 latency (us); instructions per request (thousands) on the "
             "serving CPUs (memcached's and its rx queues') and the whole server (%s); server CPU %% "
@@ -443,7 +454,7 @@ def header(report):
             "generator's p99 send lateness (us) and CPU %%; wait: %% of a run the serving thread (%s) "
             "was runnable but waited for a CPU; loop: the same for QEMU's main loop (the lab)"
             % (tb.get("summary", "?"), args["repeats"], args["seconds"], args["conns"],
-               sat["rate"] if sat else "not searched", report.get("seconds_total", "?"),
+               saturation_text(sat), report.get("seconds_total", "?"),
                tb.get("insns", "not counted"), tb.get("serving_thread", "memcached's threads")))
 
 

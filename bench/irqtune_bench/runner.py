@@ -43,6 +43,7 @@ import time
 
 from . import placement
 from .modes import AUTO, MODE_AUTO, MODES, PROFILE, RECOMMEND, WHO_SETS, check, recommended, variables_of
+from .report import saturation_text
 
 DROPIN = "/etc/systemd/system/%s.service.d/40-irqtune-bench.conf"
 VARIABLES = "/etc/tuned/%s-variables.conf" % PROFILE
@@ -553,8 +554,7 @@ def run_bench(tb, args, log, report, save):
             sat, probes, side = saturation(bench, tb, args, log)
             report["saturation"] = {"rate": sat, "probes": probes, "side": side}
             loads = loads_of(sat, args.fractions)
-            log("saturation %d req/s (%s); loads %s" % (sat, {"client": "client-bound: the generators ran out "
-                "of CPU first", "server": "the server's"}.get(side, "not reached up to --probe-max"), loads))
+            log("saturation %s; loads %s" % (saturation_text(report["saturation"]), loads))
         report["loads"] = loads
         if RECOMMEND in modes:
             report["recommend"] = recommend(bench, tb, args, loads, log)

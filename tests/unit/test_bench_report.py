@@ -274,3 +274,15 @@ def test_the_plots_show_cost_as_judged_and_disturbed_cells_hollow(tmp_path):
     pytest.importorskip("matplotlib")
     written = report.plot(cells, ["suspend20", "fullbusy", "defer50"], [1000], tmp_path, "t", "a title")
     assert [p.name for p in written] == ["t-p99.png", "t-cpu.png"]
+
+
+@pytest.mark.parametrize("sat,text", [
+    ({"rate": 72067, "side": "server"}, "saturation 72067 req/s (the server's limit);"),
+    ({"rate": 30000, "side": "client"}, "saturation 30000 req/s (client-bound: the generators ran out of CPU first);"),
+    ({"rate": 2000000, "side": None}, "saturation 2000000 req/s (not reached up to --probe-max);"),
+    ({"rate": 10440}, "saturation 10440 req/s;"),            # runs saved before the side was recorded
+    (None, "saturation not searched;"),
+])
+def test_the_header_says_which_side_saturated(sat, text):
+    rep = {"settings": {"repeats": 1, "seconds": 2.0, "conns": 1}, "saturation": sat}
+    assert text in report.header(rep)
