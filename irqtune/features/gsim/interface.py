@@ -122,10 +122,8 @@ class GsimInterface:
         self.shape = shape
         self.kfs = kfs
         self.irq_dir = kfs.proc_path("irq")
-        if shape == SHAPE_LATEST:
-            self.base = os.path.join(self.irq_dir, "sw_moderation")
-        else:
-            self.base = os.path.join(self.irq_dir, "soft_moderation")
+        self.base = os.path.join(self.irq_dir, "sw_moderation" if shape == SHAPE_LATEST
+                                 else "soft_moderation")
         self.kernel_names = self._kernel_names()
 
     def __str__(self):

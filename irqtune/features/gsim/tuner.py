@@ -49,7 +49,6 @@ class GsimTuner(Tuner):
         self.selection = selection
         self.iface = iface
         self.kfs = kfs
-        self.napi_irqs = napi_irqs
         self.switches = IrqSwitches(selection, iface, kfs, napi_irqs)
         if iface is None:
             self.originals = {"knobs": {}, "irqs": {}}
