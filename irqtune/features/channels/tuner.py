@@ -44,7 +44,6 @@ class HousekeepingTuner(DeviceTuner):
         self.affinity = (tuple(self.housekeeping.cpus) if config.irq_affinity == HOUSEKEEPING
                          else config.irq_affinity)
         self.refusals = Refusals(log)
-        self.problems = self.refusals.by_device     # ifname -> {what: reason}, for verify
         self.counts = None if config.channels is None else \
             ChannelCounts(config.channels, len(self.housekeeping), self._family, self.refusals)
         self.irq_affinity = None if self.affinity is None else \

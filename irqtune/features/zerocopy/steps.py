@@ -209,10 +209,3 @@ class NicSteps:
             else:
                 log.info("%s: flow rule slot %d no longer holds the rule irqtune added; "
                          "left alone", ifname, entry["location"])
-
-    @staticmethod
-    def _restore_channels(nic, ifindex, counts):
-        current = nic.channels(ifindex)
-        changes = {k: v for k, v in counts.items() if channel_count(current, k + "-count") != v}
-        if changes:
-            nic.set_channels(ifindex, **changes)

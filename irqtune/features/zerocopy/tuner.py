@@ -31,6 +31,7 @@ reads and compares per feature in checks.py (NicChecks).
 import logging
 
 from ...kernel.errors import IrqtuneError
+from ...kernel.netlink.ethtool import change_channels
 from ...kernel.netlink.ethtool_ntuple import NtupleRules
 from ...kernel.netlink.ethtool_rx import RxConfigFamily
 from ...services.ledger import take_device
@@ -256,8 +257,7 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
                 if name in rings:
                     self._undo(ifname, name, nic.set_rings, ifindex, **{name: rings[name]})
             if saved.get("channels"):
-                self._undo(ifname, "channels", self._restore_channels, nic, ifindex,
-                           saved["channels"])
+                self._undo(ifname, "channels", change_channels, nic, ifindex, saved["channels"])
         log.info("%s: zero-copy receive preparation undone", ifname)
         self._save_state(before_change=False)
 
