@@ -128,12 +128,17 @@ def parse_index_list(option, text, maximum=MAX_CPU, accepted=None):
     return indexes
 
 
-def format_index_list(indexes):
-    """[0, 1, 2, 3, 6] -> '0-3,6'."""
+def index_runs(indexes):
+    """[0, 1, 2, 3, 6] -> [[0, 3], [6, 6]]: the runs of consecutive numbers."""
     runs = []
     for i in sorted(set(indexes)):
         if runs and runs[-1][1] == i - 1:
             runs[-1][1] = i
         else:
             runs.append([i, i])
-    return ",".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in runs)
+    return runs
+
+
+def format_index_list(indexes):
+    """[0, 1, 2, 3, 6] -> '0-3,6'."""
+    return ",".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in index_runs(indexes))

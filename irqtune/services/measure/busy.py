@@ -18,10 +18,7 @@ from dataclasses import asdict, dataclass, field
 
 WAITS = ("epoll_wait", "epoll_pwait", "epoll_pwait2")
 ENTER, EXIT = "enter", "exit"
-
-
-def tracepoint_names():
-    return ["sys_%s_%s" % (kind, wait) for wait in WAITS for kind in (ENTER, EXIT)]
+TRACEPOINTS = ["sys_%s_%s" % (kind, wait) for wait in WAITS for kind in (ENTER, EXIT)]
 
 
 @dataclass(frozen=True)

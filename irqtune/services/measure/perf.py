@@ -158,8 +158,8 @@ def records(data):
 
 def ring_pages(cpus, most=128, budget=32 << 20):
     """Data pages per CPU ring (a power of two, as the kernel wants): up to
-    most, but all rings together within budget bytes - they are pinned
-    memory - and at least 8."""
+    most (512 KiB), but all rings together within budget bytes - they are
+    pinned memory - and at least 8.  The reader is woken at half a ring."""
     pages = most
     while pages > 8 and pages * mmap.PAGESIZE * cpus > budget:
         pages //= 2
@@ -179,13 +179,13 @@ class Recording:
     """Tracepoints on every online CPU, filtered; the caller drains
     (Recording.drain) and decodes what it is handed."""
 
-    def __init__(self, event_ids, filter_text, cpus, pages=None):
+    def __init__(self, event_ids, filter_text, cpus):
         if len(filter_text) > MAX_FILTER:
             raise IrqtuneError("tracepoint filter of %d characters is longer than the kernel "
                                "takes (%d): the target has too many threads" % (
                                    len(filter_text), MAX_FILTER))
         nr = syscalls.number("perf_event_open")
-        pages = pages or ring_pages(len(cpus))
+        pages = ring_pages(len(cpus))
         _room_for_fds(2 * len(event_ids) * len(cpus))   # Python's mmap keeps a dup
         self.rings = []
         try:
