@@ -32,7 +32,7 @@ from ..kernel.errors import IrqtuneError
 from ..kernel.irqs import nic_queue_irqs, read_interrupts
 from ..kernel.kfs import KFS
 from ..kernel.names import shown
-from ..kernel.netlink import netdev, qstats
+from ..kernel.netlink import netdev
 
 _RX_QUEUE = re.compile(r"(?i)(?:input|rx|txrx|combined|queue|que|ch|fp)[-_.]?(\d+)\b")
 _TX_ONLY = re.compile(r"(?i)(?:^|[^a-z])(?:output|tx)[-_.]?\d+")
@@ -76,7 +76,7 @@ def sample(ifname, kfs=KFS):
     with netdev.QueueFamily() as ql:
         queue_of = {napi: q for q, napi in ql.rx_queue_napis(ifindex).items()}
     try:
-        with qstats.QstatsFamily() as qs:
+        with netdev.QstatsFamily() as qs:
             packets = qs.rx_packets(ifindex)
     except IrqtuneError:   # drivers without per-queue stats: EOPNOTSUPP
         packets = {}
