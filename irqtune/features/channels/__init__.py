@@ -23,9 +23,6 @@ set, verified, restored), affinity (queue IRQ affinity), tuner
 (HousekeepingTuner, the contract and the ledger).
 """
 
-from .config import OPTIONS, HousekeepingConfig, parse_channels, parse_irq_affinity
-from .counts import plan_channels
-from .tuner import HousekeepingTuner, housekeeping_tuner
-
-__all__ = ["OPTIONS", "HousekeepingConfig", "parse_channels", "parse_irq_affinity",
-           "plan_channels", "HousekeepingTuner", "housekeeping_tuner"]
+from .config import OPTIONS, HousekeepingConfig, parse_channels, parse_irq_affinity  # noqa: F401
+from .counts import plan_channels  # noqa: F401
+from .tuner import HousekeepingTuner, housekeeping_tuner  # noqa: F401

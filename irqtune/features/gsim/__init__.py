@@ -6,12 +6,8 @@ per-IRQ switches; config: target values and IRQ selection; tuner: the
 tuner and its builder from a profile's options.
 """
 
-from ...kernel.irqs import parse_interrupts, read_interrupts
-from .config import OPTIONS, OVERLAY_PREFIX, GsimConfig, IrqSelection
-from .interface import (KNOBS, MISSING_MESSAGE, RT_MISSING_MESSAGE, SHAPE_LATEST, SHAPE_V1,
-                        SHAPE_V4, detect, parse_switch)
-from .tuner import GsimTuner, build_tuner
-
-__all__ = ["parse_interrupts", "read_interrupts", "KNOBS", "MISSING_MESSAGE", "OPTIONS",
-           "OVERLAY_PREFIX", "RT_MISSING_MESSAGE", "SHAPE_LATEST", "SHAPE_V1", "SHAPE_V4",
-           "detect", "parse_switch", "GsimConfig", "GsimTuner", "IrqSelection", "build_tuner"]
+from ...kernel.irqs import parse_interrupts, read_interrupts  # noqa: F401
+from .config import OPTIONS, OVERLAY_PREFIX, GsimConfig, IrqSelection  # noqa: F401
+from .interface import (KNOBS, MISSING_MESSAGE, RT_MISSING_MESSAGE,  # noqa: F401
+                        SHAPE_LATEST, SHAPE_V1, SHAPE_V4, detect, parse_switch)
+from .tuner import GsimTuner, build_tuner  # noqa: F401

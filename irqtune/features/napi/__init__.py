@@ -6,7 +6,5 @@ tuner: NapiTuner, which applies them through napi-set or the device-wide
 sysfs fallback, verifies and restores.
 """
 
-from .config import OPTIONS, VALUES, NapiConfig, parse_queues
-from .tuner import NapiTuner
-
-__all__ = ["OPTIONS", "VALUES", "NapiConfig", "parse_queues", "NapiTuner"]
+from .config import OPTIONS, VALUES, NapiConfig, parse_queues  # noqa: F401
+from .tuner import NapiTuner  # noqa: F401
