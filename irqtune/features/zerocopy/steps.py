@@ -16,6 +16,7 @@ import logging
 
 from ...kernel.errors import UnsupportedError
 from ...kernel.netlink.ethtool import channel_count
+from ...kernel.netlink.ethtool_ntuple import FlowRule
 from ...kernel.netlink.ethtool_rx import TCP_DATA_SPLIT, TCP_DATA_SPLIT_NAMES
 from ...kernel.netlink.genl import NetlinkRequestError
 from .plan import Refused, as_rule, channel_kind, refusal, rule_fields, rx_queue_count, spread
@@ -146,7 +147,7 @@ class NicSteps:
         rules = self._rules(ifname)
         reserved = target["reserved"]
         mine = saved.setdefault("rules", [])
-        wanted = [spec.on_queue(reserved[i % len(reserved)])
+        wanted = [FlowRule(spec.flow, spec.dst_port, reserved[i % len(reserved)], spec.dst_ip)
                   for i, spec in enumerate(self.config.rules)]
         target["rules"] = wanted
         self._settle_pending_rules(rules, mine)

@@ -17,15 +17,11 @@ while the slot still holds the rule it put there.
 
 A driver that cannot do something (EOPNOTSUPP, a feature it cannot change,
 no RSS table) is named once per device and feature and left out of verify
-(`lacking`, per device - not the contract's `unsupported`, which is
-what the kernel cannot do and fails verify); a driver that refuses a value (EINVAL with its extack) is
-named once too, and verify shows the difference.
-
-This module holds the contract, the order of the steps, the bookkeeping
-of refusals and the order of restore; the steps themselves - the ethtool
-and ntuple reads and writes of each feature, each recording its original
-before it changes anything - are in steps.py (NicSteps), what verify
-reads and compares per feature in checks.py (NicChecks).
+(`lacking`, per device - not the contract's `unsupported`, which is what
+the kernel cannot do and fails verify); a driver that refuses a value
+(EINVAL with its extack) is named once too, and verify shows the
+difference.  The steps' kernel I/O is in steps.py (NicSteps), verify's
+reads and comparisons in checks.py (NicChecks).
 """
 
 import logging
@@ -35,7 +31,7 @@ from ...kernel.netlink.ethtool import change_channels
 from ...kernel.netlink.ethtool_ntuple import NtupleRules
 from ...kernel.netlink.ethtool_rx import RxConfigFamily
 from ...services.ledger import take_device
-from ...services.tuner import Check, DeviceTuner, on_kernel_name, verify_on_kernel_name
+from ...services.tuner import Check, DeviceTuner, Refusals, on_kernel_name, verify_on_kernel_name
 from .checks import NicChecks
 from .plan import Refused, ranges, refusal, reserve
 from .steps import NTUPLE, NicSteps
@@ -67,8 +63,8 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
         self._napi_factory = napi
         self.napi = {}          # ifname -> NapiTuner of its reserved queues
         self.targets = {}       # ifname -> {"channels": {...}, "reserved": [..], "indir": [...]}
-        self.problems = {}      # ifname -> {feature: reason}: refused values (verify fails)
-        self.lacking = {}       # ifname -> {feature: reason}: missing in the driver
+        self.problems = Refusals(log)     # refused values (verify fails)
+        self.lacking = Refusals(log)      # features missing in the driver
         self.originals = self._load_state()
 
     @property
@@ -80,7 +76,7 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
     # -- plumbing ---------------------------------------------------------
 
     def _books(self):
-        return [self.napi, self.targets, self.problems, self.lacking]
+        return [self.napi, self.targets, self.problems.by_device, self.lacking.by_device]
 
     def _drop(self, ifname):
         napi = self.napi.pop(ifname, None)
@@ -94,13 +90,10 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
 
     def _report(self, ifname, feature, refused):
         """Log a refusal the first time it is seen for this device and feature."""
-        book = self.lacking if refused.unsupported else self.problems
-        other = self.problems if refused.unsupported else self.lacking
-        other.get(ifname, {}).pop(feature, None)
-        known = book.setdefault(ifname, {})
-        if known.get(feature) != str(refused):
-            log.warning("%s: %s: %s; left as it is", ifname, feature, refused)
-        known[feature] = str(refused)
+        book, other = (self.lacking, self.problems) if refused.unsupported else \
+            (self.problems, self.lacking)
+        other.resolve(ifname, feature)
+        book.add(ifname, feature, str(refused))
 
     def _step(self, ifname, feature, func, *args):
         """Run one apply step; a refusal is reported and the next step runs,
@@ -114,7 +107,7 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
             self._report(ifname, feature, refusal(feature, err))
             return None
         for book in (self.problems, self.lacking):
-            book.get(ifname, {}).pop(feature, None)
+            book.resolve(ifname, feature)
         return result
 
     def apply(self, *ifnames):
@@ -199,7 +192,7 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
         target = self.targets.get(ifname, {})
         retuned = self.napi[ifname].apply_new(ifname) if ifname in self.napi else 0
         if (not (self.config.rules and target.get("reserved"))
-                or "flow rules" in self.lacking.get(ifname, {})):
+                or "flow rules" in self.lacking.of(ifname)):
             # nothing to put back; and a read that succeeds on a driver
             # without flow rules must not clear that it has none
             return "%d NAPIs of reserved queues set again" % retuned if retuned else ""
@@ -217,8 +210,8 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
     @verify_on_kernel_name
     def verify(self, ifname):
         """[Check] of everything applied; what the driver lacks
-        (self.lacking[ifname]) is named in the log and left out."""
-        for feature, why in sorted(self.lacking.get(ifname, {}).items()):
+        (self.lacking) is named in the log and left out."""
+        for feature, why in sorted(self.lacking.of(ifname).items()):
             log.info("verify: %s: %s: not checked: %s", ifname, feature, why)
         try:
             return self._verify(ifname)
