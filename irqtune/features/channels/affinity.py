@@ -35,9 +35,9 @@ class QueueAffinity:
     def queue_irqs(self, ifname):
         return nic_queue_irqs(ifname, self.kfs, self.napi)
 
-    def vectors(self, ifname, irqs=None):
+    def vectors(self, ifname):
         """[(vector key, QueueIrq)] of ifname's queue IRQs."""
-        irqs = self.queue_irqs(ifname) if irqs is None else irqs
+        irqs = self.queue_irqs(ifname)
         keys = vector_keys((q.irq, q.name) for q in irqs)
         return [(keys[q.irq], q) for q in irqs]
 

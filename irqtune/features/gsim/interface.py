@@ -33,7 +33,6 @@ import logging
 import os
 import re
 
-from ...kernel.caps import detect_kernel_features
 from ...kernel.errors import IrqtuneError
 from ...kernel.kfs import KFS, KernelFs
 from ...kernel.names import shown
@@ -78,11 +77,6 @@ RT_MISSING_MESSAGE = (
     "(CONFIG_IRQ_SW_MODERATION depends on !PREEMPT_RT: every device interrupt is a "
     "thread there, and GSIM moderates only interrupts handled in hard interrupt "
     "context); the GSIM options are not applied, the rest of the profile is")
-
-
-def missing_message(kfs=KFS):
-    """The one warning for a kernel without GSIM, naming why."""
-    return RT_MISSING_MESSAGE if detect_kernel_features(kfs).preempt_rt else MISSING_MESSAGE
 
 
 _TRUE_WORDS = {"1", "on", "y", "yes", "true", "enabled"}

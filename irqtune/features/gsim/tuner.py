@@ -8,14 +8,15 @@ import logging
 from collections import namedtuple
 
 from ...kernel import irqs as irqs_mod
+from ...kernel.caps import detect_kernel_features
 from ...kernel.errors import OptionError, describe_os_error
 from ...kernel.kfs import KFS
 from ...services.ledger import first
 from ...services.overlay import read_overlay_file
 from ...services.tuner import Check, Tuner
 from .config import OPTIONS, OVERLAY_PREFIX, GsimConfig, IrqSelection
-from .interface import (APPLY_ORDER, RESTORE_ORDER, GsimWriteError, accepted_range, detect,
-                        missing_message)
+from .interface import (APPLY_ORDER, MISSING_MESSAGE, RESTORE_ORDER, RT_MISSING_MESSAGE,
+                        GsimWriteError, accepted_range, detect)
 from .switches import IrqSwitches
 
 log = logging.getLogger(__name__)
@@ -254,7 +255,8 @@ def build_tuner(options, ledger=None, kfs=KFS, napi_irqs=irqs_mod.napi_irqs,
         return None, errors
     iface = detect(kfs)
     if iface is None:
-        log.warning("%s", missing_message(kfs))
+        log.warning("%s", RT_MISSING_MESSAGE if detect_kernel_features(kfs).preempt_rt
+                    else MISSING_MESSAGE)
     else:
         log.info("GSIM interface %s", iface)
     return GsimTuner(config, selection, iface, ledger=ledger, kfs=kfs,
