@@ -43,6 +43,7 @@ from contextlib import suppress
 
 from ..kernel import files
 from ..kernel.errors import IrqtuneError
+from ..kernel.kfs import KernelFs
 from ..kernel.netdevs import ifindex_of, ifname_of
 
 log = logging.getLogger(__name__)
@@ -95,11 +96,7 @@ class Ledger:
         if not self.kin:
             return None
         directory = os.path.dirname(self.path)
-        try:
-            names = sorted(os.listdir(directory))
-        except OSError:
-            return None
-        for name in names:
+        for name in KernelFs.listdir(directory):
             path = os.path.join(directory, name)
             if path == self.path or not name.startswith(self.kin) or not name.endswith(".json"):
                 continue
