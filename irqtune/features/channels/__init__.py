@@ -17,10 +17,6 @@ channels first, then the saved affinities.
 Refusals (EBUSY, EOPNOTSUPP, EINVAL from the driver; EPERM, or EIO before
 Linux 6.12, from a managed IRQ) are logged once per device and cause and
 kept for verify.
-
-Modules: config (the options), counts (channel counts planned for a device,
-set, verified, restored), affinity (queue IRQ affinity), tuner
-(HousekeepingTuner, the contract and the ledger).
 """
 
 from .config import OPTIONS, HousekeepingConfig, parse_channels, parse_irq_affinity  # noqa: F401

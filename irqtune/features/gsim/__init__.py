@@ -1,10 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Global Software Interrupt Moderation (GSIM): detect, configure, restore.
-
-interface: the three procfs shapes a kernel may carry, their knobs and
-per-IRQ switches; config: target values and IRQ selection; tuner: the
-tuner and its builder from a profile's options.
-"""
+"""Global Software Interrupt Moderation (GSIM): detect, configure, restore."""
 
 from ...kernel.irqs import parse_interrupts, read_interrupts  # noqa: F401
 from .config import OPTIONS, OVERLAY_PREFIX, GsimConfig, IrqSelection  # noqa: F401

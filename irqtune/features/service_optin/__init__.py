@@ -34,11 +34,6 @@ check is :meth:`ServiceOptIn.preload_status`).
 
 Not reached through the preload: statically linked programs and runtimes
 that issue epoll system calls themselves (Go).
-
-Modules: config (values, service names, the library's path), dropins (the
-files, their marker, removal rules), optin (ServiceOptIn: one set of
-services), tuner (OptInTuner: the tuner contract and the ledger); systemd
-is irqtune.services.systemd.
 """
 
 import os  # noqa: F401 - tests patch os through this module

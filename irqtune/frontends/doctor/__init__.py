@@ -9,10 +9,6 @@ epoll waits are recorded: the values that fit its batches
 duplicated and closed again, its sockets only where that cannot change
 their classification (irqtune.services.epoll), nothing is set, the target
 keeps running.
-
-Modules: targets (which processes, their network namespace), chain (the
-links), recommend (the values that fit the service), links (report,
-verdict, text); the window is irqtune.services.counters.measure.
 """
 
 import errno
