@@ -14,7 +14,7 @@ import bisect
 import math
 import struct
 from array import array
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 WAITS = ("epoll_wait", "epoll_pwait", "epoll_pwait2")
 ENTER, EXIT = "enter", "exit"
@@ -175,9 +175,6 @@ class Figures:
     batch_ns: dict          # p99, max: time of a busy period
     batch_events: dict      # max: events returned by one wait
     maxevents: int          # the largest maxevents a wait asked for
-
-    def as_dict(self):
-        return asdict(self)
 
 
 def figures(periods, maxevents=0):
