@@ -91,7 +91,6 @@ INDEX_LIST = "a list of numbers and ranges such as 0-3,6"
 # The longest list text taken, checked before it is split: every CPU of
 # MAX_CPU written one by one is 38,911 characters.
 MAX_LIST_CHARS = 65536
-CPU_LIST = INDEX_LIST + ", each at most %d" % MAX_CPU
 _INDEX_RANGE = re.compile(r"^(" + _NUMBER + r")(?:[ \t]*-[ \t]*(" + _NUMBER + r"))?$")
 
 
