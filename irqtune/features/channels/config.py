@@ -12,11 +12,9 @@ MAX_CHANNELS = 65535
 
 
 def _housekeeping_or(parse, accepted):
-    """A parser of 'housekeeping' | what parse(option, text) takes | None
-    (empty: leave alone)."""
+    """A parser of 'housekeeping' | what parse(option, text) takes (an empty
+    value never reaches it: parse_options leaves it alone)."""
     def parser(option, text):
-        if text is None or str(text).strip() == "":
-            return None
         if str(text).strip().lower() == HOUSEKEEPING:
             return HOUSEKEEPING
         try:
@@ -52,5 +50,5 @@ class HousekeepingConfig:
     def from_options(cls, options):
         """(config, [OptionError]); a bad value is left out and reported."""
         values, errors = parse_options(OPTIONS, options)
-        return cls(**{n: tuple(v) if isinstance(v, list) else v for n, v in values.items()
-                      if v is not None}), errors
+        return cls(**{n: tuple(v) if isinstance(v, list) else v
+                      for n, v in values.items()}), errors

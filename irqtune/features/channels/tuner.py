@@ -23,13 +23,11 @@ class HousekeepingTuner(DeviceTuner):
 
     originals (the ledger): {ifname: {"ifindex": n, "channels": {"combined": 4},
         "irqs": {"virtio1-input.0": {"affinity": "0-3", "irq": 27}}}}
-    - first values seen, never overwritten while the tuning is active;
-    queue IRQs keyed by vector name (see QueueAffinity).
+    (queue IRQs keyed by vector name: see QueueAffinity).
 
     channels: an object with channels(ifindex) and set_channels(ifindex,
-    **counts) (default: the ethtool netlink family); ifindex: name -> index
-    or None; ifname: index -> name or None; napi: queue IRQs from napi-get are asked from the kernel when
-    None (see irqs.nic_queue_irqs).
+    **counts) (default: the ethtool netlink family); napi: queue IRQs from
+    napi-get, asked from the kernel when None (see irqs.nic_queue_irqs).
     """
 
     def __init__(self, config, ledger=None, kfs=KFS, channels=None, ifindex=None, napi=None,
