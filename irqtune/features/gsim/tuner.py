@@ -69,8 +69,6 @@ class GsimTuner(Tuner):
         """New or reset IRQs appear with driver resets and hotplug."""
         return self.iface is not None and bool(self.selection)
 
-    # -- ledger -------------------------------------------------------------
-
     def _from_ledger(self, data):
         empty = {"shape": self.iface.shape, "knobs": {}, "irqs": {}}
         if not data:

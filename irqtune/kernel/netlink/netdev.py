@@ -97,12 +97,9 @@ class QueueFamily(GenlFamily):
 
     def rx_queue_napis(self, ifindex):
         """{rx queue index: NAPI id} for queues the driver linked to a NAPI."""
-        links = {}
-        for q in self.dump("dumping queues of ifindex %d" % ifindex, CMD_QUEUE_GET,
-                                ifindex=ifindex):
-            if q.get("type") == QUEUE_TYPE_RX and "napi-id" in q:
-                links[q["id"]] = q["napi-id"]
-        return links
+        return {q["id"]: q["napi-id"] for q in self.dump("dumping queues of ifindex %d" % ifindex,
+                                                         CMD_QUEUE_GET, ifindex=ifindex)
+                if q.get("type") == QUEUE_TYPE_RX and "napi-id" in q}
 
 
 class QstatsFamily(GenlFamily):
@@ -115,9 +112,7 @@ class QstatsFamily(GenlFamily):
     def rx_packets(self, ifindex):
         """{rx queue index: packets received} of a device's active rx queues
         (empty when the driver keeps no per-queue statistics)."""
-        counts = {}
-        for q in self.dump("dumping queue statistics of ifindex %d" % ifindex, CMD_QSTATS_GET,
-                           ifindex=ifindex, scope=SCOPE_QUEUE):
-            if q.get("queue-type") == QUEUE_TYPE_RX and "rx-packets" in q:
-                counts[q["queue-id"]] = q["rx-packets"]
-        return counts
+        return {q["queue-id"]: q["rx-packets"]
+                for q in self.dump("dumping queue statistics of ifindex %d" % ifindex,
+                                   CMD_QSTATS_GET, ifindex=ifindex, scope=SCOPE_QUEUE)
+                if q.get("queue-type") == QUEUE_TYPE_RX and "rx-packets" in q}
