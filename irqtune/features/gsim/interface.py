@@ -141,8 +141,6 @@ class GsimInterface:
             return {}
         return dict(m.groups() for m in (_V1_SETTING.match(line.strip()) for line in lines) if m)
 
-    # knobs
-
     def knob_path(self, option):
         """Where option lives, for messages: a file, or "file key"."""
         if self.shape == SHAPE_V1:
@@ -180,8 +178,6 @@ class GsimInterface:
             _write_text(path, text)
         except OSError as err:
             raise GsimWriteError(path, text.strip(), err) from None
-
-    # per-IRQ switches
 
     def switch_path(self, irq):
         """The per-IRQ switch file of irq, or None when it has none."""
