@@ -37,7 +37,6 @@ PROFILE_DIRS = None
 class NapiUnit:
     """One [napi] unit of the active profile."""
 
-    profile: str
     name: str
     devices: str
     queues: object      # [rx queue] or None (all)
@@ -144,7 +143,7 @@ def napi_units(etc=ETC):
             errors.append(err)
             queues = None
         skipped.extend("[%s] %s" % (section, e) for e in errors)
-        units.append(NapiUnit(profile, section, values.get("devices") or "*", queues, config))
+        units.append(NapiUnit(section, values.get("devices") or "*", queues, config))
     return profile, units, skipped
 
 

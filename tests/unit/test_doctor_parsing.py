@@ -126,7 +126,7 @@ def test_napi_values_judged(values, state, words):
 
 
 def test_napi_drift_from_profile(tmp_path):
-    unit = activeprofile.NapiUnit("latency-suspend", "napi", "eth0", None,
+    unit = activeprofile.NapiUnit("napi", "eth0", None,
                                   activeprofile.NapiConfig(defer_hard_irqs=100,
                                                            gro_flush_timeout=20000,
                                                            irq_suspend_timeout=20000000))
@@ -141,7 +141,7 @@ def test_napi_drift_from_profile(tmp_path):
 
 def test_a_selector_that_matches_no_device_is_named(monkeypatch):
     """The doctor names the same cause irqtune verify fails on."""
-    unit = activeprofile.NapiUnit("latency-suspend", "napi", "ens1f0", None,
+    unit = activeprofile.NapiUnit("napi", "ens1f0", None,
                                   activeprofile.NapiConfig(defer_hard_irqs=100))
     monkeypatch.setattr(chain, "netdev_names", lambda: ["eth0", "eth1"])
     report = Report()
