@@ -50,8 +50,6 @@ class HousekeepingTuner(DeviceTuner):
         self.originals = self._load_state()
         log.info("%s", self.housekeeping.describe())
 
-    # -- plumbing ---------------------------------------------------------
-
     def _family(self):
         """The channels backend the caller lent (used, never closed), else
         a socket on the ethtool family."""

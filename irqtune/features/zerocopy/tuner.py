@@ -73,8 +73,6 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
         are recreated with defaults (see apply_new)."""
         return bool(self.config.rules) or self._napi_factory is not None
 
-    # -- plumbing ---------------------------------------------------------
-
     def _books(self):
         return [self.napi, self.targets, self.problems.by_device, self.lacking.by_device]
 
