@@ -337,7 +337,7 @@ def test_write_failure_rolls_back(tmp_path, monkeypatch):
             raise OSError(28, "No space left on device")
         return real_replace(src, dst)
 
-    monkeypatch.setattr(so.os, "replace", flaky_replace)
+    monkeypatch.setattr(os, "replace", flaky_replace)
     opt = so.ServiceOptIn("memcached, nginx", root=root, systemctl=FakeSystemctl())
     with pytest.raises(IrqtuneError, match="nothing left behind"):
         opt.apply()

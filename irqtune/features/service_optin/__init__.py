@@ -36,8 +36,6 @@ Not reached through the preload: statically linked programs and runtimes
 that issue epoll system calls themselves (Go).
 """
 
-import os  # noqa: F401 - tests patch os through this module
-
 from ...services.systemd import default_systemctl  # noqa: F401
 from .config import (DEFAULT_USECS, LIBRARY_NAME, OPTIONS, OptInValues,  # noqa: F401
                      find_library, parse_bool, parse_services)
