@@ -109,18 +109,17 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
         return result
 
     def apply(self, *ifnames):
-        return "; ".join("%s: %s" % (name, self._guarded(name, self._apply_device, name))
-                         for name in ifnames)
-
-    def _guarded(self, ifname, func, *args):
-        """func(*args), or a logged error when the kernel has no ethtool
-        netlink family at all (CONFIG_ETHTOOL_NETLINK off) or the socket
-        fails: nothing of this tuner may reach TuneD as an exception."""
-        try:
-            return func(*args)
-        except (IrqtuneError, OSError) as err:
-            self._report(ifname, "ethtool netlink", Refused(str(err), True))
-            return "nothing applied"
+        """Each device prepared, or a logged error when the kernel has no
+        ethtool netlink family at all (CONFIG_ETHTOOL_NETLINK off) or the
+        socket fails: nothing of this tuner may reach TuneD as an exception."""
+        done = []
+        for name in ifnames:
+            try:
+                done.append("%s: %s" % (name, self._apply_device(name)))
+            except (IrqtuneError, OSError) as err:
+                self._report(name, "ethtool netlink", Refused(str(err), True))
+                done.append("%s: nothing applied" % name)
+        return "; ".join(done)
 
     def _apply_device(self, ifname):
         ifindex = self._ifindex(ifname)

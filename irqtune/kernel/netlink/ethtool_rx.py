@@ -54,8 +54,6 @@ def rss_values(out):
     """RSS attributes with the indirection table as [queue, ...]."""
     if "indir" in out:
         out["indir"] = list(struct.unpack("=%dI" % (len(out["indir"]) // 4), out["indir"]))
-    if "hkey" in out:
-        out["hkey"] = bytes(out["hkey"])
     return out
 
 
