@@ -310,10 +310,9 @@ def parse_cgroups(text):
 def why_sockets_stay(cgroups_text):
     """None when duplicating a socket rewrites the values it holds, else
     the sentence saying which controller could tell them apart."""
-    busy = []
-    for name, (hierarchy, count, _enabled) in sorted(parse_cgroups(cgroups_text).items()):
-        if name in CONTROLLERS and hierarchy != 0 and count > 1:
-            busy.append("%s (cgroup v1 hierarchy %d holds %d cgroups)" % (name, hierarchy, count))
+    busy = ["%s (cgroup v1 hierarchy %d holds %d cgroups)" % (name, hierarchy, count)
+            for name, (hierarchy, count, _enabled) in sorted(parse_cgroups(cgroups_text).items())
+            if name in CONTROLLERS and hierarchy != 0 and count > 1]
     if not busy:
         return None
     return ("%s in use: reading a socket's NAPI id means duplicating it (pidfd_getfd), "
