@@ -21,6 +21,7 @@ from irqtune.features import service_optin as so
 from irqtune.kernel.kfs import KernelFs
 from irqtune.kernel.errors import IrqtuneError, OptionError, UnsupportedError
 from irqtune.kernel.names import shown
+from irqtune.services.systemd import default_systemctl
 
 LIB = "/usr/lib64/irqtune/libirqtune-busypoll.so"
 
@@ -610,7 +611,7 @@ def test_default_systemctl_argv(tmp_path, monkeypatch):
                       'echo active\n' % log_file)
     script.chmod(0o755)
     monkeypatch.setenv("PATH", str(bindir))
-    rc, out = so.default_systemctl(["show", "--property=ActiveState", "--value",
+    rc, out = default_systemctl(["show", "--property=ActiveState", "--value",
                                     "we ird;$(x).service"])
     assert (rc, out) == (0, "active\n")
     assert log_file.read_text().splitlines() == [
@@ -619,7 +620,7 @@ def test_default_systemctl_argv(tmp_path, monkeypatch):
 
 def test_default_systemctl_missing(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
-    rc, _ = so.default_systemctl(["daemon-reload"])
+    rc, _ = default_systemctl(["daemon-reload"])
     assert rc != 0
 
 

@@ -36,7 +36,6 @@ Not reached through the preload: statically linked programs and runtimes
 that issue epoll system calls themselves (Go).
 """
 
-from ...services.systemd import default_systemctl  # noqa: F401
 from .config import (DEFAULT_USECS, LIBRARY_NAME, OPTIONS, OptInValues,  # noqa: F401
                      find_library, parse_bool, parse_services)
 from .dropins import DROPIN_NAME, MARKER, _CLAIMED, dropin_content  # noqa: F401
