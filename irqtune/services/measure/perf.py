@@ -113,12 +113,11 @@ class CpuRing:
 
     def drain(self, consume):
         """Copies what the kernel wrote since the last call, frees it in the
-        ring and hands it to consume(bytes): nothing is kept here.  Bytes
-        handed."""
+        ring and hands it to consume(bytes): nothing is kept here."""
         head = _U64.unpack_from(self.map, _HEAD)[0]
         tail = _U64.unpack_from(self.map, _TAIL)[0]
         if head == tail:
-            return 0
+            return
         start, end = tail % self.data_size, head % self.data_size
         base = self.data_offset
         if start < end:
@@ -127,7 +126,6 @@ class CpuRing:
             data = self.map[base + start:base + self.data_size] + self.map[base:base + end]
         _U64.pack_into(self.map, _TAIL, head)
         consume(data)
-        return head - tail
 
     def close(self):
         if self.map is not None:
@@ -204,7 +202,8 @@ class Recording:
 
     def drain(self, consume):
         """Each ring's new bytes to consume(bytes), ring after ring."""
-        return sum(ring.drain(consume) for ring in self.rings)
+        for ring in self.rings:
+            ring.drain(consume)
 
     def close(self):
         for ring in self.rings:
