@@ -37,7 +37,6 @@ PROFILE_DIRS = None
 class NapiUnit:
     """One [napi] unit of the active profile."""
 
-    profile: str
     name: str
     devices: str
     queues: object      # [rx queue] or None (all)
@@ -95,12 +94,11 @@ def _tuned_log_collected():
         logger.propagate = saved[1]
 
 
-def load(names, dirs=None):
-    """(TuneD's merged profile, its Variables) for the profile names;
-    dirs: where profiles are looked up, as PROFILE_DIRS."""
+def load(names):
+    """(TuneD's merged profile, its Variables) for the profile names."""
     consts, profiles, _matcher, GlobalConfig = _tuned()
     config = GlobalConfig()
-    dirs = dirs or PROFILE_DIRS
+    dirs = PROFILE_DIRS
     if dirs is None:
         dirs = (config.get_list(consts.CFG_PROFILE_DIRS, consts.CFG_DEF_PROFILE_DIRS)
                 if hasattr(consts, "CFG_PROFILE_DIRS") else consts.LOAD_DIRECTORIES)
@@ -110,7 +108,7 @@ def load(names, dirs=None):
     return loader.load(list(names)), variables
 
 
-def units_of_type(kind, etc=ETC, dirs=None):
+def units_of_type(kind, etc=ETC):
     """(profile names or None, [(section, {option: expanded value})], [skipped])
     for the enabled units of one plugin type in the active profile; the
     options include devices= as TuneD expanded it."""
@@ -119,7 +117,7 @@ def units_of_type(kind, etc=ETC, dirs=None):
         return None, [], []
     with _tuned_log_collected() as said:
         try:
-            profile, variables = load(names, dirs)
+            profile, variables = load(names)
         except Exception as err:    # noqa: BLE001 - TuneD's loader raises its own types
             return " ".join(names), [], ["TuneD cannot load the profile: %s" % err]
         units = []
@@ -133,9 +131,9 @@ def units_of_type(kind, etc=ETC, dirs=None):
     return " ".join(names), units, skipped
 
 
-def napi_units(etc=ETC, dirs=None):
+def napi_units(etc=ETC):
     """(profile name or None, [NapiUnit], [why a unit was skipped])."""
-    profile, sections, skipped = units_of_type("napi", etc, dirs)
+    profile, sections, skipped = units_of_type("napi", etc)
     units = []
     for section, values in sections:
         config, errors = NapiConfig.from_options(values, auto=True)
@@ -145,14 +143,14 @@ def napi_units(etc=ETC, dirs=None):
             errors.append(err)
             queues = None
         skipped.extend("[%s] %s" % (section, e) for e in errors)
-        units.append(NapiUnit(profile, section, values.get("devices") or "*", queues, config))
+        units.append(NapiUnit(section, values.get("devices") or "*", queues, config))
     return profile, units, skipped
 
 
-def optin_units(etc=ETC, dirs=None):
+def optin_units(etc=ETC):
     """(profile name or None, [(section, (service unit, ...))]) of the
     active profile's busy_poll_optin units."""
-    profile, sections, _skipped = units_of_type("busy_poll_optin", etc, dirs)
+    profile, sections, _skipped = units_of_type("busy_poll_optin", etc)
     units = []
     for section, values in sections:
         try:

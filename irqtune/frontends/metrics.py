@@ -168,19 +168,6 @@ def _optin_state(family, etc, kfs, systemctl):
                 family.add(int(loaded), profile=profile, unit=section, service=service)
 
 
-def _escape(value):
-    """A label value: a name someone chose (a device, a unit) is shown
-    escaped and cut (irqtune.kernel.names.shown), then in the exposition format's
-    own escapes."""
-    return shown(value).replace("\\", "\\\\").replace('"', '\\"')
-
-
-def _number(value):
-    if isinstance(value, float) and not value.is_integer():
-        return repr(value)
-    return "%d" % value
-
-
 def render(families, openmetrics=True):
     """The exposition text: OpenMetrics 1.0 (openmetrics=True, ends in
     "# EOF") or the Prometheus text format 0.0.4 (node_exporter's textfile
@@ -196,8 +183,13 @@ def render(families, openmetrics=True):
         if f.unit and openmetrics:
             out.append("# UNIT %s %s" % (family_name, f.unit))
         for labels, value in f.samples:
-            text = ",".join('%s="%s"' % (k, _escape(v)) for k, v in sorted(labels.items()))
-            out.append("%s{%s} %s" % (sample_name, text, _number(value)))
+            # a label value someone chose (a device, a unit) is shown escaped
+            # and cut, then in the exposition format's own escapes
+            text = ",".join('%s="%s"' % (k, shown(v).replace("\\", "\\\\").replace('"', '\\"'))
+                            for k, v in sorted(labels.items()))
+            number = repr(value) if isinstance(value, float) and not value.is_integer() \
+                else "%d" % value
+            out.append("%s{%s} %s" % (sample_name, text, number))
     if openmetrics:
         out.append("# EOF")
     return "\n".join(out) + "\n"

@@ -26,15 +26,15 @@ def format_rates(ifname, rows, summary):
     return "\n".join(lines)
 
 
-def watch(devices, interval=1.0, count=None, out=print, clock=time.monotonic, sleep=time.sleep):
+def watch(devices, interval=1.0, count=None, out=print):
     """Print rates every interval seconds (count times, None: forever)."""
     prev = {d: sample(d) for d in devices}
     busy = busy_poll_rx_packets()
-    t = clock()
+    t = time.monotonic()
     n = 0
     while count is None or n < count:
-        sleep(interval)
-        now = clock()
+        time.sleep(interval)
+        now = time.monotonic()
         busy_now = busy_poll_rx_packets()
         for d in devices:
             cur = sample(d)

@@ -59,18 +59,13 @@ class KernelFeatures:
 def detect_kernel_features(kfs=KFS):
     """KernelFeatures of the running kernel (no side effects)."""
     version = kfs.read_optional(kfs.proc_path("sys", "kernel", "version")) or ""
-    if os.path.exists(kfs.proc_path("sys", "net", "core", "busy_poll")):
-        busy_poll = True
-    else:
-        busy_poll = False if _in_initial_netns(kfs) else None
+    busy_poll = True
+    if not os.path.exists(kfs.proc_path("sys", "net", "core", "busy_poll")):
+        # absent proves nothing outside PID 1's network namespace (or
+        # when that cannot be read, e.g. without root)
+        own = net_namespace("self", kfs)
+        busy_poll = False if own is not None and own == net_namespace(1, kfs) else None
     return KernelFeatures(busy_poll=busy_poll, preempt_rt="PREEMPT_RT" in version.split())
-
-
-def _in_initial_netns(kfs):
-    """Whether this process shares PID 1's network namespace (False when
-    that cannot be read, e.g. without root)."""
-    own = net_namespace("self", kfs)
-    return own is not None and own == net_namespace(1, kfs)
 
 
 @dataclass(frozen=True)

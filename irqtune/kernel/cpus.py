@@ -21,7 +21,7 @@ from dataclasses import dataclass
 from .errors import OptionError
 from .kfs import KFS
 from .names import shown
-from .values import CPU_LIST, MAX_CPU, MAX_LIST_CHARS, format_index_list, parse_index_list
+from .values import MAX_CPU, MAX_LIST_CHARS, format_index_list, parse_index_list
 
 log = logging.getLogger(__name__)
 
@@ -97,13 +97,6 @@ def isolated_cpus(kfs=KFS):
             found.update(cpus)
             sources.append("%s %s" % (what, format_index_list(cpus)))
     return sorted(found), sources
-
-
-def parse_cpulist_option(option, text):
-    """An explicit CPU list option; None when empty."""
-    if text is None or str(text).strip() == "":
-        return None
-    return parse_index_list(option, text, MAX_CPU, CPU_LIST)
 
 
 TUNED_CPULIST = ("a CPU list such as 2-7,10 in TuneD's syntax (numbers and ranges, "

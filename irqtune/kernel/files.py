@@ -8,10 +8,8 @@ open descriptor of the object just created, never by path (a path can be
 swapped for a symlink between the create and the chmod).
 
 replace_file replaces a file in one rename, so a reader - systemd,
-node_exporter - never sees half a file, and a failure leaves no temporary
-file behind.  (The ledger writes its file itself: it also syncs the
-directory and turns errors into LedgerError; its directory comes from
-make_dirs.)
+node_exporter, a daemon reading the ledger - never sees half a file, and
+a failure leaves no temporary file behind.
 
 read_root_only_stat reads a file that a profile names and root acts on (a
 pid file: the process root measures) only when no other user could have

@@ -110,8 +110,9 @@ class KernelFs:
     def write_int(path, value):
         KernelFs.write_text(path, "%d" % value)
 
-    def listdir(self, path):
-        """Entries of a directory, [] when it cannot be read."""
+    @staticmethod
+    def listdir(path):
+        """Entries of a directory, sorted; [] when it cannot be read."""
         try:
             return sorted(os.listdir(path))
         except OSError:

@@ -91,7 +91,6 @@ INDEX_LIST = "a list of numbers and ranges such as 0-3,6"
 # The longest list text taken, checked before it is split: every CPU of
 # MAX_CPU written one by one is 38,911 characters.
 MAX_LIST_CHARS = 65536
-CPU_LIST = INDEX_LIST + ", each at most %d" % MAX_CPU
 _INDEX_RANGE = re.compile(r"^(" + _NUMBER + r")(?:[ \t]*-[ \t]*(" + _NUMBER + r"))?$")
 
 
@@ -128,12 +127,17 @@ def parse_index_list(option, text, maximum=MAX_CPU, accepted=None):
     return indexes
 
 
-def format_index_list(indexes):
-    """[0, 1, 2, 3, 6] -> '0-3,6'."""
+def index_runs(indexes):
+    """[0, 1, 2, 3, 6] -> [[0, 3], [6, 6]]: the runs of consecutive numbers."""
     runs = []
     for i in sorted(set(indexes)):
         if runs and runs[-1][1] == i - 1:
             runs[-1][1] = i
         else:
             runs.append([i, i])
-    return ",".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in runs)
+    return runs
+
+
+def format_index_list(indexes):
+    """[0, 1, 2, 3, 6] -> '0-3,6'."""
+    return ",".join(str(a) if a == b else "%d-%d" % (a, b) for a, b in index_runs(indexes))

@@ -24,7 +24,6 @@ per-queue statistics (veth) are counted per device from /proc/net/dev.
 """
 
 import re
-import socket
 import time
 from dataclasses import dataclass, field
 
@@ -32,7 +31,8 @@ from ..kernel.errors import IrqtuneError
 from ..kernel.irqs import nic_queue_irqs, read_interrupts
 from ..kernel.kfs import KFS
 from ..kernel.names import shown
-from ..kernel.netlink import netdev, qstats
+from ..kernel.netdevs import ifindex_of
+from ..kernel.netlink import netdev
 
 _RX_QUEUE = re.compile(r"(?i)(?:input|rx|txrx|combined|queue|que|ch|fp)[-_.]?(\d+)\b")
 _TX_ONLY = re.compile(r"(?i)(?:^|[^a-z])(?:output|tx)[-_.]?\d+")
@@ -66,17 +66,16 @@ def busy_poll_rx_packets(kfs=KFS):
 
 def sample(ifname, kfs=KFS):
     """[NapiCounters] of ifname's NAPIs now."""
-    try:
-        ifindex = socket.if_nametoindex(ifname)
-    except OSError:     # named on the command line, then removed or renamed
+    ifindex = ifindex_of(ifname)
+    if ifindex is None:     # named on the command line, then removed or renamed
         raise IrqtuneError("device %s: no such device in this network namespace (any more)"
-                           % shown(ifname, quote=True)) from None
+                           % shown(ifname, quote=True))
     with netdev.NapiFamily() as nl:
         napis = nl.napis(ifindex)
     with netdev.QueueFamily() as ql:
         queue_of = {napi: q for q, napi in ql.rx_queue_napis(ifindex).items()}
     try:
-        with qstats.QstatsFamily() as qs:
+        with netdev.QstatsFamily() as qs:
             packets = qs.rx_packets(ifindex)
     except IrqtuneError:   # drivers without per-queue stats: EOPNOTSUPP
         packets = {}
@@ -157,14 +156,14 @@ def _snapshot(devices, kfs):
     return counters, device_rx_packets(kfs), busy_poll_rx_packets(kfs)
 
 
-def measure(devices, seconds, kfs=KFS, clock=time.monotonic, sleep=time.sleep):
+def measure(devices, seconds, kfs=KFS):
     """Window over seconds (bounded by MAX_SECONDS) for the named devices."""
     seconds = min(max(seconds, 0.5), MAX_SECONDS)
     before, dev_before, busy_before = _snapshot(devices, kfs)
-    t0 = clock()
-    sleep(seconds)
+    t0 = time.monotonic()
+    time.sleep(seconds)
     after, dev_after, busy_after = _snapshot(devices, kfs)
-    elapsed = max(clock() - t0, 1e-3)
+    elapsed = max(time.monotonic() - t0, 1e-3)
     window = Window(elapsed, busy_poll_s=max(0, busy_after - busy_before) / elapsed)
     for dev in devices:
         rows, summary = rates(before[dev], after[dev], elapsed, busy_before, busy_after)

@@ -75,11 +75,6 @@ class EpollParams:
     busy_poll_budget: int
     prefer_busy_poll: int
 
-    @classmethod
-    def unpack(cls, raw):
-        usecs, budget, prefer, _pad = EPOLL_PARAMS.unpack(raw)
-        return cls(usecs, budget, prefer)
-
 
 @dataclass
 class EpollTarget:
@@ -172,7 +167,9 @@ def check_pidfd_getfd():
 def epoll_params_of_fd(fd):
     """EpollParams of an epoll fd of ours; OSError (ENOTTY: kernel < 6.9 or
     without CONFIG_NET_RX_BUSY_POLL)."""
-    return EpollParams.unpack(fcntl.ioctl(fd, EPIOCGPARAMS, bytes(EPOLL_PARAMS.size)))
+    usecs, budget, prefer, _pad = EPOLL_PARAMS.unpack(
+        fcntl.ioctl(fd, EPIOCGPARAMS, bytes(EPOLL_PARAMS.size)))
+    return EpollParams(usecs, budget, prefer)
 
 
 def kernel_has_epoll_params():
@@ -313,10 +310,9 @@ def parse_cgroups(text):
 def why_sockets_stay(cgroups_text):
     """None when duplicating a socket rewrites the values it holds, else
     the sentence saying which controller could tell them apart."""
-    busy = []
-    for name, (hierarchy, count, _enabled) in sorted(parse_cgroups(cgroups_text).items()):
-        if name in CONTROLLERS and hierarchy != 0 and count > 1:
-            busy.append("%s (cgroup v1 hierarchy %d holds %d cgroups)" % (name, hierarchy, count))
+    busy = ["%s (cgroup v1 hierarchy %d holds %d cgroups)" % (name, hierarchy, count)
+            for name, (hierarchy, count, _enabled) in sorted(parse_cgroups(cgroups_text).items())
+            if name in CONTROLLERS and hierarchy != 0 and count > 1]
     if not busy:
         return None
     return ("%s in use: reading a socket's NAPI id means duplicating it (pidfd_getfd), "

@@ -39,10 +39,10 @@ back); each says how its originals look as JSON.
 import json
 import logging
 import os
-from contextlib import suppress
 
 from ..kernel import files
 from ..kernel.errors import IrqtuneError
+from ..kernel.kfs import KernelFs
 from ..kernel.netdevs import ifindex_of, ifname_of
 
 log = logging.getLogger(__name__)
@@ -52,21 +52,6 @@ STATE_DIR = "/run/irqtune"
 
 class LedgerError(IrqtuneError):
     """The ledger could not be written: the change it protects is not made."""
-
-
-def _create_private(path):
-    """path created anew, 0600 whatever the umask (TuneD's is 0), open for
-    writing.  A temporary file a killed writer left is removed first:
-    O_EXCL never opens an existing file or follows a symlink."""
-    with suppress(FileNotFoundError):
-        os.unlink(path)
-    fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
-    try:
-        os.fchmod(fd, 0o600)
-        return os.fdopen(fd, "w")
-    except BaseException:
-        os.close(fd)
-        raise
 
 
 class Ledger:
@@ -95,11 +80,7 @@ class Ledger:
         if not self.kin:
             return None
         directory = os.path.dirname(self.path)
-        try:
-            names = sorted(os.listdir(directory))
-        except OSError:
-            return None
-        for name in names:
+        for name in KernelFs.listdir(directory):
             path = os.path.join(directory, name)
             if path == self.path or not name.startswith(self.kin) or not name.endswith(".json"):
                 continue
@@ -121,15 +102,11 @@ class Ledger:
             return {}
 
     def save(self, data):
-        """Write data (fsync) before a change; LedgerError when it cannot."""
+        """Write data (fsync, mode 0600 whatever the umask) before a change;
+        LedgerError when it cannot."""
         try:
             files.make_dirs(os.path.dirname(self.path), 0o700)
-            tmp = self.path + ".tmp"
-            with _create_private(tmp) as f:
-                json.dump(data, f, sort_keys=True)
-                f.flush()
-                os.fsync(f.fileno())
-            os.replace(tmp, self.path)
+            files.replace_file(self.path, json.dumps(data, sort_keys=True), 0o600)
             # The rename is an entry of the directory: on disk only once
             # the directory is (a file system that persists /run).
             fd = os.open(os.path.dirname(self.path), os.O_RDONLY | os.O_DIRECTORY)

@@ -139,7 +139,7 @@ def optin_profiles():
 
 def optin_tuner(work, instance, options):
     from irqtune.features import service_optin as so
-    values = so.OptInValues(options.get("busy_poll_usecs", so.DEFAULT_USECS))
+    values, _ = so.OptInValues.from_options(options)
     optin = so.ServiceOptIn(options["services"], values, library=OPTIN_LIB,
                             root=os.path.join(work, "kernel", "root"),
                             systemctl=lambda argv: (0, "0\n" if argv[0] == "show" else ""))

@@ -7,6 +7,7 @@ from irqtune.kernel import cpus
 from irqtune.kernel.errors import OptionError
 from irqtune.kernel.kfs import KernelFs
 from irqtune.kernel.names import shown
+from irqtune.kernel.values import parse_index_list
 
 
 @pytest.fixture
@@ -112,10 +113,9 @@ def test_unparseable_isolation_is_ignored(tree, caplog):
 
 
 def test_parse_cpulist_option():
-    assert cpus.parse_cpulist_option("housekeeping_cpus", " ") is None
-    assert cpus.parse_cpulist_option("housekeeping_cpus", "0-1,4") == [0, 1, 4]
+    assert parse_index_list("housekeeping_cpus", "0-1,4") == [0, 1, 4]
     with pytest.raises(OptionError) as err:
-        cpus.parse_cpulist_option("housekeeping_cpus", "zero")
+        parse_index_list("housekeeping_cpus", "zero")
     assert err.value.option == "housekeeping_cpus"
     assert "0-3,6" in str(err.value)
 
@@ -129,7 +129,7 @@ def test_a_bad_cpu_list_is_an_error_naming_option_value_and_form(text):
     """Never None (which means "not set": the kernel's isolation or every
     CPU), never a silent partial list; "0-99999999" must not be expanded."""
     with pytest.raises(OptionError) as err:
-        cpus.parse_cpulist_option("housekeeping_cpus", text)
+        parse_index_list("housekeeping_cpus", text)
     assert (err.value.option, err.value.value) == ("housekeeping_cpus", text)
     assert str(err.value) == ("housekeeping_cpus: invalid value '%s' (accepted: a list of "
                               "numbers and ranges such as 0-3,6, each at most 8191)" % text)

@@ -126,7 +126,7 @@ def test_napi_values_judged(values, state, words):
 
 
 def test_napi_drift_from_profile(tmp_path):
-    unit = activeprofile.NapiUnit("latency-suspend", "napi", "eth0", None,
+    unit = activeprofile.NapiUnit("napi", "eth0", None,
                                   activeprofile.NapiConfig(defer_hard_irqs=100,
                                                            gro_flush_timeout=20000,
                                                            irq_suspend_timeout=20000000))
@@ -141,7 +141,7 @@ def test_napi_drift_from_profile(tmp_path):
 
 def test_a_selector_that_matches_no_device_is_named(monkeypatch):
     """The doctor names the same cause irqtune verify fails on."""
-    unit = activeprofile.NapiUnit("latency-suspend", "napi", "ens1f0", None,
+    unit = activeprofile.NapiUnit("napi", "ens1f0", None,
                                   activeprofile.NapiConfig(defer_hard_irqs=100))
     monkeypatch.setattr(chain, "netdev_names", lambda: ["eth0", "eth1"])
     report = Report()
@@ -217,7 +217,7 @@ def test_verdict_names_the_first_broken_link_in_chain_order():
 
 # -- the active profile -------------------------------------------------------
 
-def test_active_profile_units_with_includes_and_variables(tmp_path):
+def test_active_profile_units_with_includes_and_variables(tmp_path, monkeypatch):
     etc = tmp_path / "etc"
     lib = tmp_path / "lib"
     (etc).mkdir()
@@ -232,7 +232,8 @@ def test_active_profile_units_with_includes_and_variables(tmp_path):
         "[main]\ninclude=parent\n\n[variables]\ninclude=%s\n\n[napi]\ndevices=${nics}\n\n"
         "[other]\ntype=napi\ndevices=eth9\ndefer_hard_irqs=${f:strip: 7 }\n\n"
         "[off]\ntype=napi\nenabled=false\n" % (etc / "child-variables.conf"))
-    profile, units, skipped = activeprofile.napi_units(str(etc), dirs=(str(lib),))
+    monkeypatch.setattr(activeprofile, "PROFILE_DIRS", (str(lib),))
+    profile, units, skipped = activeprofile.napi_units(str(etc))
     assert profile == "child"
     unit, other = units
     assert unit.devices == "eth1,eth2"
@@ -243,9 +244,10 @@ def test_active_profile_units_with_includes_and_variables(tmp_path):
     assert skipped == []
 
 
-def test_a_profile_tuned_cannot_load_is_said(tmp_path):
+def test_a_profile_tuned_cannot_load_is_said(tmp_path, monkeypatch):
     (tmp_path / "active_profile").write_text("nosuchprofile\n")
-    profile, units, skipped = activeprofile.napi_units(str(tmp_path), dirs=(str(tmp_path),))
+    monkeypatch.setattr(activeprofile, "PROFILE_DIRS", (str(tmp_path),))
+    profile, units, skipped = activeprofile.napi_units(str(tmp_path))
     assert (profile, units) == ("nosuchprofile", [])
     assert len(skipped) == 1 and "nosuchprofile" in skipped[0], skipped
 
@@ -326,7 +328,7 @@ def test_kernel_without_pidfd_getfd_is_named(monkeypatch):
 
 
 @pytest.mark.parametrize("layout", ["oldest", "empty", "shipped"])
-def test_active_rt_profile_napi_unit_with_every_variables_file(tmp_path, layout):
+def test_active_rt_profile_napi_unit_with_every_variables_file(tmp_path, monkeypatch, layout):
     """realtime-virtual-host-irqtune gives its variables defaults through
     TuneD's function irqtune_default (issue 35); the doctor and the metrics
     resolve them as TuneD does, from the oldest variables file an upgraded
@@ -355,7 +357,8 @@ def test_active_rt_profile_napi_unit_with_every_variables_file(tmp_path, layout)
     conf = (repo / "profiles" / rt / "tuned.conf").read_text()
     (etc / rt / "tuned.conf").write_text(
         conf.replace("/etc/tuned/%s-variables.conf" % rt, str(variables)))
-    profile, units, skipped = activeprofile.napi_units(str(etc), dirs=parents + [str(etc)])
+    monkeypatch.setattr(activeprofile, "PROFILE_DIRS", parents + [str(etc)])
+    profile, units, skipped = activeprofile.napi_units(str(etc))
     assert (profile, skipped) == (rt, [])
     unit, = units
     assert unit.devices == "*"

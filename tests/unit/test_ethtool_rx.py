@@ -43,8 +43,7 @@ class Replayed(ex.RxConfigFamily):
         prid = struct.unpack_from("=H", first, 4)[0]
         if prid == 2:     # first message is an error: its echoed request has the id
             prid = struct.unpack_from("=H", first, 24)[0]
-        self.family_id, self.groups = prid, {}
-        self._monitor_group = None     # no monitor socket in replays
+        self.family_id, self.groups = prid, {}     # no monitor socket in replays
         self.sent = []
 
     def _send(self, data):

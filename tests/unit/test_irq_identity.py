@@ -125,7 +125,7 @@ def test_queue_irqs_of_eth1_are_not_eth10s(seattle):
 
 def test_gsim_selection_of_eth1_leaves_eth10_alone(seattle):
     chosen = gsim.IrqSelection.parse("nic:eth1").select(
-        gsim.read_interrupts(seattle), seattle, None)
+        irqs.read_interrupts(seattle), seattle, None)
     assert sorted(chosen) == ETH1_QUEUES
 
 

@@ -113,10 +113,10 @@ def test_ledger_file_and_directory_are_fsynced_before_the_first_kernel_write(tmp
     before = [e[1] for e in log.events[:first_write] if e[0] == "fsync"]
     # the data (written to a temporary file that is renamed over the
     # ledger), then the directory holding the rename
-    assert any(p.startswith(str(run / "napi-test.json")) for p in before), log.events
+    assert any(p.startswith(str(run / ".napi-test.json.")) for p in before), log.events
     assert str(run) in before, log.events
     assert before.index(str(run)) > max(i for i, p in enumerate(before)
-                                        if p.startswith(str(run / "napi-test.json")))
+                                        if p.startswith(str(run / ".napi-test.json.")))
 
 
 # -- napi: the device-wide sysfs files -----------------------------------------------

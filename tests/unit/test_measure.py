@@ -39,7 +39,7 @@ def busy_periods(samples, decoder):
 
 
 def formats():
-    return tracefs.read_formats(FIX, "syscalls", busy.tracepoint_names())
+    return tracefs.read_formats(FIX, "syscalls", busy.TRACEPOINTS)
 
 
 def ring_fixture():
@@ -51,7 +51,7 @@ def ring_fixture():
 
 def test_formats_from_real_tracefs():
     found = formats()
-    assert sorted(found) == sorted(busy.tracepoint_names())
+    assert sorted(found) == sorted(busy.TRACEPOINTS)
     assert found["sys_exit_epoll_wait"]["id"] == 1068
     assert found["sys_exit_epoll_pwait2"]["fields"]["ret"] == [16, 8, True]
     assert found["sys_enter_epoll_pwait"]["fields"]["maxevents"] == [32, 8, False]
@@ -67,17 +67,17 @@ def test_formats_read_through_a_detached_mount_without_fork(monkeypatch):
     with open("/proc/self/mounts") as f:
         before = f.read()
     try:
-        found = tracefs._formats_in_detached_mount("syscalls", busy.tracepoint_names())
+        found = tracefs._formats_in_detached_mount("syscalls", busy.TRACEPOINTS)
     except IrqtuneError as err:
         pytest.skip("no tracefs mount here: %s" % err)     # not root, no CAP_SYS_ADMIN
     with open("/proc/self/mounts") as f:
         assert f.read() == before
-    assert sorted(found) == sorted(busy.tracepoint_names())
+    assert sorted(found) == sorted(busy.TRACEPOINTS)
     assert found["sys_enter_epoll_wait"]["fields"]["common_pid"] == [4, 4, True]
 
 
 def test_tracepoints_the_kernel_lacks_are_left_out(tmp_path):
-    assert tracefs.read_formats(str(tmp_path), "syscalls", busy.tracepoint_names()) == {}
+    assert tracefs.read_formats(str(tmp_path), "syscalls", busy.TRACEPOINTS) == {}
 
 
 def test_tracefs_found_in_mounts():

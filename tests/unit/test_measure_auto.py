@@ -665,7 +665,7 @@ def test_profile_drift_leaves_auto_values_out():
     from irqtune.frontends.activeprofile import NapiUnit
     config, _ = NapiConfig.from_options({"gro_flush_timeout": "auto", "defer_hard_irqs": "100"},
                                         auto=True)
-    unit = NapiUnit("latency-suspend", "napi", "*", None, config)
+    unit = NapiUnit("napi", "*", None, config)
     assert unit.expected() == {"defer-hard-irqs": 100}
 
 

@@ -15,7 +15,7 @@ import pytest
 from irqtune.kernel.netlink import genl
 from irqtune.kernel.netlink.ethtool import channels_msg
 from irqtune.kernel.netlink.netdev import CMD_NAPI_SET, napi_msg
-from irqtune.kernel.netlink.qstats import qstats_msg
+from irqtune.kernel.netlink.netdev import qstats_msg
 
 NAPI = {"id": 4242, "defer-hard-irqs": 100, "gro-flush-timeout": 2**40 + 5,
         "irq-suspend-timeout": 20000000, "threaded": 2}

@@ -21,6 +21,7 @@ from irqtune.features import service_optin as so
 from irqtune.kernel.kfs import KernelFs
 from irqtune.kernel.errors import IrqtuneError, OptionError, UnsupportedError
 from irqtune.kernel.names import shown
+from irqtune.services.systemd import default_systemctl
 
 LIB = "/usr/lib64/irqtune/libirqtune-busypoll.so"
 
@@ -131,21 +132,30 @@ def test_a_name_with_a_space_is_refused_not_split(text):
         "nginx.service))" % shown(text))
 
 
+def values_of(**options):
+    values, errors = so.OptInValues.from_options(options)
+    if errors:
+        raise errors[0]
+    return values
+
+
 def test_values():
-    v = so.OptInValues("50", " 32 ", 0)
+    v = values_of(busy_poll_usecs="50", busy_poll_budget=" 32 ", prefer_busy_poll=0)
     assert (v.usecs, v.budget, v.prefer) == (50, 32, 0)
-    assert so.OptInValues() == so.OptInValues(0, 64, 1)
-    assert so.OptInValues(1000000, 65535, 1).usecs == 1000000
+    assert values_of() == so.OptInValues(0, 64, 1)
+    assert values_of(busy_poll_usecs="1000000", busy_poll_budget="65535").usecs == 1000000
 
 
-@pytest.mark.parametrize("kw", [{"usecs": "abc"}, {"usecs": -1}, {"usecs": "2147483648"},
-                                {"usecs": "1000001"}, {"usecs": 1000001}, {"usecs": "1_000"},
-                                {"usecs": "+5"}, {"usecs": "\u0665"}, {"usecs": "9" * 5000},
-                                {"budget": "65536"}, {"budget": "0x10"}, {"prefer": 2},
-                                {"prefer": True}, {"usecs": "１"}])
+@pytest.mark.parametrize("kw", [{"busy_poll_usecs": "abc"}, {"busy_poll_usecs": -1},
+                                {"busy_poll_usecs": "2147483648"}, {"busy_poll_usecs": "1000001"},
+                                {"busy_poll_usecs": 1000001}, {"busy_poll_usecs": "1_000"},
+                                {"busy_poll_usecs": "+5"}, {"busy_poll_usecs": "\u0665"},
+                                {"busy_poll_usecs": "9" * 5000}, {"busy_poll_budget": "65536"},
+                                {"busy_poll_budget": "0x10"}, {"prefer_busy_poll": 2},
+                                {"prefer_busy_poll": True}, {"busy_poll_usecs": "１"}])
 def test_values_rejected(kw):
     with pytest.raises(OptionError):
-        so.OptInValues(**kw)
+        values_of(**kw)
 
 
 def test_values_from_options_reports_every_bad_value():
@@ -328,7 +338,7 @@ def test_write_failure_rolls_back(tmp_path, monkeypatch):
             raise OSError(28, "No space left on device")
         return real_replace(src, dst)
 
-    monkeypatch.setattr(so.os, "replace", flaky_replace)
+    monkeypatch.setattr(os, "replace", flaky_replace)
     opt = so.ServiceOptIn("memcached, nginx", root=root, systemctl=FakeSystemctl())
     with pytest.raises(IrqtuneError, match="nothing left behind"):
         opt.apply()
@@ -601,7 +611,7 @@ def test_default_systemctl_argv(tmp_path, monkeypatch):
                       'echo active\n' % log_file)
     script.chmod(0o755)
     monkeypatch.setenv("PATH", str(bindir))
-    rc, out = so.default_systemctl(["show", "--property=ActiveState", "--value",
+    rc, out = default_systemctl(["show", "--property=ActiveState", "--value",
                                     "we ird;$(x).service"])
     assert (rc, out) == (0, "active\n")
     assert log_file.read_text().splitlines() == [
@@ -610,7 +620,7 @@ def test_default_systemctl_argv(tmp_path, monkeypatch):
 
 def test_default_systemctl_missing(monkeypatch, tmp_path):
     monkeypatch.setenv("PATH", str(tmp_path))
-    rc, _ = so.default_systemctl(["daemon-reload"])
+    rc, _ = default_systemctl(["daemon-reload"])
     assert rc != 0
 
 

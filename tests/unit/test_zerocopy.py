@@ -142,7 +142,7 @@ def test_unsupported_features_logged_once_and_the_rest_applies(tmp_path, caplog)
     for feature in ("tcp-data-split", "hds-thresh", "rx-ntuple-filter", "rss", "flow rules"):
         assert len([w for w in warnings if w.startswith("eth0: %s:" % feature)]) == 1, warnings
     assert host.nic.count == 2 + 1                     # channels still raised
-    assert set(tuner.lacking["eth0"]) == {"tcp-data-split", "hds-thresh",
+    assert set(tuner.lacking.of("eth0")) == {"tcp-data-split", "hds-thresh",
                                           "rx-ntuple-filter", "rss", "flow rules"}
     # What one driver lacks is not the contract's `unsupported` (the kernel
     # cannot do it: every verify fails): the plugin base reads that one.
@@ -151,7 +151,7 @@ def test_unsupported_features_logged_once_and_the_rest_applies(tmp_path, caplog)
     # that the driver has no flow rules (the 7.2 lab's netdevsim: verify
     # then called the rule "missing").
     assert tuner.apply_new("eth0") == ""
-    assert "flow rules" in tuner.lacking["eth0"]
+    assert "flow rules" in tuner.lacking.of("eth0")
     checks = tuner.verify("eth0")
     assert [c.what for c in checks] == ["combined channels"] and checks[0].ok
     tuner.restore_all()
@@ -332,7 +332,7 @@ def test_a_kernel_without_ethtool_netlink_costs_a_log_line(host, caplog):
     assert tuner.apply("eth0") == "eth0: nothing applied"
     assert any("ethtool netlink: generic netlink family 'ethtool' is not available" in m
                for m in caplog.messages)
-    assert tuner.lacking["eth0"]["ethtool netlink"]
+    assert tuner.lacking.of("eth0")["ethtool netlink"]
     [check] = tuner.verify("eth0")
     assert not check.ok and "not available" in check.note
     tuner.restore_all()                                # logs, never raises
@@ -342,7 +342,7 @@ def test_header_split_refused_leaves_nothing_to_restore(tmp_path, caplog):
     host = Host(tmp_path, split=False, hds=False)
     tuner = host.tuner(queues="1")
     tuner.apply("eth0")
-    assert "tcp-data-split" in tuner.lacking["eth0"]
+    assert "tcp-data-split" in tuner.lacking.of("eth0")
     assert "tcp-data-split" not in tuner.originals["eth0"].get("rings", {})
     caplog.set_level(logging.ERROR, "irqtune")
     caplog.clear()
@@ -355,7 +355,7 @@ def test_rss_table_readable_but_not_settable(host, caplog):
     host.nic.refuse["set_rss_indir"] = (errno.EOPNOTSUPP, None)
     tuner = host.tuner(queues="1")
     tuner.apply("eth0")
-    assert "Linux < 6.17" in tuner.lacking["eth0"]["rss"]
+    assert "Linux < 6.17" in tuner.lacking.of("eth0")["rss"]
     assert "rss" not in tuner.originals["eth0"]
     assert [c.what for c in tuner.verify("eth0") if "RSS" in c.what] == []
     caplog.set_level(logging.ERROR, "irqtune")

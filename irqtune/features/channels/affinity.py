@@ -19,11 +19,10 @@ class QueueAffinity:
 
     Originals live in the device's ledger entry as saved["irqs"]
     {vector key: {"affinity": cpulist, "irq": number}}, keyed by the
-    vector's action name (irqtune.services.ledger.vector_keys) so that a vector a
-    driver requests again under another number inherits its original;
-    "irq" is the number the vector had when it was last tuned, which tells
-    apply_new what came back.  Originals are read before a channel change,
-    since drivers re-spread their IRQs when it happens.
+    vector's action name (irqtune.services.ledger.vector_keys) so that a
+    vector a driver requests again under another number inherits its
+    original; "irq" is the number the vector had when it was last tuned,
+    which tells apply_new what came back.
     """
 
     def __init__(self, cpus, kfs, napi, refusals):
@@ -35,9 +34,9 @@ class QueueAffinity:
     def queue_irqs(self, ifname):
         return nic_queue_irqs(ifname, self.kfs, self.napi)
 
-    def vectors(self, ifname, irqs=None):
+    def vectors(self, ifname):
         """[(vector key, QueueIrq)] of ifname's queue IRQs."""
-        irqs = self.queue_irqs(ifname) if irqs is None else irqs
+        irqs = self.queue_irqs(ifname)
         keys = vector_keys((q.irq, q.name) for q in irqs)
         return [(keys[q.irq], q) for q in irqs]
 

@@ -3,9 +3,8 @@
 
 from dataclasses import dataclass
 
-from ...kernel.cpus import parse_cpulist_option
 from ...kernel.errors import OptionError
-from ...kernel.values import CPU_LIST, MAX_CPU, parse_index_list, parse_int
+from ...kernel.values import parse_index_list, parse_int
 from ...services.options import Option, parse_options
 
 HOUSEKEEPING = "housekeeping"
@@ -13,11 +12,9 @@ MAX_CHANNELS = 65535
 
 
 def _housekeeping_or(parse, accepted):
-    """A parser of 'housekeeping' | what parse(option, text) takes | None
-    (empty: leave alone)."""
+    """A parser of 'housekeeping' | what parse(option, text) takes (an empty
+    value never reaches it: parse_options leaves it alone)."""
     def parser(option, text):
-        if text is None or str(text).strip() == "":
-            return None
         if str(text).strip().lower() == HOUSEKEEPING:
             return HOUSEKEEPING
         try:
@@ -30,7 +27,7 @@ def _housekeeping_or(parse, accepted):
 parse_channels = _housekeeping_or(lambda o, t: parse_int(o, t, 1, MAX_CHANNELS),
                                   "a channel count from 1 to %d" % MAX_CHANNELS)
 parse_irq_affinity = _housekeeping_or(  # a sorted CPU list
-    lambda o, t: tuple(parse_index_list(o, t, MAX_CPU, CPU_LIST)), "a CPU list such as 0-1,4")
+    lambda o, t: tuple(parse_index_list(o, t)), "a CPU list such as 0-1,4")
 
 
 OPTIONS = (
@@ -38,7 +35,7 @@ OPTIONS = (
            "the channel count; housekeeping: one per housekeeping CPU"),
     Option("irq_affinity", parse_irq_affinity, "housekeeping, or a CPU list such as 0-1",
            "the CPUs of the queue interrupts"),
-    Option("housekeeping_cpus", parse_cpulist_option,
+    Option("housekeeping_cpus", parse_index_list,     # a CPU list (MAX_CPU at most)
            "CPU list (default: the online CPUs that are not isolated)", "the housekeeping CPUs"),
 )
 
@@ -53,5 +50,5 @@ class HousekeepingConfig:
     def from_options(cls, options):
         """(config, [OptionError]); a bad value is left out and reported."""
         values, errors = parse_options(OPTIONS, options)
-        return cls(**{n: tuple(v) if isinstance(v, list) else v for n, v in values.items()
-                      if v is not None}), errors
+        return cls(**{n: tuple(v) if isinstance(v, list) else v
+                      for n, v in values.items()}), errors

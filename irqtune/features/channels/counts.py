@@ -8,7 +8,7 @@ import logging
 
 from ...kernel.errors import (NOT_PERMITTED, NetlinkRequestError, UnsupportedError,
                               describe_os_error)
-from ...kernel.netlink.ethtool import channel_count
+from ...kernel.netlink.ethtool import change_channels, channel_count
 from ...services.tuner import Check
 from .config import HOUSEKEEPING
 
@@ -71,10 +71,7 @@ class ChannelCounts:
                 for kind in target:
                     saved["channels"].setdefault(kind, channel_count(current, kind + "-count"))
                 save()
-                changes = {k: v for k, v in target.items()
-                           if channel_count(current, k + "-count") != v}
-                if changes:
-                    fam.set_channels(ifindex, **changes)
+                changes = change_channels(fam, ifindex, target, current)
         except NetlinkRequestError as err:
             self.refusals.add(ifname, "channels", refusal_reason(err))
             return "channels refused"
@@ -95,8 +92,7 @@ class ChannelCounts:
                 current = fam.channels(ifindex)
             target = plan_channels(current, self.wanted, self.housekeeping_count)
         except (NetlinkRequestError, UnsupportedError) as err:
-            reason = refusal_reason(err)
-            return [Check("channels", None, self.wanted, False, reason)]
+            return [Check("channels", None, self.wanted, False, refusal_reason(err))]
         problems = self.refusals.of(ifname)
         out = []
         for kind, want in sorted(target.items()):
@@ -108,13 +104,10 @@ class ChannelCounts:
     def restore(self, ifname, ifindex, counts):
         try:
             with self.family() as fam:
-                current = fam.channels(ifindex)
-                changes = {k: v for k, v in counts.items()
-                           if channel_count(current, k + "-count") != v}
-                if changes:
-                    fam.set_channels(ifindex, **changes)
-                    log.info("%s: channels restored to %s", ifname,
-                             ", ".join("%s %d" % kv for kv in sorted(changes.items())))
+                changes = change_channels(fam, ifindex, counts)
+            if changes:
+                log.info("%s: channels restored to %s", ifname,
+                         ", ".join("%s %d" % kv for kv in sorted(changes.items())))
         except NetlinkRequestError as err:
             log.error("%s: cannot restore channels %s: %s", ifname,
                       ", ".join("%s %d" % kv for kv in sorted(counts.items())),

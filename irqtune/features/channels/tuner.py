@@ -23,13 +23,11 @@ class HousekeepingTuner(DeviceTuner):
 
     originals (the ledger): {ifname: {"ifindex": n, "channels": {"combined": 4},
         "irqs": {"virtio1-input.0": {"affinity": "0-3", "irq": 27}}}}
-    - first values seen, never overwritten while the tuning is active;
-    queue IRQs keyed by vector name (see QueueAffinity).
+    (queue IRQs keyed by vector name: see QueueAffinity).
 
     channels: an object with channels(ifindex) and set_channels(ifindex,
-    **counts) (default: the ethtool netlink family); ifindex: name -> index
-    or None; ifname: index -> name or None; napi: queue IRQs from napi-get are asked from the kernel when
-    None (see irqs.nic_queue_irqs).
+    **counts) (default: the ethtool netlink family); napi: queue IRQs from
+    napi-get, asked from the kernel when None (see irqs.nic_queue_irqs).
     """
 
     def __init__(self, config, ledger=None, kfs=KFS, channels=None, ifindex=None, napi=None,
@@ -44,7 +42,6 @@ class HousekeepingTuner(DeviceTuner):
         self.affinity = (tuple(self.housekeeping.cpus) if config.irq_affinity == HOUSEKEEPING
                          else config.irq_affinity)
         self.refusals = Refusals(log)
-        self.problems = self.refusals.by_device     # ifname -> {what: reason}, for verify
         self.counts = None if config.channels is None else \
             ChannelCounts(config.channels, len(self.housekeeping), self._family, self.refusals)
         self.irq_affinity = None if self.affinity is None else \
@@ -52,8 +49,6 @@ class HousekeepingTuner(DeviceTuner):
         self.targets = self.counts.targets if self.counts else {}
         self.originals = self._load_state()
         log.info("%s", self.housekeeping.describe())
-
-    # -- plumbing ---------------------------------------------------------
 
     def _family(self):
         """The channels backend the caller lent (used, never closed), else

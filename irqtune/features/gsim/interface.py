@@ -33,7 +33,6 @@ import logging
 import os
 import re
 
-from ...kernel.caps import detect_kernel_features
 from ...kernel.errors import IrqtuneError
 from ...kernel.kfs import KFS, KernelFs
 from ...kernel.names import shown
@@ -80,11 +79,6 @@ RT_MISSING_MESSAGE = (
     "context); the GSIM options are not applied, the rest of the profile is")
 
 
-def missing_message(kfs=KFS):
-    """The one warning for a kernel without GSIM, naming why."""
-    return RT_MISSING_MESSAGE if detect_kernel_features(kfs).preempt_rt else MISSING_MESSAGE
-
-
 _TRUE_WORDS = {"1", "on", "y", "yes", "true", "enabled"}
 _FALSE_WORDS = {"0", "off", "n", "no", "false", "disabled"}
 # A settings line of the v1-v3 file, "name value" (or name: value, name=value);
@@ -122,10 +116,8 @@ class GsimInterface:
         self.shape = shape
         self.kfs = kfs
         self.irq_dir = kfs.proc_path("irq")
-        if shape == SHAPE_LATEST:
-            self.base = os.path.join(self.irq_dir, "sw_moderation")
-        else:
-            self.base = os.path.join(self.irq_dir, "soft_moderation")
+        self.base = os.path.join(self.irq_dir, "sw_moderation" if shape == SHAPE_LATEST
+                                 else "soft_moderation")
         self.kernel_names = self._kernel_names()
 
     def __str__(self):
@@ -148,8 +140,6 @@ class GsimInterface:
         except OSError:
             return {}
         return dict(m.groups() for m in (_V1_SETTING.match(line.strip()) for line in lines) if m)
-
-    # knobs
 
     def knob_path(self, option):
         """Where option lives, for messages: a file, or "file key"."""
@@ -188,8 +178,6 @@ class GsimInterface:
             _write_text(path, text)
         except OSError as err:
             raise GsimWriteError(path, text.strip(), err) from None
-
-    # per-IRQ switches
 
     def switch_path(self, irq):
         """The per-IRQ switch file of irq, or None when it has none."""

@@ -25,7 +25,6 @@ class IrqSwitches:
         self.iface = iface
         self.kfs = kfs
         self.napi_irqs = napi_irqs
-        self.failed = {}            # irq -> why (writes refused, not vanished)
         self._ineligible_seen = set()
         self._refused = {}          # irq -> action name: the kernel said EOPNOTSUPP
 
@@ -68,7 +67,6 @@ class IrqSwitches:
             try:
                 self.iface.write_switch(irq, True)
                 count += 1
-                self.failed.pop(irq, None)
             except GsimWriteError as err:
                 if self.vanished(irq):
                     log.debug("gsim: IRQ %d vanished while being switched", irq)
@@ -81,7 +79,6 @@ class IrqSwitches:
                     log.info("gsim: IRQ %d (%s): the kernel cannot moderate it "
                              "(EOPNOTSUPP from %s), left alone", irq, info.name, err.path)
                     continue
-                self.failed[irq] = "%s (%s)" % (err.errname, err.path)
                 log.error("gsim: IRQ %d (%s): cannot allow moderation: %s", irq, info.name, err)
         return count
 

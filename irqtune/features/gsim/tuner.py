@@ -8,14 +8,15 @@ import logging
 from collections import namedtuple
 
 from ...kernel import irqs as irqs_mod
+from ...kernel.caps import detect_kernel_features
 from ...kernel.errors import OptionError, describe_os_error
 from ...kernel.kfs import KFS
 from ...services.ledger import first
 from ...services.overlay import read_overlay_file
 from ...services.tuner import Check, Tuner
 from .config import OPTIONS, OVERLAY_PREFIX, GsimConfig, IrqSelection
-from .interface import (APPLY_ORDER, RESTORE_ORDER, GsimWriteError, accepted_range, detect,
-                        missing_message)
+from .interface import (APPLY_ORDER, MISSING_MESSAGE, RESTORE_ORDER, RT_MISSING_MESSAGE,
+                        GsimWriteError, accepted_range, detect)
 from .switches import IrqSwitches
 
 log = logging.getLogger(__name__)
@@ -49,7 +50,6 @@ class GsimTuner(Tuner):
         self.selection = selection
         self.iface = iface
         self.kfs = kfs
-        self.napi_irqs = napi_irqs
         self.switches = IrqSwitches(selection, iface, kfs, napi_irqs)
         if iface is None:
             self.originals = {"knobs": {}, "irqs": {}}
@@ -68,8 +68,6 @@ class GsimTuner(Tuner):
     def needs_watching(self):
         """New or reset IRQs appear with driver resets and hotplug."""
         return self.iface is not None and bool(self.selection)
-
-    # -- ledger -------------------------------------------------------------
 
     def _from_ledger(self, data):
         empty = {"shape": self.iface.shape, "knobs": {}, "irqs": {}}
@@ -255,7 +253,8 @@ def build_tuner(options, ledger=None, kfs=KFS, napi_irqs=irqs_mod.napi_irqs,
         return None, errors
     iface = detect(kfs)
     if iface is None:
-        log.warning("%s", missing_message(kfs))
+        log.warning("%s", RT_MISSING_MESSAGE if detect_kernel_features(kfs).preempt_rt
+                    else MISSING_MESSAGE)
     else:
         log.info("GSIM interface %s", iface)
     return GsimTuner(config, selection, iface, ledger=ledger, kfs=kfs,

@@ -91,8 +91,6 @@ class NapiTuner(DeviceTuner):
                         "gro_flush_timeout: suspension has no effect without deferral")
         return per_napi, per_device, unsupported
 
-    # -- state ------------------------------------------------------------
-
     def _from_ledger(self, originals):
         for saved in originals.values():
             saved["napi"] = {int(k): v for k, v in saved.get("napi", {}).items()}
@@ -105,8 +103,6 @@ class NapiTuner(DeviceTuner):
     def _saved(self, ifname, ifindex=None):
         ifindex = self._ifindex(ifname) if ifindex is None else ifindex
         return self._originals_of(ifname, ifindex, ids=set(), napi={}, sysfs={})
-
-    # -- selection --------------------------------------------------------
 
     def _napis_in_scope(self, nl, ifnames):
         """{ifname: [(position, NAPI)]} for the devices whose scope can be served.

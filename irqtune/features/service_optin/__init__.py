@@ -34,22 +34,10 @@ check is :meth:`ServiceOptIn.preload_status`).
 
 Not reached through the preload: statically linked programs and runtimes
 that issue epoll system calls themselves (Go).
-
-Modules: config (values, service names, the library's path), dropins (the
-files, their marker, removal rules), optin (ServiceOptIn: one set of
-services), tuner (OptInTuner: the tuner contract and the ledger); systemd
-is irqtune.services.systemd.
 """
 
-import os  # noqa: F401 - tests patch os through this module
-
-from ...services.systemd import default_systemctl
-from .config import (DEFAULT_USECS, LIBRARY_NAME, OPTIONS, OptInValues, find_library, parse_bool,
-                     parse_services)
-from .dropins import DROPIN_NAME, MARKER, _CLAIMED, dropin_content
-from .optin import ServiceOptIn
-from .tuner import OptInTuner
-
-__all__ = ["DEFAULT_USECS", "LIBRARY_NAME", "OPTIONS", "OptInValues", "find_library", "parse_bool",
-           "parse_services", "DROPIN_NAME", "MARKER", "_CLAIMED", "dropin_content",
-           "ServiceOptIn", "default_systemctl", "OptInTuner"]
+from .config import (DEFAULT_USECS, LIBRARY_NAME, OPTIONS, OptInValues,  # noqa: F401
+                     find_library, parse_bool, parse_services)
+from .dropins import DROPIN_NAME, MARKER, _CLAIMED, dropin_content  # noqa: F401
+from .optin import ServiceOptIn  # noqa: F401
+from .tuner import OptInTuner  # noqa: F401

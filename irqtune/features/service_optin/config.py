@@ -42,16 +42,11 @@ VALUE_OPTIONS = {
 
 @dataclass(frozen=True)
 class OptInValues:
-    """Validated EPIOCSPARAMS values for the preload (numbers, or their text)."""
+    """EPIOCSPARAMS values for the preload, checked by from_options."""
 
     usecs: int = DEFAULT_USECS
     budget: int = DEFAULT_BUDGET
     prefer: int = DEFAULT_PREFER
-
-    def __post_init__(self):
-        for option, (attr, maximum, accepted, _) in VALUE_OPTIONS.items():
-            object.__setattr__(self, attr, _parse_uint(option, getattr(self, attr), maximum,
-                                                       accepted))
 
     @classmethod
     def from_options(cls, options):
@@ -69,17 +64,10 @@ class OptInValues:
 
 
 def _parse_uint(option, value, maximum, accepted=None):
-    accepted = accepted or "0..%d" % maximum
-    if isinstance(value, bool):
-        raise OptionError(option, value, accepted)
-    if isinstance(value, int):
-        if not 0 <= value <= maximum:
-            raise OptionError(option, value, accepted)
-        return value
     try:
         return parse_int(option, value, 0, maximum)
     except OptionError:
-        raise OptionError(option, value, accepted) from None
+        raise OptionError(option, value, accepted or "0..%d" % maximum) from None
 
 
 def parse_bool(value, option="restart"):

@@ -26,22 +26,19 @@ MARKER = "# irqtune busy_poll_optin drop-in"
 _CLAIMED = set()
 
 
-def _systemd_quote(text):
-    """One Environment= word: double-quoted, C escapes, '%' doubled."""
-    text = text.replace("\\", "\\\\").replace('"', '\\"').replace("%", "%%")
-    return '"%s"' % text
-
-
 def dropin_content(library, values, ld_preload_before=None):
     """The drop-in text for one service."""
     preload = library if not ld_preload_before else "%s:%s" % (ld_preload_before, library)
+    # one Environment= word: double-quoted, C escapes, '%' doubled
+    quoted = ("LD_PRELOAD=" + preload).replace("\\", "\\\\").replace('"', '\\"') \
+        .replace("%", "%%")
     lines = [
         MARKER,
         "# Written by the irqtune TuneD plugin busy_poll_optin while its profile",
         "# is active and removed when the profile is unapplied.  Edits make",
         "# irqtune leave the file in place.  Takes effect when the service starts.",
         "[Service]",
-        "Environment=%s" % _systemd_quote("LD_PRELOAD=" + preload),
+        'Environment="%s"' % quoted,
     ]
     lines += ["Environment=%s=%s" % pair for pair in values.environment()]
     return "\n".join(lines) + "\n"

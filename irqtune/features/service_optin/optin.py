@@ -173,8 +173,6 @@ class ServiceOptIn:
             self.systemctl.daemon_reload_logged()
         return self._after_change("opt-out")
 
-    # state that outlives the process (the ledger)
-
     def export_state(self):
         """What apply wrote, as plain data a later process can adopt."""
         return [e.export() for e in self.written]

@@ -24,8 +24,8 @@ class NicChecks:
         if ifindex is None:
             return []
         target = self.targets.get(ifname, {})
-        problems = self.problems.get(ifname, {})
-        skip = self.lacking.get(ifname, {})
+        problems = self.problems.of(ifname)
+        skip = self.lacking.of(ifname)
         checks = []
 
         def check(what, feature, current, expected, ok=None):

@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 
 from ...kernel.errors import OptionError
-from ...kernel.netlink.ethtool_ntuple import FLOW_TYPES, FlowRule
+from ...kernel.netlink.ethtool_ntuple import FLOW_TYPES
 from ...kernel.values import U32_MAX, parse_choice, parse_int
 from ...services.options import Option, parse_options
 
@@ -26,9 +26,6 @@ class RuleSpec:
     flow: str
     dst_port: int
     dst_ip: str = None
-
-    def on_queue(self, queue):
-        return FlowRule(self.flow, self.dst_port, queue, self.dst_ip)
 
 
 def parse_rules(option, text):

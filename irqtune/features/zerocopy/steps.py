@@ -16,6 +16,7 @@ import logging
 
 from ...kernel.errors import UnsupportedError
 from ...kernel.netlink.ethtool import channel_count
+from ...kernel.netlink.ethtool_ntuple import FlowRule
 from ...kernel.netlink.ethtool_rx import TCP_DATA_SPLIT, TCP_DATA_SPLIT_NAMES
 from ...kernel.netlink.genl import NetlinkRequestError
 from .plan import Refused, as_rule, channel_kind, refusal, rule_fields, rx_queue_count, spread
@@ -146,7 +147,7 @@ class NicSteps:
         rules = self._rules(ifname)
         reserved = target["reserved"]
         mine = saved.setdefault("rules", [])
-        wanted = [spec.on_queue(reserved[i % len(reserved)])
+        wanted = [FlowRule(spec.flow, spec.dst_port, reserved[i % len(reserved)], spec.dst_ip)
                   for i, spec in enumerate(self.config.rules)]
         target["rules"] = wanted
         self._settle_pending_rules(rules, mine)
@@ -209,10 +210,3 @@ class NicSteps:
             else:
                 log.info("%s: flow rule slot %d no longer holds the rule irqtune added; "
                          "left alone", ifname, entry["location"])
-
-    @staticmethod
-    def _restore_channels(nic, ifindex, counts):
-        current = nic.channels(ifindex)
-        changes = {k: v for k, v in counts.items() if channel_count(current, k + "-count") != v}
-        if changes:
-            nic.set_channels(ifindex, **changes)

@@ -17,24 +17,21 @@ while the slot still holds the rule it put there.
 
 A driver that cannot do something (EOPNOTSUPP, a feature it cannot change,
 no RSS table) is named once per device and feature and left out of verify
-(`lacking`, per device - not the contract's `unsupported`, which is
-what the kernel cannot do and fails verify); a driver that refuses a value (EINVAL with its extack) is
-named once too, and verify shows the difference.
-
-This module holds the contract, the order of the steps, the bookkeeping
-of refusals and the order of restore; the steps themselves - the ethtool
-and ntuple reads and writes of each feature, each recording its original
-before it changes anything - are in steps.py (NicSteps), what verify
-reads and compares per feature in checks.py (NicChecks).
+(`lacking`, per device - not the contract's `unsupported`, which is what
+the kernel cannot do and fails verify); a driver that refuses a value
+(EINVAL with its extack) is named once too, and verify shows the
+difference.  The steps' kernel I/O is in steps.py (NicSteps), verify's
+reads and comparisons in checks.py (NicChecks).
 """
 
 import logging
 
 from ...kernel.errors import IrqtuneError
+from ...kernel.netlink.ethtool import change_channels
 from ...kernel.netlink.ethtool_ntuple import NtupleRules
 from ...kernel.netlink.ethtool_rx import RxConfigFamily
 from ...services.ledger import take_device
-from ...services.tuner import Check, DeviceTuner, on_kernel_name, verify_on_kernel_name
+from ...services.tuner import Check, DeviceTuner, Refusals, on_kernel_name, verify_on_kernel_name
 from .checks import NicChecks
 from .plan import Refused, ranges, refusal, reserve
 from .steps import NTUPLE, NicSteps
@@ -66,8 +63,8 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
         self._napi_factory = napi
         self.napi = {}          # ifname -> NapiTuner of its reserved queues
         self.targets = {}       # ifname -> {"channels": {...}, "reserved": [..], "indir": [...]}
-        self.problems = {}      # ifname -> {feature: reason}: refused values (verify fails)
-        self.lacking = {}       # ifname -> {feature: reason}: missing in the driver
+        self.problems = Refusals(log)     # refused values (verify fails)
+        self.lacking = Refusals(log)      # features missing in the driver
         self.originals = self._load_state()
 
     @property
@@ -76,10 +73,8 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
         are recreated with defaults (see apply_new)."""
         return bool(self.config.rules) or self._napi_factory is not None
 
-    # -- plumbing ---------------------------------------------------------
-
     def _books(self):
-        return [self.napi, self.targets, self.problems, self.lacking]
+        return [self.napi, self.targets, self.problems.by_device, self.lacking.by_device]
 
     def _drop(self, ifname):
         napi = self.napi.pop(ifname, None)
@@ -93,13 +88,10 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
 
     def _report(self, ifname, feature, refused):
         """Log a refusal the first time it is seen for this device and feature."""
-        book = self.lacking if refused.unsupported else self.problems
-        other = self.problems if refused.unsupported else self.lacking
-        other.get(ifname, {}).pop(feature, None)
-        known = book.setdefault(ifname, {})
-        if known.get(feature) != str(refused):
-            log.warning("%s: %s: %s; left as it is", ifname, feature, refused)
-        known[feature] = str(refused)
+        book, other = (self.lacking, self.problems) if refused.unsupported else \
+            (self.problems, self.lacking)
+        other.resolve(ifname, feature)
+        book.add(ifname, feature, str(refused))
 
     def _step(self, ifname, feature, func, *args):
         """Run one apply step; a refusal is reported and the next step runs,
@@ -113,22 +105,21 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
             self._report(ifname, feature, refusal(feature, err))
             return None
         for book in (self.problems, self.lacking):
-            book.get(ifname, {}).pop(feature, None)
+            book.resolve(ifname, feature)
         return result
 
     def apply(self, *ifnames):
-        return "; ".join("%s: %s" % (name, self._guarded(name, self._apply_device, name))
-                         for name in ifnames)
-
-    def _guarded(self, ifname, func, *args):
-        """func(*args), or a logged error when the kernel has no ethtool
-        netlink family at all (CONFIG_ETHTOOL_NETLINK off) or the socket
-        fails: nothing of this tuner may reach TuneD as an exception."""
-        try:
-            return func(*args)
-        except (IrqtuneError, OSError) as err:
-            self._report(ifname, "ethtool netlink", Refused(str(err), True))
-            return "nothing applied"
+        """Each device prepared, or a logged error when the kernel has no
+        ethtool netlink family at all (CONFIG_ETHTOOL_NETLINK off) or the
+        socket fails: nothing of this tuner may reach TuneD as an exception."""
+        done = []
+        for name in ifnames:
+            try:
+                done.append("%s: %s" % (name, self._apply_device(name)))
+            except (IrqtuneError, OSError) as err:
+                self._report(name, "ethtool netlink", Refused(str(err), True))
+                done.append("%s: nothing applied" % name)
+        return "; ".join(done)
 
     def _apply_device(self, ifname):
         ifindex = self._ifindex(ifname)
@@ -198,7 +189,7 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
         target = self.targets.get(ifname, {})
         retuned = self.napi[ifname].apply_new(ifname) if ifname in self.napi else 0
         if (not (self.config.rules and target.get("reserved"))
-                or "flow rules" in self.lacking.get(ifname, {})):
+                or "flow rules" in self.lacking.of(ifname)):
             # nothing to put back; and a read that succeeds on a driver
             # without flow rules must not clear that it has none
             return "%d NAPIs of reserved queues set again" % retuned if retuned else ""
@@ -216,8 +207,8 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
     @verify_on_kernel_name
     def verify(self, ifname):
         """[Check] of everything applied; what the driver lacks
-        (self.lacking[ifname]) is named in the log and left out."""
-        for feature, why in sorted(self.lacking.get(ifname, {}).items()):
+        (self.lacking) is named in the log and left out."""
+        for feature, why in sorted(self.lacking.of(ifname).items()):
             log.info("verify: %s: %s: not checked: %s", ifname, feature, why)
         try:
             return self._verify(ifname)
@@ -256,8 +247,7 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
                 if name in rings:
                     self._undo(ifname, name, nic.set_rings, ifindex, **{name: rings[name]})
             if saved.get("channels"):
-                self._undo(ifname, "channels", self._restore_channels, nic, ifindex,
-                           saved["channels"])
+                self._undo(ifname, "channels", change_channels, nic, ifindex, saved["channels"])
         log.info("%s: zero-copy receive preparation undone", ifname)
         self._save_state(before_change=False)
 

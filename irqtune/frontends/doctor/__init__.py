@@ -9,10 +9,6 @@ epoll waits are recorded: the values that fit its batches
 duplicated and closed again, its sockets only where that cannot change
 their classification (irqtune.services.epoll), nothing is set, the target
 keeps running.
-
-Modules: targets (which processes, their network namespace), chain (the
-links), recommend (the values that fit the service), links (report,
-verdict, text); the window is irqtune.services.counters.measure.
 """
 
 import errno
@@ -32,12 +28,9 @@ from . import chain, recommend, targets
 from .links import EXIT_CANNOT_TELL, Report, format_text  # noqa: F401
 
 
-def diagnose(pids=(), devices=(), seconds=3.0, unit=None, kfs=KFS, measure=None,
-             etc="/etc/tuned", trace=None):
+def diagnose(pids=(), devices=(), seconds=3.0, unit=None, kfs=KFS):
     """Report of the chain for pids (may be empty) and devices (default:
-    the devices the pids' sockets receive from, or every device with NAPIs).
-    measure and trace stand in for the window and the epoll recording
-    (tests)."""
+    the devices the pids' sockets receive from, or every device with NAPIs)."""
     report = Report()
     if pids:
         targets.enter_net_namespace_of(pids[0], kfs)
@@ -84,7 +77,7 @@ def diagnose(pids=(), devices=(), seconds=3.0, unit=None, kfs=KFS, measure=None,
                 n["_queue"] = queue_of.get(n["id"])
                 dev_names[n["id"]] = dev
 
-    profile, units, skipped = activeprofile.napi_units(etc)
+    profile, units, skipped = activeprofile.napi_units()
     for why in skipped:
         report.add("napi", "profile %s" % shown(profile), "info", shown(why, LINE_MAX))
     for dev in scope:
@@ -110,19 +103,19 @@ def diagnose(pids=(), devices=(), seconds=3.0, unit=None, kfs=KFS, measure=None,
         chain.check_sockets_seen(report, instances)
 
     _window(report, pids, [d for d in scope if d in device_napis] if scope else None, seconds,
-            unit, kfs, measure or counters.measure, trace or recommend.start)
+            unit, kfs)
     return report
 
 
-def _window(report, pids, devices, seconds, unit, kfs, measure, trace):
+def _window(report, pids, devices, seconds, unit, kfs):
     """The counters' window over devices (None: no window) and, for pids,
     the recording of their epoll waits over the same seconds."""
     subject = shown(unit) if unit else ", ".join("pid %d (%s)" % (p, shown(targets.comm(p, kfs)))
                                                  for p in pids)
-    started = trace(pids, kfs) if pids else None
+    started = recommend.start(pids, kfs) if pids else None
     try:
         if devices is not None:
-            chain.check_window(report, measure(devices, seconds, kfs))
+            chain.check_window(report, counters.measure(devices, seconds, kfs))
         elif started is not None:
             time.sleep(seconds)
     except BaseException:
@@ -133,7 +126,7 @@ def _window(report, pids, devices, seconds, unit, kfs, measure, trace):
         recommend.check_service(report, started, subject)
 
 
-def resolve_targets(service=None, pid=None, kfs=KFS):
+def resolve_targets(service=None, pid=None):
     """[pid] for the command line's --service / --pid; IrqtuneError naming
     the bad input."""
     if service is None and pid is None:
@@ -143,6 +136,6 @@ def resolve_targets(service=None, pid=None, kfs=KFS):
                            "(pidfd_getfd); run irqtune doctor as root"
                            % ("--service " + shown(service, quote=True) if service
                               else "--pid %d" % pid))
-    pids = targets.service_pids(service, kfs=kfs) if service else targets.check_pid(pid, kfs)
+    pids = targets.service_pids(service) if service else targets.check_pid(pid)
     epoll.check_pidfd_getfd()
     return pids

@@ -8,6 +8,8 @@ except when a target process ended during the window (UNKNOWN: the
 chain was judged for a process that is gone).
 """
 
+from dataclasses import asdict
+
 from ...kernel.errors import IrqtuneError
 from ...kernel.values import format_duration_ns
 from ...services.measure import epolltrace, recommend as rule
@@ -59,13 +61,13 @@ def check_service(report, trace, subject):
         report.add(GROUP, subject, INFO, "cannot measure the service's busy periods: %s" % err)
         return
     result = rule.measured(recorded)
-    if result.exited:
+    if recorded.exited:
         report.add(GROUP, subject, UNKNOWN, "pid %s exited during the measured window"
                    % ", ".join(str(p) for p in recorded.exited),
                    "run the doctor again while the service runs")
         return
     figures, found = result.figures, result.found
-    report.measured = dict(figures.as_dict(), seconds=round(recorded.seconds, 3),
+    report.measured = dict(asdict(figures), seconds=round(recorded.seconds, 3),
                            threads=recorded.threads, lost_samples=recorded.lost,
                            truncated=recorded.truncated)
     if found is None:

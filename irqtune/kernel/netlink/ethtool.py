@@ -184,3 +184,14 @@ class ChannelsFamily(GenlFamily):
 def channel_count(channels, key):
     """One number of a channels reply ({"combined-count": 4, ...}; absent: 0)."""
     return int((channels or {}).get(key) or 0)
+
+
+def change_channels(family, ifindex, counts, current=None):
+    """Set the counts ({kind: n}) the device does not hold now (current: its
+    channels reply, read when None) through family (a ChannelsFamily or a
+    stand-in); returns those set."""
+    current = family.channels(ifindex) if current is None else current
+    changes = {k: v for k, v in counts.items() if channel_count(current, k + "-count") != v}
+    if changes:
+        family.set_channels(ifindex, **changes)
+    return changes

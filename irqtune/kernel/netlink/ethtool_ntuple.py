@@ -66,28 +66,21 @@ class FlowRule:
         return asdict(self)
 
 
-def _pack_l4(flow, dst_ip, dst_port):
-    """(h_u, m_u) of a tcp/udp ip4/ip6 spec: match dst port (and address)."""
-    h, m = bytearray(52), bytearray(52)
-    addr, port, address_type = _DST[flow[-1]]
-    if dst_ip:
-        h[addr] = address_type(dst_ip).packed
-        m[addr] = b"\xff" * (addr.stop - addr.start)
-    struct.pack_into("!H", h, port, dst_port)
-    struct.pack_into("!H", m, port, 0xFFFF)
-    return bytes(h), bytes(m)
-
-
 def pack_rule(cmd, rule, location):
-    """An ethtool_rxnfc carrying rule at location (RX_CLS_LOC_ANY: driver's choice)."""
+    """An ethtool_rxnfc carrying rule at location (RX_CLS_LOC_ANY: driver's
+    choice): a tcp/udp ip4/ip6 spec matching the dst port (and address)."""
     buf = bytearray(RXNFC_SIZE)
     flow_type = FLOW_TYPES[rule.flow]
     struct.pack_into("=II", buf, 0, cmd, flow_type)
     fs = FS_OFFSET
     struct.pack_into("=I", buf, fs, flow_type)
-    h_u, m_u = _pack_l4(rule.flow, rule.dst_ip, rule.dst_port)
-    buf[fs + FS_H_U:fs + FS_H_U + 52] = h_u
-    buf[fs + FS_M_U:fs + FS_M_U + 52] = m_u
+    h, m = fs + FS_H_U, fs + FS_M_U
+    addr, port, address_type = _DST[rule.flow[-1]]
+    if rule.dst_ip:
+        buf[h + addr.start:h + addr.stop] = address_type(rule.dst_ip).packed
+        buf[m + addr.start:m + addr.stop] = b"\xff" * (addr.stop - addr.start)
+    struct.pack_into("!H", buf, h + port, rule.dst_port)
+    struct.pack_into("!H", buf, m + port, 0xFFFF)
     struct.pack_into("=QI", buf, fs + FS_RING_COOKIE, rule.queue, location)
     return buf
 

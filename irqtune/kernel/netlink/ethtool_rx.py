@@ -54,8 +54,6 @@ def rss_values(out):
     """RSS attributes with the indirection table as [queue, ...]."""
     if "indir" in out:
         out["indir"] = list(struct.unpack("=%dI" % (len(out["indir"]) // 4), out["indir"]))
-    if "hkey" in out:
-        out["hkey"] = bytes(out["hkey"])
     return out
 
 
@@ -82,15 +80,11 @@ class RxConfigFamily(ChannelsFamily):
         on" - a reply cannot (rings_prepare_data lets the driver
         overwrite the configured value with its current state).
         """
-        with _Monitor(self.monitor_group()) as monitor:
+        with _Monitor(self.groups.get("monitor")) as monitor:
             self.do("setting rings (%s) of ifindex %d"
                     % (", ".join("%s %s" % kv for kv in sorted(values.items())), ifindex),
                     CMD_RINGS_SET, header=header(ifindex, ETHTOOL_FLAG_OMIT_REPLY), **values)
             return monitor.saw(NTF_RINGS, ifindex)
-
-    def monitor_group(self):
-        """The id of the family's "monitor" multicast group, or None."""
-        return self.groups.get("monitor")
 
     def features(self, ifindex):
         """{"hw": {names}, "wanted": {...}, "active": {...}, "nochange": {...}}."""

@@ -59,7 +59,6 @@ class LinkWatcher:
 
     def _run(self):
         while True:
-            # interval 0: no periodic re-check, link events only
             ready, _, _ = select.select([self._sock, self._wake_r], [], [],
                                         self._interval or None)
             if self._wake_r in ready:

@@ -1,18 +1,22 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Client for the netdev generic netlink family (NAPI and queue objects).
+"""Client for the netdev generic netlink family: NAPI and queue objects,
+and per-queue packet counters (qstats-get, 6.10+).
 
 Attribute numbers follow Documentation/netlink/specs/netdev.yaml; pyroute2
 names attributes by their position in nla_map, so the tables below must
-keep the kernel's order.
+keep the kernel's order (with placeholders for the gap before qstats'
+rx-packets).
 """
 
 from .genl import GenlFamily, NetlinkRequestError, netdev_genlmsg_base
 
 CMD_NAPI_GET = 11
 CMD_QUEUE_GET = 10
+CMD_QSTATS_GET = 12
 CMD_NAPI_SET = 14
 
 QUEUE_TYPE_RX = 0
+SCOPE_QUEUE = 1
 
 THREADED_VALUES = {"disabled": 0, "enabled": 1, "busy-poll": 2}
 
@@ -40,6 +44,22 @@ class queue_msg(netdev_genlmsg_base):
         ("NETDEV_A_QUEUE_IFINDEX", "uint32"),
         ("NETDEV_A_QUEUE_TYPE", "uint32"),
         ("NETDEV_A_QUEUE_NAPI_ID", "uint32"),
+    )
+
+
+class qstats_msg(netdev_genlmsg_base):
+    nla_prefix = "NETDEV_A_QSTATS_"
+    nla_map = (
+        ("NETDEV_A_QSTATS_UNSPEC", "none"),
+        ("NETDEV_A_QSTATS_IFINDEX", "uint32"),
+        ("NETDEV_A_QSTATS_QUEUE_TYPE", "uint32"),
+        ("NETDEV_A_QSTATS_QUEUE_ID", "uint32"),
+        ("NETDEV_A_QSTATS_SCOPE", "uint"),
+        ("NETDEV_A_QSTATS_UNUSED_5", "none"),
+        ("NETDEV_A_QSTATS_UNUSED_6", "none"),
+        ("NETDEV_A_QSTATS_UNUSED_7", "none"),
+        ("NETDEV_A_QSTATS_RX_PACKETS", "uint"),
+        ("NETDEV_A_QSTATS_RX_BYTES", "uint"),
     )
 
 
@@ -77,9 +97,22 @@ class QueueFamily(GenlFamily):
 
     def rx_queue_napis(self, ifindex):
         """{rx queue index: NAPI id} for queues the driver linked to a NAPI."""
-        links = {}
-        for q in self.dump("dumping queues of ifindex %d" % ifindex, CMD_QUEUE_GET,
-                                ifindex=ifindex):
-            if q.get("type") == QUEUE_TYPE_RX and "napi-id" in q:
-                links[q["id"]] = q["napi-id"]
-        return links
+        return {q["id"]: q["napi-id"] for q in self.dump("dumping queues of ifindex %d" % ifindex,
+                                                         CMD_QUEUE_GET, ifindex=ifindex)
+                if q.get("type") == QUEUE_TYPE_RX and "napi-id" in q}
+
+
+class QstatsFamily(GenlFamily):
+    """Per-queue statistics of drivers that keep them (virtio_net, netdevsim,
+    most current NIC drivers)."""
+
+    family = "netdev"
+    message = qstats_msg
+
+    def rx_packets(self, ifindex):
+        """{rx queue index: packets received} of a device's active rx queues
+        (empty when the driver keeps no per-queue statistics)."""
+        return {q["queue-id"]: q["rx-packets"]
+                for q in self.dump("dumping queue statistics of ifindex %d" % ifindex,
+                                   CMD_QSTATS_GET, ifindex=ifindex, scope=SCOPE_QUEUE)
+                if q.get("queue-type") == QUEUE_TYPE_RX and "rx-packets" in q}

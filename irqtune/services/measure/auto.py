@@ -303,9 +303,9 @@ class AutoValues:
         # and reused between the check and the window) counts as ended
         swapped = [p for p, t in recorded.started.items() if started.get(p, t) != t]
         result = recommend.measured(recorded)
-        if result.exited or swapped:
+        if recorded.exited or swapped:
             log.debug("auto: pid %s ended during the window; nothing set, next try in %d s",
-                      ", ".join(str(p) for p in sorted(set(result.exited + swapped))), RETRY)
+                      ", ".join(str(p) for p in sorted(set(recorded.exited + swapped))), RETRY)
             self.next_at = now + RETRY
             return None
         figures, found = result.figures, result.found

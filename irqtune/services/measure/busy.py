@@ -14,14 +14,11 @@ import bisect
 import math
 import struct
 from array import array
-from dataclasses import asdict, dataclass, field
+from dataclasses import dataclass, field
 
 WAITS = ("epoll_wait", "epoll_pwait", "epoll_pwait2")
 ENTER, EXIT = "enter", "exit"
-
-
-def tracepoint_names():
-    return ["sys_%s_%s" % (kind, wait) for wait in WAITS for kind in (ENTER, EXIT)]
+TRACEPOINTS = ["sys_%s_%s" % (kind, wait) for wait in WAITS for kind in (ENTER, EXIT)]
 
 
 @dataclass(frozen=True)
@@ -178,9 +175,6 @@ class Figures:
     batch_ns: dict          # p99, max: time of a busy period
     batch_events: dict      # max: events returned by one wait
     maxevents: int          # the largest maxevents a wait asked for
-
-    def as_dict(self):
-        return asdict(self)
 
 
 def figures(periods, maxevents=0):

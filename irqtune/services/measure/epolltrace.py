@@ -27,12 +27,10 @@ from dataclasses import dataclass, field
 from ...kernel.cpus import online_cpus
 from ...kernel.errors import IrqtuneError
 from ...kernel.kfs import KFS
+from ...kernel.values import index_runs
 from . import busy, perf, procstat, tracefs
 
 MAX_SECONDS = 60.0
-# Per CPU: up to 512 KiB (less on hosts with many CPUs: perf.ring_pages);
-# the copying thread is woken at half of it.
-RING_PAGES = None
 
 
 @dataclass
@@ -70,14 +68,8 @@ def start_time(pid, kfs=KFS):
 def tid_filter(tids):
     """A tracepoint filter matching common_pid against tids, consecutive
     ids folded into ranges (a service's threads mostly are)."""
-    ranges, tids = [], sorted(tids)
-    for tid in tids:
-        if ranges and tid == ranges[-1][1] + 1:
-            ranges[-1][1] = tid
-        else:
-            ranges.append([tid, tid])
     return "||".join("common_pid==%d" % a if a == b else
-                     "(common_pid>=%d&&common_pid<=%d)" % (a, b) for a, b in ranges)
+                     "(common_pid>=%d&&common_pid<=%d)" % (a, b) for a, b in index_runs(tids))
 
 
 class EpollTrace:
@@ -86,18 +78,18 @@ class EpollTrace:
     a recording that fails later raises IrqtuneError from start() or
     stop(), the events closed."""
 
-    def __init__(self, pids, kfs=KFS, max_periods=busy.MAX_PERIODS, pages=RING_PAGES):
+    def __init__(self, pids, kfs=KFS):
         self.pids, self.kfs = list(pids), kfs
         self.tids = threads_of(self.pids, kfs)
         self.started = {pid: start_time(pid, kfs) for pid in self.pids}
-        formats = tracefs.formats("syscalls", busy.tracepoint_names())
+        formats = tracefs.formats("syscalls", busy.TRACEPOINTS)
         if not any(name.startswith("sys_exit_") for name in formats):
             raise IrqtuneError("no syscall tracepoints for epoll_wait in tracefs "
                                "(events/syscalls; the kernel needs CONFIG_FTRACE_SYSCALLS)")
-        self.tracker = busy.Tracker(busy.Decoder.from_formats(formats), max_periods)
+        self.tracker = busy.Tracker(busy.Decoder.from_formats(formats))
         try:
             self.recording = perf.Recording([f["id"] for f in formats.values()],
-                                            tid_filter(self.tids), online_cpus(kfs), pages)
+                                            tid_filter(self.tids), online_cpus(kfs))
         except OSError as err:
             raise IrqtuneError(perf.explain_open_error(err, "syscalls:sys_enter_epoll_wait")) \
                 from None

@@ -113,12 +113,11 @@ class CpuRing:
 
     def drain(self, consume):
         """Copies what the kernel wrote since the last call, frees it in the
-        ring and hands it to consume(bytes): nothing is kept here.  Bytes
-        handed."""
+        ring and hands it to consume(bytes): nothing is kept here."""
         head = _U64.unpack_from(self.map, _HEAD)[0]
         tail = _U64.unpack_from(self.map, _TAIL)[0]
         if head == tail:
-            return 0
+            return
         start, end = tail % self.data_size, head % self.data_size
         base = self.data_offset
         if start < end:
@@ -127,7 +126,6 @@ class CpuRing:
             data = self.map[base + start:base + self.data_size] + self.map[base:base + end]
         _U64.pack_into(self.map, _TAIL, head)
         consume(data)
-        return head - tail
 
     def close(self):
         if self.map is not None:
@@ -158,8 +156,8 @@ def records(data):
 
 def ring_pages(cpus, most=128, budget=32 << 20):
     """Data pages per CPU ring (a power of two, as the kernel wants): up to
-    most, but all rings together within budget bytes - they are pinned
-    memory - and at least 8."""
+    most (512 KiB), but all rings together within budget bytes - they are
+    pinned memory - and at least 8.  The reader is woken at half a ring."""
     pages = most
     while pages > 8 and pages * mmap.PAGESIZE * cpus > budget:
         pages //= 2
@@ -179,13 +177,13 @@ class Recording:
     """Tracepoints on every online CPU, filtered; the caller drains
     (Recording.drain) and decodes what it is handed."""
 
-    def __init__(self, event_ids, filter_text, cpus, pages=None):
+    def __init__(self, event_ids, filter_text, cpus):
         if len(filter_text) > MAX_FILTER:
             raise IrqtuneError("tracepoint filter of %d characters is longer than the kernel "
                                "takes (%d): the target has too many threads" % (
                                    len(filter_text), MAX_FILTER))
         nr = syscalls.number("perf_event_open")
-        pages = pages or ring_pages(len(cpus))
+        pages = ring_pages(len(cpus))
         _room_for_fds(2 * len(event_ids) * len(cpus))   # Python's mmap keeps a dup
         self.rings = []
         try:
@@ -204,7 +202,8 @@ class Recording:
 
     def drain(self, consume):
         """Each ring's new bytes to consume(bytes), ring after ring."""
-        return sum(ring.drain(consume) for ring in self.rings)
+        for ring in self.rings:
+            ring.drain(consume)
 
     def close(self):
         for ring in self.rings:

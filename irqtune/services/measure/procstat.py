@@ -26,11 +26,10 @@ class Stat:
         """Neither a zombie (or dead) nor a kernel thread."""
         return self.state not in ("Z", "X", "x") and not self.flags & PF_KTHREAD
 
-    def started_at(self, booted_at=None):
+    def started_at(self):
         """The start as wall-clock seconds (time.time()'s), to the clock
         tick (truncated)."""
-        if booted_at is None:
-            booted_at = time.time() - time.clock_gettime(time.CLOCK_BOOTTIME)
+        booted_at = time.time() - time.clock_gettime(time.CLOCK_BOOTTIME)
         return booted_at + self.start_ticks / os.sysconf("SC_CLK_TCK")
 
 

@@ -101,10 +101,6 @@ class Measured:
     figures: object = None
     found: Recommendation = None
 
-    @property
-    def exited(self):
-        return self.recorded.exited
-
 
 def measured(recorded):
     """The one way from a window's recording to values, for the doctor and

@@ -113,10 +113,10 @@ class FakeNetdev:
     def install(self, monkeypatch):
         """The library's NapiFamily, QueueFamily and QstatsFamily are this fake."""
         from irqtune.features.napi import tuner
-        from irqtune.kernel.netlink import netdev, qstats
+        from irqtune.kernel.netlink import netdev
         family = lambda: self                              # noqa: E731
         for module, name in ((tuner, "NapiFamily"), (tuner, "QueueFamily"),
                              (netdev, "NapiFamily"), (netdev, "QueueFamily"),
-                             (qstats, "QstatsFamily")):
+                             (netdev, "QstatsFamily")):
             monkeypatch.setattr(module, name, family)
         return self
