@@ -209,11 +209,14 @@ deploy: deploy-deps install start-tuned
 # A running daemon is judged by its pid file, not by tuned-adm's text: without
 # a daemon "tuned-adm active" prints "No current active profile.", which any
 # grep for "active profile" also matches.  Then wait until it answers D-Bus.
+# Without systemd the system bus is started here when nothing answers on its
+# socket; a bus that died leaves its pid file, which stops a new one.
 start-tuned:
 	@if [ -d /run/systemd/system ]; then systemctl enable --now tuned; \
 	elif ! kill -0 "$$(cat /run/tuned/tuned.pid 2>/dev/null)" 2>/dev/null; then \
 		mkdir -p /run/dbus; \
-		[ -S /run/dbus/system_bus_socket ] || dbus-daemon --system --fork; \
+		$(PYTHON) -c 'import socket; socket.socket(socket.AF_UNIX).connect("/run/dbus/system_bus_socket")' \
+			2>/dev/null || { rm -f /run/dbus/system_bus_socket /run/dbus/pid; dbus-daemon --system --fork; }; \
 		tuned --daemon; fi
 	@for i in 1 2 3 4 5 6 7 8 9 10 11 12 13 14 15 16 17 18 19 20; do \
 		tuned-adm active 2>&1 | grep -q "Cannot talk to TuneD daemon" || exit 0; \

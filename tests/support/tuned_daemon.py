@@ -109,8 +109,11 @@ class TunedDaemon:
                     f.write(text)
         if self.dbus_pid:
             os.kill(self.dbus_pid, signal.SIGTERM)
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(DBUS_SOCKET)
+            # the bus leaves both behind, and its pid file stops the next
+            # bus (make deploy's) from starting
+            for path in (DBUS_SOCKET, DBUS_PID):
+                with contextlib.suppress(FileNotFoundError):
+                    os.unlink(path)
 
     def write_profile(self, name, text):
         os.makedirs(os.path.join(TUNED_ETC, name), exist_ok=True)
