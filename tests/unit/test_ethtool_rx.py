@@ -33,8 +33,10 @@ def sources():
                   if os.path.isdir(d))
 
 
-class Replayed(ex.RxConfigFamily):
-    """The family with a transport that answers from one recorded file."""
+class Replay:
+    """A generic netlink family's transport answering from one recorded
+    file (mixed in before the family class; the netdev families' tests use
+    it too)."""
 
     def __init__(self, recorded):
         # (buffer, whether its sequence numbers become the request's)
@@ -62,6 +64,10 @@ class Replayed(ex.RxConfigFamily):
 
     def close(self):
         pass
+
+
+class Replayed(Replay, ex.RxConfigFamily):
+    """RxConfigFamily answering from one recorded file."""
 
 
 def test_veth_features_decode_from_the_verbose_bitsets():

@@ -76,8 +76,18 @@ class NicSteps:
         reported = rings.get("tcp-data-split", 0)
         want = TCP_DATA_SPLIT["on" if self.config.header_split else "off"]
         first = "tcp-data-split" not in saved.get("rings", {})
+        # The reply shows the driver's state, not its configuration: when it
+        # shows `want` already, the configuration is "auto" (netdevsim
+        # reports auto as on) or `want`, and only the change below tells
+        # which (the kernel notifies a configuration change).  The ledger
+        # holds "auto", the kernel's default, until then: a process killed
+        # right after the change restores auto, wrong only where `want`
+        # had been set explicitly - no order of writes can tell the two
+        # apart once the notification is lost.
+        unsure = first and reported == want
         if first:
-            saved.setdefault("rings", {})["tcp-data-split"] = reported
+            saved.setdefault("rings", {})["tcp-data-split"] = \
+                TCP_DATA_SPLIT["auto"] if unsure else reported
             self._save_state()
         try:
             changed = nic.set_rings(ifindex, **{"tcp-data-split": want})
@@ -86,11 +96,8 @@ class NicSteps:
                 del saved["rings"]["tcp-data-split"]
                 self._save_state()
             raise
-        if first and changed and reported == want:
-            # The reply shows the driver's state, not its configuration: a
-            # configuration change although the reply already showed `want`
-            # means the configuration was "auto" (netdevsim reports auto as on).
-            saved["rings"]["tcp-data-split"] = TCP_DATA_SPLIT["auto"]
+        if unsure and not changed:
+            saved["rings"]["tcp-data-split"] = want     # set explicitly before us
             self._save_state()
         after = nic.rings(ifindex).get("tcp-data-split", 0)
         if after != want:
