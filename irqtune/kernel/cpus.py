@@ -52,7 +52,7 @@ def _cpulist(what, text):
     try:
         return parse_index_list(what, text)
     except OptionError:
-        log.warning("cannot parse %s '%s'; ignoring it", what, shown(text))
+        log.warning("cannot parse %s %s; ignoring it", what, shown(text, quote="always"))
         return []
 
 

@@ -24,8 +24,8 @@ class OptionError(IrqtuneError, ValueError):
         self.option = option
         self.value = value
         self.accepted = accepted
-        super().__init__("%s: invalid value '%s' (accepted: %s)"
-                         % (option, shown(value), accepted))
+        super().__init__("%s: invalid value %s (accepted: %s)"
+                         % (option, shown(value, quote="always"), accepted))
 
 
 class UnsupportedError(IrqtuneError):

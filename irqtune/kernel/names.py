@@ -8,6 +8,8 @@ family's attributes and the gsim procfs files use attribute names
 (NETDEV_A_NAPI_DEFER_HARD_IRQS).
 """
 
+import unicodedata
+
 
 def attr_name(option):
     """defer_hard_irqs -> defer-hard-irqs."""
@@ -44,40 +46,79 @@ SHOWN_PATH_MAX = 256
 LINE_MAX = 2000
 
 
+# Letters and symbols that Python calls printable but that print as
+# nothing or a blank (Hangul fillers, the braille blank): "eth0\u3164"
+# would read as "eth0".
+_BLANK_LOOKING = frozenset("\u115f\u1160\u3164\uffa0\u2800")
+_NAMED = {"\n": "\\n", "\r": "\\r", "\t": "\\t", "\\": "\\\\", "'": "\\'"}
+
+
+def _hidden(char):
+    """Not printable (controls, format characters such as U+200B and U+FEFF,
+    spaces other than " ", separators, bytes that were not UTF-8), or
+    printable but invisible on its own (combining marks, fillers)."""
+    return (not char.isprintable() or char in _BLANK_LOOKING
+            or unicodedata.category(char) in ("Mn", "Me"))
+
+
 def _escaped_char(char):
-    """A character that is not printable as Python's own literals write
-    it (\\n, \\x1b, \\u202e); a byte that was not UTF-8 (surrogateescape) as
-    that byte (\\xff)."""
+    """char in the shell's $'...' quoting.  \\xNN is a byte - an ASCII
+    control, or a byte that was not UTF-8 (surrogateescape) -, every other
+    code point is \\uNNNN or \\UNNNNNNNN, so U+0085 and the byte 0x85 differ."""
     code = ord(char)
-    if 0xDC80 <= code <= 0xDCFF:
-        return "\\x%02x" % (code - 0xDC00)
-    return repr(char)[1:-1]     # repr escapes exactly what is not printable
+    if char in _NAMED:
+        return _NAMED[char]
+    if code < 0x80 or 0xDC80 <= code <= 0xDCFF:
+        return "\\x%02x" % (code & 0xFF)
+    return "\\u%04x" % code if code <= 0xFFFF else "\\U%08x" % code
+
+
+def _dollar_quoted(text):
+    return "$'%s'" % "".join(_escaped_char(c) if c in _NAMED or _hidden(c) else c
+                             for c in text)
 
 
 def shown(value, limit=SHOWN_MAX, quote=False):
     """The one way a name or value someone else chose (a process's comm, a
     device name - also from another network namespace -, a unit name, a
-    value read from a profile or a file) goes into a terminal line or a
-    log line: every character that is not printable (control characters
-    such as ESC and newline, DEL, C1 controls, line and paragraph
-    separators, bidirectional overrides, undecodable bytes) written as an
-    escape, so nothing reaches a terminal that acts on it and the line
-    stays one line; and at most limit characters of it, followed by
-    "...(N characters)" when it was longer.
+    value read from a profile or a file) goes into a terminal line, a log
+    line or a metrics label: at most limit characters of it, followed by
+    "...(N characters)" when it was longer, and
 
-    quote=True puts it in single quotes where it would not read as one
-    word: empty, holding a space or an escape, or cut.  A backslash stays
-    as it is: systemd's unit names carry their own escapes (\\x2d).
+    - the name as it is when every character of it is printable and
+      visible: unit names keep systemd's own escapes (\\x2d) as systemctl
+      prints them, and a log line's backslashes stay single;
+    - else the whole name in the shell's $'...' quoting (bash, zsh, ksh,
+      POSIX.1-2024 sh), each character that a terminal acts on or that
+      does not show (controls such as ESC and newline, DEL, C1 controls,
+      line separators, bidirectional overrides, format characters such as
+      U+200B, fillers, combining marks) and each byte that was not UTF-8
+      written as an escape (\\x1b, \\u200b, \\xff), and \\ and ' escaped too.
+
+    So nothing reaches a terminal that acts on it, the line stays one line,
+    and two names never print alike: "q<ESC>" is $'q\\x1b' while a name
+    literally "q\\x1b" prints as itself (a name beginning with $' is always
+    quoted so); pasted into a shell, the quoted form gives the name's bytes
+    back.
+
+    Why a quoted form rather than \\\\ for every \\: unit names carry
+    systemd's \\x2d, and the front ends pass each whole line, already
+    holding shown names, through shown() once more (LINE_MAX) - a doubled
+    \\ would double every escape there, where $'...' leaves such a line be.
+
+    quote=True puts a name in single quotes where it would not read as one
+    word: empty, holding a space, or cut; quote="always" puts every name in
+    them ($'...' is quoted already; a name holding ' is written in $'...').
     """
     text = value if isinstance(value, str) else str(value)
     cut = len(text) > limit
     head = text[:limit]
-    if head.isprintable():
-        out = head
-    else:
-        out = "".join(c if c.isprintable() else _escaped_char(c) for c in head)
-    if quote and (out != head or cut or not out or any(c.isspace() for c in out)):
-        out = "'%s'" % out
-    if cut:
-        out += "...(%d characters)" % len(text)
-    return out
+    plain = head.isascii() and head.isprintable() or not any(map(_hidden, head))
+    said_cut = "...(%d characters)" % len(text) if cut else ""
+    if not plain or head.startswith("$'") or (quote and "'" in head):
+        return _dollar_quoted(head) + said_cut
+    if quote == "always":           # a refusal's value, quoted with its length as before
+        return "'%s%s'" % (head, said_cut)
+    if quote and (cut or not head or " " in head):
+        return "'%s'%s" % (head, said_cut)
+    return head + said_cut

@@ -51,7 +51,7 @@ def assert_refused(code, out, err, *words):
 @pytest.mark.parametrize("args,words", [
     (["status", "nosuchdev"], ["irqtune status: ", "device nosuchdev", "accepted: lo"]),
     (["status", "lo", "nosuchdev"], ["device nosuchdev", "accepted: lo"]),
-    (["status", "a\nb"], ["device 'a\\nb'"]),     # still one line
+    (["status", "a\nb"], ["device $'a\\nb'"]),     # still one line
     (["status", "--watch", "nosuchdev"], ["device nosuchdev", "accepted: lo"]),
     (["status", "--watch", "--interval", "-1", "lo"], ["--interval -1", "accepted 0.1 to 3600"]),
     (["status", "--watch", "--interval", "nan", "lo"], ["--interval nan", "accepted 0.1 to 3600"]),

@@ -127,9 +127,9 @@ def test_a_name_with_a_space_is_refused_not_split(text):
     with pytest.raises(OptionError) as err:
         so.parse_services(text, "optin_services")
     assert str(err.value) == (
-        "optin_services: invalid value '%s' (accepted: service unit names separated by "
+        "optin_services: invalid value %s (accepted: service unit names separated by "
         "commas, each a name or name.service without spaces (e.g. memcached, "
-        "nginx.service))" % shown(text))
+        "nginx.service))" % shown(text, quote="always"))
 
 
 def values_of(**options):

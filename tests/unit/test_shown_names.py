@@ -44,13 +44,14 @@ def assert_safe_lines(text, lines=None, longest=1000):
 
 @pytest.mark.parametrize("value, expected", [
     ("eth0", "eth0"),
-    (HIDE, "\\x1b[2J\\x1b[8m"),
-    ("a\nb", "a\\nb"),
-    ("a\r\tb", "a\\r\\tb"),
-    ("\x7f\x9b", "\\x7f\\x9b"),
-    ("\u202eexe.txt", "\\u202eexe.txt"),
-    ("line\u2028break", "line\\u2028break"),
-    ("bad\udcffbyte", "bad\\xffbyte"),           # a byte that was not UTF-8
+    (HIDE, "$'\\x1b[2J\\x1b[8m'"),
+    ("a\nb", "$'a\\nb'"),
+    ("a\r\tb", "$'a\\r\\tb'"),
+    ("\x7f\x9b", "$'\\x7f\\u009b'"),
+    ("\u202eexe.txt", "$'\\u202eexe.txt'"),
+    ("line\u2028break", "$'line\\u2028break'"),
+    ("bad\udcffbyte", "$'bad\\xffbyte'"),         # a byte that was not UTF-8
+    ("it's\x1b", "$'it\\'s\\x1b'"),
     ("dev-disk-by\\x2duuid.device", "dev-disk-by\\x2duuid.device"),    # systemd's own escape
     ("caf\u00e9", "caf\u00e9"),                  # printable stays printable
 ])
@@ -65,11 +66,78 @@ def test_shown_cuts_and_says_how_long_the_value_was():
 
 
 @pytest.mark.parametrize("value, expected", [
-    ("eth0", "eth0"), ("", "''"), ("my unit", "'my unit'"), ("a\nb", "'a\\nb'"),
+    ("eth0", "eth0"), ("", "''"), ("my unit", "'my unit'"), ("a\nb", "$'a\\nb'"),
+    ("it's", "$'it\\'s'"), ("x y" * 30, "'" + "x y" * 21 + "x'...(90 characters)"),
     ("x" * 70, "'" + "x" * 64 + "'...(70 characters)"),
 ])
 def test_shown_quoted_where_it_would_not_read_as_one_word(value, expected):
     assert names.shown(value, quote=True) == expected
+
+
+# -- look-alikes (issue 47 item 11) ----------------------------------------
+
+# Pairs of distinct names that printed the same: a character and the text of
+# its escape (a device "q<ESC>" and one literally named "q\x1b" - the
+# kernel takes both), a byte that was not UTF-8 and the same character
+# decoded, the escape form's own marker.
+LOOKALIKES = [
+    ("q\x1b", "q\\x1b"),
+    ("srv\udcff\udcfe", "srv\\xff\\xfe"),       # bytes not UTF-8 (surrogateescape)
+    ("a\u202eb", "a\\u202eb"),
+    ("\x85", "\udc85"),                         # U+0085 NEL, and the byte 0x85
+    ("q\x1b", "$'q\\x1b'"),
+    ("", "''"),
+    ("'a b'", "a b"),
+    ("a\\", "a\\\\"),
+]
+# Characters that print as nothing (or as a blank) next to "eth0": Hangul
+# fillers and the braille blank (letters and symbols, so "printable" to
+# Python), combining marks (Mn, Me), format characters (Cf: zero-width
+# space, soft hyphen, word joiner, BOM, a tag), spaces other than " " (Zs).
+INVISIBLE = ["\u3164", "\u115f", "\u1160", "\uffa0", "\u2800", "\u0301", "\u034f", "\u20dd",
+             "\ufe0f", "\u200b", "\u00ad", "\u2060", "\ufeff", "\U000e0041", "\u00a0", "\u3000"]
+
+
+@pytest.mark.parametrize("quote", [False, True])
+@pytest.mark.parametrize("a, b", LOOKALIKES)
+def test_a_name_and_the_text_of_its_escape_print_differently(a, b, quote):
+    assert names.shown(a, quote=quote) != names.shown(b, quote=quote)
+
+
+@pytest.mark.parametrize("char", INVISIBLE)
+def test_an_invisible_character_is_marked(char):
+    for name in ("eth0" + char, "eth" + char + "0", char + "eth0"):
+        text = names.shown(name)
+        code = ord(char)
+        escape = "\\u%04x" % code if code <= 0xFFFF else "\\U%08x" % code
+        assert text != "eth0" and escape in text and char not in text, (name, text)
+
+
+def bash_reads(text):
+    """The bytes bash makes of text as a word (its $'...' quoting)."""
+    return subprocess.run(["bash", "-c", "printf %s " + text], capture_output=True,
+                          check=True, env={"LC_ALL": "C.UTF-8", "PATH": "/usr/bin:/bin"}).stdout
+
+
+@pytest.mark.parametrize("quote", [False, True])
+def test_every_name_reads_back_as_itself(quote):
+    """What shown() prints is either the name itself, or - when anything in
+    it had to be escaped - the name in the shell's $'...' quoting, which
+    bash turns back into the name's bytes exactly: so two names never
+    print alike, and an escaped one can be pasted into a command."""
+    corpus = [a for pair in LOOKALIKES for a in pair] + ["eth" + c + "0" for c in INVISIBLE] + [
+        HIDE, "a\nb\r\t", "\x7f\x9b", "caf\u00e9", "dev-disk-by\\x2duuid.device", "it's",
+        "$'", "\\", "\\'", "x\udc80\\x80", "\U0001f600", "\x1bc", "\u200bf", "my unit"]
+    seen = {}
+    for name in corpus:
+        text = names.shown(name, quote=quote)
+        assert seen.setdefault(text, name) == name, (text, name, seen[text])
+        if text.startswith("$'"):
+            assert bash_reads(text) == name.encode("utf-8", "surrogateescape"), (name, text)
+        elif quote and text.startswith("'"):
+            assert text == "'%s'" % name and "'" not in name, (name, text)
+        else:
+            assert text == name, (name, text)
 
 
 # -- option errors: what TuneD's log and tuned-adm print ----------------------
@@ -84,7 +152,7 @@ def test_option_error_of_a_100kb_value_is_one_short_line():
 
 def test_option_error_of_a_value_with_a_newline_stays_one_line():
     err = OptionError("services", "memcached\nERROR forged line", "unit names")
-    assert str(err) == ("services: invalid value 'memcached\\nERROR forged line' "
+    assert str(err) == ("services: invalid value $'memcached\\nERROR forged line' "
                         "(accepted: unit names)")
 
 
@@ -118,9 +186,9 @@ def doctor_text(comm, ifname):
 def test_doctor_report_of_hostile_comm_and_device_names():
     text = doctor_text(HIDE, "\x1b]0;pwned\x07")
     assert_safe_lines(text)
-    assert "pid 4242 (\\x1b[2J\\x1b[8m)" in text
-    assert "NAPI 8193 (\\x1b]0;pwned\\x07)" in text
-    assert "8193 (\\x1b]0;pwned\\x07), 8194 (eth1)" in text      # the epoll link's list
+    assert "pid 4242 ($'\\x1b[2J\\x1b[8m')" in text
+    assert "NAPI 8193 ($'\\x1b]0;pwned\\x07')" in text
+    assert "8193 ($'\\x1b]0;pwned\\x07'), 8194 (eth1)" in text      # the epoll link's list
 
 
 def test_doctor_report_of_a_long_name_is_cut():
@@ -163,7 +231,7 @@ def test_doctor_report_of_a_real_process_with_a_hostile_comm(hostile_process):
     chain.check_process(report, hostile_process, targets.comm(hostile_process), [], False)
     text = format_text(report)
     assert_safe_lines(text, lines=3)
-    assert "pid %d (\\x1b[2J\\x1b[8m): has no epoll instance" % hostile_process in text
+    assert "pid %d ($'\\x1b[2J\\x1b[8m'): has no epoll instance" % hostile_process in text
 
 
 # -- status --watch, metrics, verify --------------------------------------
@@ -181,8 +249,8 @@ def test_metrics_label_values_carry_no_control_character():
     family.add(0, device=HIDE, napi="8193", netns="init", unit="a\nb", service="x" * 5000)
     text = metrics.render([family])
     assert_safe_lines(text, lines=5)
-    assert 'device="\\\\x1b[2J\\\\x1b[8m"' in text      # the exposition's own \\ escaping
-    assert 'unit="a\\\\nb"' in text
+    assert 'device="$\'\\\\x1b[2J\\\\x1b[8m\'"' in text      # the exposition's own \\ escaping
+    assert 'unit="$\'a\\\\nb\'"' in text
     assert "(5000 characters)" in text
 
 

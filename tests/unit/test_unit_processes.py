@@ -101,4 +101,4 @@ def test_a_unit_name_from_a_command_line_is_shown_escaped(tmp_path):
     kfs, _ = host(tmp_path)
     with pytest.raises(IrqtuneError) as err:
         UnitProcesses(kfs, Systemctl(), str(tmp_path)).pids("\x1b[2Jx.service")
-    assert str(err.value).startswith("'\\x1b[2Jx.service': no such unit")
+    assert str(err.value).startswith("$'\\x1b[2Jx.service': no such unit")

@@ -220,7 +220,7 @@ def parse_switch(text):
         return True
     if word in _FALSE_WORDS:
         return False
-    raise ValueError("not a switch state: '%s'" % shown(text))
+    raise ValueError("not a switch state: %s" % shown(text, quote="always"))
 
 
 def detect(kfs=KFS):

@@ -68,7 +68,8 @@ def entries_from_state(state):
             entries.append(DropIn(str(item["unit"]), str(item["path"]),
                                   str(item["content"]), bool(item["created_dir"])))
         except (KeyError, TypeError) as err:
-            log.error("ignoring unreadable saved drop-in record '%s': %s", shown(item), err)
+            log.error("ignoring unreadable saved drop-in record %s: %s",
+                      shown(item, quote="always"), err)
     return entries
 
 
