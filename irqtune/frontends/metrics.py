@@ -21,6 +21,7 @@ the active TuneD profile's files, and (under systemd) the mapped
 libraries of the services the profile opts in to busy polling.
 """
 
+import hashlib
 import os
 from dataclasses import dataclass, field
 
@@ -168,6 +169,25 @@ def _optin_state(family, etc, kfs, systemctl):
                 family.add(int(loaded), profile=profile, unit=section, service=service)
 
 
+# Label values are whole up to NAME_MAX: a namespace's name under
+# /run/netns, a unit name.
+LABEL_MAX = 256
+
+
+def label_value(value):
+    """A label value someone chose (a device, a namespace, a unit) as the
+    exposition carries it: through shown() - escaped, and two names never
+    alike, so two devices are never one series, which Prometheus refuses -
+    then in the format's own escapes (\\ and \"; shown() leaves no newline).
+    A longer value is cut, with a digest of the whole to keep it apart."""
+    text = value if isinstance(value, str) else str(value)
+    out = shown(text, LABEL_MAX)
+    if len(text) > LABEL_MAX:
+        whole = text.encode("utf-8", "surrogateescape")
+        out += " sha256:" + hashlib.sha256(whole).hexdigest()[:16]
+    return out.replace("\\", "\\\\").replace('"', '\\"')
+
+
 def render(families, openmetrics=True):
     """The exposition text: OpenMetrics 1.0 (openmetrics=True, ends in
     "# EOF") or the Prometheus text format 0.0.4 (node_exporter's textfile
@@ -183,10 +203,7 @@ def render(families, openmetrics=True):
         if f.unit and openmetrics:
             out.append("# UNIT %s %s" % (family_name, f.unit))
         for labels, value in f.samples:
-            # a label value someone chose (a device, a unit) is shown escaped
-            # and cut, then in the exposition format's own escapes
-            text = ",".join('%s="%s"' % (k, shown(v).replace("\\", "\\\\").replace('"', '\\"'))
-                            for k, v in sorted(labels.items()))
+            text = ",".join('%s="%s"' % (k, label_value(v)) for k, v in sorted(labels.items()))
             number = repr(value) if isinstance(value, float) and not value.is_integer() \
                 else "%d" % value
             out.append("%s{%s} %s" % (sample_name, text, number))

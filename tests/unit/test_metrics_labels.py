@@ -35,12 +35,21 @@ def fixture(name):
 
 @pytest.fixture
 def host(tmp_path, monkeypatch):
+    return make_host(tmp_path, monkeypatch)
+
+
+def make_host(tmp_path, monkeypatch, more=()):
+    """The build host; more: names of further veth-like devices (one NAPI
+    each, ifindex 20 on, in /proc/net/dev with 5 packets)."""
     netdev = FakeNetdev().install(monkeypatch)
     netdev.add_device(4, 1, defer_hard_irqs=100, gro_flush_timeout=20000,
                       irq_suspend_timeout=20000000)
     netdev.qstats[4] = {0: 13241}
     netdev.add_device(9, 2, linked=False)                   # veth0: NAPIs 258, 259
     names = {"eth0": 4, "veth0": 9}
+    for ifindex, name in enumerate(more, 20):
+        netdev.add_device(ifindex, 1, linked=False)
+        names[name] = ifindex
     monkeypatch.setattr(socket, "if_nametoindex", lambda n: _lookup(names, n))
     monkeypatch.setattr(socket, "if_indextoname",
                         lambda i: _lookup({v: k for k, v in names.items()}, i))
@@ -50,7 +59,9 @@ def host(tmp_path, monkeypatch):
     (proc / "interrupts").write_text(fixture("interrupts-6.18"))
     (proc / "net/netstat").write_text(fixture("netstat-6.18"))
     (proc / "thread-self/net").mkdir(parents=True)
-    (proc / "thread-self/net/dev").write_text(fixture("net-dev-6.18"))
+    # /proc/net/dev prints a name as the kernel holds it ("%6s:", dev_seq_printf_stats)
+    (proc / "thread-self/net/dev").write_text(fixture("net-dev-6.18") + "".join(
+        "%6s:%8d %7d" % (name, 300, 5) + "    0" * 6 + "\n" for name in more))
     # the caller's network namespace is PID 1's
     (proc / "1/ns").mkdir(parents=True)
     (proc / "1/ns/net").write_text("")
@@ -179,3 +190,37 @@ def test_devices_asked_for_are_the_only_ones(host):
     kfs, etc, systemctl = host
     got = samples(metrics.collect(["veth0"], kfs=kfs, etc=etc, systemctl=systemctl))
     assert {dict(lbls).get("device") for _, lbls in got} == {"veth0", None}
+
+
+# -- labels stay unique (issue 47 item 11) -------------------------------------
+
+def series(text):
+    """[(sample name, label text)] of each sample line of the exposition."""
+    return [line.rsplit(" ", 1)[0] for line in text.splitlines() if not line.startswith("#")]
+
+
+@pytest.mark.parametrize("openmetrics", [True, False])
+def test_devices_whose_names_escape_alike_are_distinct_series(tmp_path, monkeypatch,
+                                                               openmetrics):
+    """A device named "q<ESC>" and one literally named "q\x1b" (the kernel
+    takes both; dev_valid_name refuses only '/', ':' and blanks) in one
+    namespace: Prometheus refuses a scrape that has two samples with the
+    same name and labels."""
+    kfs, etc, systemctl = make_host(tmp_path, monkeypatch, more=("q\x1b", "q\\x1b"))
+    text = metrics.render(metrics.collect(kfs=kfs, etc=etc, systemctl=systemctl), openmetrics)
+    lines = series(text)
+    assert len(lines) == len(set(lines)), [x for x in lines if lines.count(x) > 1]
+    rx = [x for x in lines if x.startswith("irqtune_device_rx_packets") and "x1b" in x]
+    assert len(rx) == 2, text
+
+
+def test_long_label_values_that_share_their_head_are_distinct_series():
+    """Label values are whole up to a name's longest (NAME_MAX: a namespace
+    under /run/netns, a unit); longer ones are cut but stay apart."""
+    family = metrics.Family("irqtune_busy_poll_rx_packets", "counter", "help")
+    head = "n" * 200
+    for tail in ("1", "2", "x" * 300 + "1", "x" * 300 + "2"):
+        family.add(1, netns=head + tail)
+    lines = series(metrics.render([family]))
+    assert len(set(lines)) == 4, lines
+    assert 'netns="%s1"' % head in lines[0]
