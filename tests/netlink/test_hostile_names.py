@@ -9,6 +9,10 @@ doctor --pid` runs from the host's namespace and finds both names itself,
 and `irqtune status` and `irqtune metrics` run inside that namespace.
 No control character but the newlines between lines may reach stdout or
 stderr.
+
+Beside it, a veth pair whose ends are named "q<ESC>" and, literally,
+"q\\x1b" (issue 47 item 11): they print apart and are two series in the
+metrics (Prometheus refuses a scrape holding one series twice).
 """
 
 import os
@@ -24,6 +28,7 @@ from support.waiting import wait_for
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 HIDE = "\x1b[2J\x1b[8m"
 DEVICE = "\x1b[2J"
+LOOKALIKES = ("q\x1b", "q\\x1b")
 SRV, CLI = "irqtune-nl-hs", "irqtune-nl-hc"
 SERVER_ADDR, CLIENT_ADDR, PORT = "10.250.91.1", "10.250.91.2", 7391
 _CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
@@ -57,6 +62,10 @@ def bed():
     server = client = None
     try:
         veth_between(srv, cli, (DEVICE, "vhc"), (SERVER_ADDR, CLIENT_ADDR))
+        srv.exec("ip", "link", "add", LOOKALIKES[0], "type", "veth", "peer", "name", LOOKALIKES[1])
+        for dev in LOOKALIKES:                  # up with GRO: a NAPI each
+            srv.exec("ip", "link", "set", dev, "up")
+            srv.exec("ethtool", "-K", dev, "gro", "on")
         server = srv.popen(sys.executable, "-c", SERVER, HIDE, SERVER_ADDR, str(PORT),
                            stdout=subprocess.PIPE, text=True)
         assert server.stdout.readline().strip() == "ready"
@@ -102,8 +111,8 @@ def test_doctor_of_a_hostile_process_behind_a_hostile_device(bed):
     result = irqtune("doctor", "--pid", str(pid), "--seconds", "0.5")
     print(result.stdout, result.stderr)
     assert_no_control(result)
-    assert "pid %d (\\x1b[2J\\x1b[8m)" % pid in result.stdout
-    assert "(\\x1b[2J)" in result.stdout          # the device, found through the socket
+    assert "pid %d ($'\\x1b[2J\\x1b[8m')" % pid in result.stdout
+    assert "($'\\x1b[2J')" in result.stdout          # the device, found through the socket
     assert result.stdout.splitlines()[-1].startswith("verdict: ")
 
 
@@ -112,13 +121,30 @@ def test_status_and_metrics_in_the_hostile_namespace(bed):
     status = irqtune("status", netns=SRV)
     assert_no_control(status)
     assert status.returncode == 0, status.stderr
-    assert re.search(r"^\\x1b\[2J +\d+ ", status.stdout, re.M), status.stdout
+    assert re.search(r"^\$'\\x1b\[2J' +\d+ ", status.stdout, re.M), status.stdout
     metrics = irqtune("metrics", netns=SRV)
     assert_no_control(metrics)
     assert metrics.returncode == 0, metrics.stderr
-    assert 'device="\\\\x1b[2J"' in metrics.stdout, metrics.stdout
+    assert 'device="$\'\\\\x1b[2J\'"' in metrics.stdout, metrics.stdout
     refused = irqtune("status", "--watch", "--count", "1", "x" + DEVICE, netns=SRV)
     assert_no_control(refused)
     assert refused.returncode == 2
-    assert "device 'x\\x1b[2J': no such device" in refused.stderr
-    assert "accepted: lo, \\x1b[2J" in refused.stderr
+    assert "device $'x\\x1b[2J': no such device" in refused.stderr
+    assert "accepted: lo, $'\\x1b[2J'" in refused.stderr
+
+
+def test_lookalike_devices_print_apart_and_are_two_series(bed):
+    status = irqtune("status", netns=SRV)
+    assert_no_control(status)
+    assert status.returncode == 0, status.stderr
+    rows = {words[0] for words in map(str.split, status.stdout.splitlines())
+            if words and "q" in words[0]}
+    assert rows == {"$'q\\x1b'", "q\\x1b"}, status.stdout
+    metrics = irqtune("metrics", netns=SRV)
+    assert_no_control(metrics)
+    assert metrics.returncode == 0, metrics.stderr
+    series = [line.rsplit(" ", 1)[0] for line in metrics.stdout.splitlines()
+              if not line.startswith("#")]
+    assert len(series) == len(set(series)), metrics.stdout
+    devices = set(re.findall(r'device="((?:[^"\\\\]|\\\\.)*)"', metrics.stdout))
+    assert {"$'q\\\\x1b'", "q\\\\x1b"} <= devices, metrics.stdout
