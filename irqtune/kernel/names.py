@@ -97,9 +97,9 @@ def shown(value, limit=SHOWN_MAX, quote=False):
 
     So nothing reaches a terminal that acts on it, the line stays one line,
     and two names never print alike: "q<ESC>" is $'q\\x1b' while a name
-    literally "q\\x1b" prints as itself (a name beginning with $' is always
-    quoted so); pasted into a shell, the quoted form gives the name's bytes
-    back.
+    literally "q\\x1b" prints as itself (a name that reads as $'...' is
+    always quoted so); pasted into a shell, the quoted form gives the
+    name's bytes back.
 
     Why a quoted form rather than \\\\ for every \\: unit names carry
     systemd's \\x2d, and the front ends pass each whole line, already
@@ -115,7 +115,8 @@ def shown(value, limit=SHOWN_MAX, quote=False):
     head = text[:limit]
     plain = head.isascii() and head.isprintable() or not any(map(_hidden, head))
     said_cut = "...(%d characters)" % len(text) if cut else ""
-    if not plain or head.startswith("$'") or (quote and "'" in head):
+    reads_quoted = head.startswith("$'") and head.endswith("'")
+    if not plain or reads_quoted or (quote and "'" in head):
         return _dollar_quoted(head) + said_cut
     if quote == "always":           # a refusal's value, quoted with its length as before
         return "'%s%s'" % (head, said_cut)

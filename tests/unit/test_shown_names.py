@@ -122,22 +122,33 @@ def bash_reads(text):
 @pytest.mark.parametrize("quote", [False, True])
 def test_every_name_reads_back_as_itself(quote):
     """What shown() prints is either the name itself, or - when anything in
-    it had to be escaped - the name in the shell's $'...' quoting, which
-    bash turns back into the name's bytes exactly: so two names never
-    print alike, and an escaped one can be pasted into a command."""
+    it had to be escaped, or it reads as $'...' itself - the name in the
+    shell's $'...' quoting, which bash turns back into the name's bytes
+    exactly: so two names never print alike, and an escaped one can be
+    pasted into a command."""
     corpus = [a for pair in LOOKALIKES for a in pair] + ["eth" + c + "0" for c in INVISIBLE] + [
         HIDE, "a\nb\r\t", "\x7f\x9b", "caf\u00e9", "dev-disk-by\\x2duuid.device", "it's",
-        "$'", "\\", "\\'", "x\udc80\\x80", "\U0001f600", "\x1bc", "\u200bf", "my unit"]
+        "$'", "$'a", "$'q\\x1b': no such unit", "\\", "\\'", "x\udc80\\x80", "\U0001f600",
+        "\x1bc", "\u200bf", "my unit"]
     seen = {}
     for name in corpus:
         text = names.shown(name, quote=quote)
         assert seen.setdefault(text, name) == name, (text, name, seen[text])
-        if text.startswith("$'"):
+        if text.startswith("$'") and text.endswith("'"):
             assert bash_reads(text) == name.encode("utf-8", "surrogateescape"), (name, text)
         elif quote and text.startswith("'"):
             assert text == "'%s'" % name and "'" not in name, (name, text)
         else:
             assert text == name, (name, text)
+
+
+@pytest.mark.parametrize("name", ["q\x1b", HIDE, "eth0\u3164", "srv\udcff", "it's"])
+def test_a_line_of_shown_names_passes_the_line_guard_as_it_is(name):
+    """The front ends pass each whole line through shown() once more: a
+    line that begins with an escaped name is not escaped twice."""
+    for line in ("%s: no such unit" % names.shown(name, quote=True),
+                 "device %s, pid 1 (%s)" % (names.shown(name), names.shown(name))):
+        assert names.shown(line, names.LINE_MAX) == line
 
 
 # -- option errors: what TuneD's log and tuned-adm print ----------------------
