@@ -25,6 +25,7 @@ from test_profile_upgrade import PROFILES, check_loaded, load, tuned_profiles  #
 from tuned_loader import load_plugin_module
 
 from irqtune.frontends.doctor import targets
+from irqtune.kernel import files
 from irqtune.kernel.errors import IrqtuneError
 from irqtune.kernel.kfs import KernelFs
 from irqtune.services.ledger import Ledger
@@ -263,8 +264,7 @@ def test_a_pid_file_another_user_could_write_is_refused(tmp_path, caplog, never_
     assert services.pids() == [43]
     assert services.pids() == [43]
     assert refused_lines(caplog) == [
-        "auto_services: pid file %s refused: %s (accepted: a regular file owned by root that no "
-        "group or other may write, not a symbolic link)" % (bad, why)]
+        "auto_services: pid file %s refused: %s (accepted: %s)" % (bad, why, files.ROOT_ONLY)]
     alone = auto.Services([str(bad)], KernelFs(proc=str(tmp_path / "proc")))
     with pytest.raises(IrqtuneError, match="no process runs: .*srv.pid: pid file refused$"):
         alone.pids()
@@ -364,8 +364,8 @@ def test_a_refusal_is_said_once_per_path_and_cause_however_the_file_alternates(
             assert values.tick() is None
     said = refused_lines(caplog)
     assert said == [
-        "auto_services: pid file %s refused: it is a symbolic link (accepted: a regular file "
-        "owned by root that no group or other may write, not a symbolic link)" % path,
+        "auto_services: pid file %s refused: it is a symbolic link (accepted: %s)"
+        % (path, files.ROOT_ONLY),
         "auto_services: no process runs: %s: pid file refused; the auto values stay "
         "gro_flush_timeout=20us, irq_suspend_timeout=20ms (auto)" % path,
         "auto_services: pid file %s refused: pid 42 started after the file was last written: "
