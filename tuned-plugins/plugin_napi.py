@@ -70,7 +70,9 @@ class NapiPlugin(netdev.NetDevicePlugin):
 	that no group or other may write (or sticky), with no symbolic link on
 	the way, and its pid only while its process is
 	the one that wrote it - started before the file was last written, so
-	a pid taken over after the service ended is not measured - else it is
+	a pid taken over after the service ended is not measured - and neither
+	init (pid 1, what a pid file written inside a pid namespace may hold)
+	nor a thread, else it is
 	refused in one log line, said once per file and cause, and the other
 	services are measured): as soon as those
 	use 5 % of a CPU, and then at most every [option]`auto_interval`

@@ -9,7 +9,8 @@ own profile loader.
 
 The /proc/PID/stat line is one of the development host's (Linux 6.18,
 Debian 12: `cat /proc/$(pidof memcached)/stat`, utime 1234 and stime 567
-ticks)."""
+ticks), and so is the head of /proc/PID/status (of polkitd's thread
+gdbus: `head -16 /proc/3538/status`, its thread group 3534)."""
 
 import logging
 import os
@@ -37,6 +38,10 @@ from irqtune.services.tuner import DeviceTuner
 STAT = ("4242 (memcached) S 1 4242 4242 0 -1 4194624 2301 0 0 0 1234 567 0 0 20 0 10 0 "
         "1183394 433950720 2114 18446744073709551615 94523467264000 94523467402233 "
         "140726779683136 0 0 0 0 4096 16898 0 0 0 17 1 0 0 0 0 0\n")
+STATUS = ("Name:\tgdbus\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t3534\nNgid:\t0\n"
+          "Pid:\t3538\nPPid:\t1\nTracerPid:\t0\nUid:\t996\t996\t996\t996\n"
+          "Gid:\t996\t996\t996\t996\nFDSize:\t256\nGroups:\t996 \nNStgid:\t3534\n"
+          "NSpid:\t3538\nNSpgid:\t3326\nNSsid:\t3326\n")
 
 
 # -- the services -------------------------------------------------------------
@@ -61,15 +66,18 @@ def pid_file(path, text, mode=0o644):
     return str(path)
 
 
-def running(proc, pid, ago=100.0, state="S", flags=4194624):
-    """proc/PID/stat of a process that started `ago` seconds before now, on
-    this host's boot clock: STAT with its pid, state, flags and start time
-    (field 22, clock ticks since boot) replaced."""
+def running(proc, pid, ago=100.0, state="S", flags=4194624, tgid=None):
+    """proc/PID/stat and status of a process (or, tgid given, a thread of
+    process tgid) that started `ago` seconds before now, on this host's
+    boot clock: STAT with its pid, state, flags and start time (field 22,
+    clock ticks since boot) replaced, STATUS with its ids."""
     fields = STAT.split()
     ticks = int((time.clock_gettime(time.CLOCK_BOOTTIME) - ago) * os.sysconf("SC_CLK_TCK"))
     fields[0], fields[2], fields[8], fields[21] = str(pid), state, str(flags), str(ticks)
     (proc / str(pid)).mkdir(parents=True, exist_ok=True)
     (proc / str(pid) / "stat").write_text(" ".join(fields) + "\n")
+    (proc / str(pid) / "status").write_text(
+        STATUS.replace("3534", str(tgid or pid)).replace("3538", str(pid)))
 
 
 def written_ago(path, seconds):
@@ -328,6 +336,32 @@ def test_a_pid_file_naming_no_running_user_process_is_not_measured(tmp_path, sta
     services = auto.Services([path], KernelFs(proc=str(tmp_path / "proc")))
     with pytest.raises(IrqtuneError, match="srv.pid: pid 42 is not a running user process"):
         services.pids()
+
+
+@pytest.mark.parametrize("text, tgid, why", [
+    ("1\n", None, "pid 1 is init, not a service (a pid file written inside a pid namespace "
+                  "holds that namespace's pid)"),
+    ("43\n", 42, "pid 43 is a thread of process 42, not a process"),
+], ids=["init", "thread"])
+def test_a_pid_of_init_or_of_a_thread_is_refused_once(tmp_path, caplog, text, tgid, why):
+    """Root-written, but not a service's pid as this pid namespace numbers
+    its processes: "1" written inside a container is the host's init, and
+    a thread's id (gettid) names one thread of the process, which /proc
+    answers for as if it were a process of its own (issue 47, item 12)."""
+    proc = tmp_path / "proc"
+    running(proc, 1)
+    running(proc, 42)
+    running(proc, 43, tgid=tgid)
+    path = pid_file(tmp_path / "srv.pid", text)
+    services = auto.Services([path, pid_file(tmp_path / "other.pid", "42\n")],
+                             KernelFs(proc=str(proc)))
+    caplog.set_level(logging.DEBUG, logger="irqtune")
+    for _ in range(3):
+        assert services.pids() == [42]
+    assert refused_lines(caplog) == ["auto_services: pid file %s refused: %s" % (path, why)]
+    alone = auto.Services([path], KernelFs(proc=str(proc)))
+    with pytest.raises(IrqtuneError, match="no process runs: .*srv.pid: pid file refused$"):
+        alone.pids()
 
 
 def test_a_refusal_is_said_once_per_path_and_cause_however_the_file_alternates(
