@@ -416,8 +416,11 @@ class FakeServices:
         self.running = list(pids)
         self.started = {pid: 100 for pid in pids}
         self.cpu = 0.0
+        self.fault = None           # raised by pids(): a bug somewhere below
 
     def pids(self):
+        if self.fault is not None:
+            raise self.fault
         if not self.running:
             raise IrqtuneError("auto_services: no process runs: memcached.service: the unit "
                                "runs no process")
@@ -637,6 +640,59 @@ def test_no_tracepoints_backs_off_and_is_said_once(caplog):
     assert said == ["auto_services: cannot measure: no syscall tracepoints for epoll_wait in "
                     "tracefs; the auto values stay gro_flush_timeout=20us, "
                     "irq_suspend_timeout=20ms (auto)"]
+
+
+# What reading a process named "srv\\xff\\xfe" raised on every re-check (issue 47, item 4).
+UNDECODABLE = UnicodeDecodeError("utf-8", b"4242 (srv\xff\xfe) S 1", 9, 10, "invalid start byte")
+
+
+def bugs(caplog):
+    return [r.getMessage() for r in caplog.records
+            if r.levelno >= logging.ERROR and "a bug in irqtune" in r.getMessage()]
+
+
+def bug_line(text):
+    return ("auto_services: measuring failed: %s (a bug in irqtune, please report it; said once "
+            "until it changes), in test_measure_auto.py; the auto values stay "
+            "gro_flush_timeout=20us, irq_suspend_timeout=20ms (auto)" % text)
+
+
+def test_a_failure_of_one_cause_is_said_once_until_it_changes_or_clears(caplog):
+    """A bug below the re-check (a process name that is not UTF-8 raised
+    UnicodeDecodeError) is one error line, not one every 5 s; another
+    cause is said, and the same once more after a re-check that worked."""
+    values, clock, services, windows = make()
+    services.fault = UNDECODABLE
+    caplog.set_level(logging.DEBUG)
+    for _ in range(20):
+        assert busy_for(values, clock, services) is None
+    services.fault = KeyError("Tgid")
+    for _ in range(20):
+        assert busy_for(values, clock, services) is None
+    undecodable = bug_line("UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in "
+                           "position 9: invalid start byte")
+    assert bugs(caplog) == [undecodable, bug_line("KeyError: 'Tgid'")]
+    assert windows.calls == 0
+    services.fault = None
+    clock.now += auto.RETRY
+    assert busy_for(values, clock, services) is None        # worked: the load's mark
+    services.fault = UNDECODABLE
+    assert busy_for(values, clock, services) is None
+    assert bugs(caplog)[2:] == [undecodable]
+
+
+def test_a_window_that_fails_by_a_bug_is_tried_again_after_a_while(caplog):
+    values, clock, services, windows = make()
+
+    def record(pids, seconds):
+        windows.calls += 1
+        raise RuntimeError("boom")
+    values.record = record
+    caplog.set_level(logging.DEBUG)
+    values.tick()
+    for _ in range(24):                                      # two minutes of re-checks
+        busy_for(values, clock, services)
+    assert len(bugs(caplog)) == 1 and windows.calls <= 2
 
 
 def test_a_fixed_partner_bounds_the_auto_value():
@@ -915,6 +971,21 @@ def test_plugin_turns_a_failed_measurement_into_one_line(napi_plugin, caplog):
         "instance napi: measuring for the auto values failed: RuntimeError: boom (a bug in "
         "irqtune, please report it); the values stay as they are; tuned-adm verify names what "
         "is not set"]
+
+
+def test_plugin_says_a_bug_below_the_re_check_once(napi_plugin, tmp_path, netdev, caplog):
+    """The napi plugin's re-check every 5 s, down to a failing read: one
+    error line, where each re-check logged one."""
+    values, clock, services, _ = make()
+    services.fault = UNDECODABLE
+    instance = Instance(None)
+    instance._tuner = napi_tuner(tmp_path, values=values)
+    instance._tuner.apply("eth0")
+    caplog.set_level(logging.DEBUG)
+    for _ in range(10):
+        clock.now += 5
+        napi_plugin._retune_all(instance)
+    assert len(bugs(caplog)) == 1, bugs(caplog)
 
 
 def test_latency_suspend_with_auto_loads_and_measures_its_services(tmp_path, caplog,

@@ -35,6 +35,7 @@ import logging
 import os
 import re
 import time
+import traceback
 from dataclasses import dataclass
 
 from ...kernel import files
@@ -65,6 +66,8 @@ _PID = re.compile(r"^[0-9]{1,10}$")
 # the process's start), a start time is truncated to the clock tick: a
 # process that wrote its pid file within this of starting is taken.
 TIMESTAMP_SLACK = 0.02
+# How much of a bug's message reaches the log (a UnicodeDecodeError's is 75 characters).
+BUG_SHOWN = 160
 
 
 class SaidOnce:
@@ -285,6 +288,8 @@ class AutoValues:
         self._load_mark = None          # (time, {pid: start}, cpu seconds) at the last re-check
         self._retry = RETRY             # after a window with too few busy periods
         self.said = SaidOnce()
+        self._bugs_said = set()         # (step, type, file, line) said since step got through
+        self._step = None               # the step running, for a bug's cause
 
     def describe(self):
         return "%s (auto)" % ", ".join("%s=%s" % (option_name(a),
@@ -294,10 +299,25 @@ class AutoValues:
     def tick(self):
         """On a re-check: a Change when a window ran and moved a value out
         of its band, else None.  A service that is down, or a window that
-        cannot be taken, is one log line (said once), never an exception."""
+        cannot be taken, is one log line (said once), never an exception.
+
+        Nor is a bug (any other exception): it is one error line per cause
+        - the step (finding the services, or the window), its type and the
+        line that raised it, not its text, which may name another process
+        each time - until that step gets through, and the next try comes
+        after RETRY seconds, so a failing window does not run on every
+        re-check."""
         now = self.clock()
         if now < self.next_at:
             return None
+        self._step = "services"
+        try:
+            return self._tick(now)
+        except Exception as err:    # noqa: BLE001 - a bug: said once, see above
+            self._bug(now, err)
+            return None
+
+    def _tick(self, now):
         try:
             pids = self.services.pids()
         except IrqtuneError as err:
@@ -305,9 +325,32 @@ class AutoValues:
             self._load_mark = None
             return None
         started = self._has_load(now, pids)
+        self._through("services", "window")
         if started is None:
             return None
-        return self._measure(now, pids, started)
+        change = self._measure(now, pids, started)
+        self._through("window", None)
+        return change
+
+    def _through(self, step, following):
+        """step got through: its bugs are said again should they return."""
+        self._bugs_said = {c for c in self._bugs_said if c[0] != step}
+        self._step = following
+
+    def _bug(self, now, err):
+        self.next_at = now + RETRY
+        self._load_mark = None
+        where = traceback.extract_tb(err.__traceback__)[-1]
+        cause = (self._step, type(err).__name__, where.filename, where.lineno)
+        text = ("auto_services: measuring failed: %s (a bug in irqtune, please report it; said "
+                "once until it changes), in %s; the auto values stay %s"
+                % (shown("%s: %s" % (type(err).__name__, err), BUG_SHOWN),
+                   os.path.basename(where.filename), self.describe()))
+        if cause in self._bugs_said:
+            log.debug("%s (said before)", text)
+            return
+        self._bugs_said.add(cause)
+        log.error("%s", text)
 
     def _warn(self, cause, text):
         self.said.warning("auto_services", cause,
