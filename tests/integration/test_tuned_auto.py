@@ -33,6 +33,7 @@ import time
 import pytest
 
 from support.netns import NetNs, veth_between
+from support.shared import readable_copy
 from support.waiting import wait_for
 
 PROFILE = "latency-suspend-test"
@@ -165,7 +166,15 @@ def test_auto_follows_the_measured_server_and_restores_exactly(tuned, bed):
     wait_for(lambda: netns.napis_have([DEV], ORIGINAL), what="the originals after off")
 
 
-def test_a_pid_taken_over_sets_nothing_and_is_said_once(tuned, bed):
+@pytest.fixture(scope="module")
+def server_for_nobody():
+    """epoll_server.py where user nobody can read it, whoever may read the
+    clone."""
+    with readable_copy(os.path.join(HERE, "epoll_server.py")) as path:
+        yield path
+
+
+def test_a_pid_taken_over_sets_nothing_and_is_said_once(tuned, bed, server_for_nobody):
     netns, cli = bed
     tuned.adm("off", check=False)
     netns.set_napis([DEV], ORIGINAL)
@@ -177,9 +186,9 @@ def test_a_pid_taken_over_sets_nothing_and_is_said_once(tuned, bed):
     service.wait()
     time.sleep(1)           # forking round to the pid takes seconds (about 5 s for 32k)
     attacker = netns.popen("/usr/bin/python3", PIDTAKE, str(pid), str(NOBODY),
-                           "/usr/bin/python3", os.path.join(HERE, "epoll_server.py"),
+                           "/usr/bin/python3", server_for_nobody,
                            SERVER_ADDR, str(TAKEN_PORT), str(COST_NS), str(MAXEVENTS),
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                           cwd="/", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     client = None
     try:
         assert attacker.stdout.readline().strip() == "ready", attacker.stderr.read()
