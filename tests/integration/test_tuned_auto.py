@@ -5,7 +5,8 @@ daemon, against a server whose cost per request and batch are known.
 TuneD runs in the suite's namespace (conftest) with latency-suspend; its
 veth "vauto" carries the traffic of tests/integration/epoll_server.py
 (in TuneD's namespace, named to the plugin by a pid file in
-auto_services) from burst_client.py in a namespace of its own - as in
+auto_services, root's, in a directory of root's under /run, as a
+service's) from burst_client.py in a namespace of its own - as in
 test_doctor_measure.py, both SCHED_FIFO at one priority on one CPU:
 every batch is K requests of COST_NS.  The daemon must measure once the
 server has load, set values that cover a request and the largest batch
@@ -26,6 +27,7 @@ values and with auto: auto may not add any.
 
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -40,7 +42,10 @@ PROFILE = "latency-suspend-test"
 DEV, PEER = "vauto", "vautoc"
 CLI = "irqtune-auto-c"
 SERVER_ADDR, CLIENT_ADDR, PORT = "10.250.85.1", "10.250.85.2", 9500
-PIDFILE = "/run/irqtune-auto-test.pid"
+# as a service run by root keeps it: in a directory of its own under /run,
+# root's, 0755 - the path the pid file check walks from / (issue 47, item 1)
+PIDDIR = "/run/irqtune-auto-test"
+PIDFILE = PIDDIR + "/server.pid"
 HERE = os.path.dirname(os.path.abspath(__file__))
 CPU = "0"
 COST_NS, K, MAXEVENTS, GAP_US = 100000, 8, 64, 1000
@@ -77,18 +82,15 @@ def bed(netns):
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert server.stdout.readline().strip() == "ready", server.stderr.read()
         # ip netns exec and taskset exec: the server has the Popen's pid
-        fd = os.open(PIDFILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            os.write(fd, b"%d\n" % server.pid)
-        finally:
-            os.close(fd)
+        os.makedirs(PIDDIR, exist_ok=True)
+        os.chmod(PIDDIR, 0o755)
+        write_pid_file(PIDFILE, server.pid)
         yield netns, cli
     finally:
         if server is not None:
             server.terminate()
             server.communicate(timeout=10)
-        if os.path.exists(PIDFILE):
-            os.unlink(PIDFILE)
+        shutil.rmtree(PIDDIR, ignore_errors=True)
         cli.delete()
         netns.exec("ip", "link", "del", DEV, check=False)
 
