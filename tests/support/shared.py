@@ -7,7 +7,13 @@ the clone run as nobody then fails with "Permission denied"."""
 import contextlib
 import os
 import shutil
+import sys
 import tempfile
+
+# The interpreter for a program run as another user: the one a virtual
+# environment in the clone (make check's build/venv-*) links to, which
+# that user can reach; its standard library only (run it with -E -s).
+PYTHON_FOR_ALL = os.path.realpath(sys.executable)
 
 
 @contextlib.contextmanager

@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from support import hostguard
-from support.shared import readable_by_all
+from support.shared import PYTHON_FOR_ALL, readable_by_all
 
 FAKE_TUNED = "exec -a tuned sleep 600"
 # Stands in for /usr/sbin/tuned: what Debian's and Fedora's tuned is, a
@@ -154,7 +154,7 @@ def test_a_users_copy_of_the_program_is_not_the_daemon(guard, tmp_path_factory):
     start, pid_file, calls, _ = guard
     with readable_by_all("tuned", PROGRAM) as program:
         hostguard.TUNED_PROGRAM = program            # undone by the fixture's monkeypatch
-        proc = subprocess.Popen([sys.executable, "-Es", program], user=65534, group=65534,
+        proc = subprocess.Popen([PYTHON_FOR_ALL, "-Es", program], user=65534, group=65534,
                                 cwd="/")
         try:
             wait_exec(proc.pid, program)

@@ -18,10 +18,10 @@ import logging
 import os
 import shutil
 import subprocess
-import sys
 import tempfile
 
 import pytest
+from support.shared import PYTHON_FOR_ALL
 
 from irqtune.kernel import files
 from irqtune.kernel.errors import IrqtuneError
@@ -240,7 +240,7 @@ def swapped(top):
     run = directory(os.path.join(home, "run"))
     path = root_file(os.path.join(run, "srv.pid"), "1\n")
     decoy = os.path.join(home, "decoy")
-    b = as_nobody(sys.executable, "-Esc", NAMED_BY_ITS_PID)
+    b = as_nobody(PYTHON_FOR_ALL, "-Esc", NAMED_BY_ITS_PID)
     a = None
     try:
         pid = int(b.stdout.readline())
