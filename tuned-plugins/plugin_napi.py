@@ -66,9 +66,13 @@ class NapiPlugin(netdev.NetDevicePlugin):
 	the services named in [option]`auto_services` (systemd services, or
 	absolute paths of pid files, separated by commas; a pid file is read
 	only when it is a regular file owned by root that no group or other
-	may write, not a symbolic link, and its pid only while its process is
+	may write, on a disk filesystem or tmpfs, in directories owned by root
+	that no group or other may write (or sticky), with no symbolic link on
+	the way, and its pid only while its process is
 	the one that wrote it - started before the file was last written, so
-	a pid taken over after the service ended is not measured - else it is
+	a pid taken over after the service ended is not measured - and neither
+	init (pid 1, what a pid file written inside a pid namespace may hold)
+	nor a thread, else it is
 	refused in one log line, said once per file and cause, and the other
 	services are measured): as soon as those
 	use 5 % of a CPU, and then at most every [option]`auto_interval`

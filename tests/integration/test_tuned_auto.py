@@ -5,7 +5,8 @@ daemon, against a server whose cost per request and batch are known.
 TuneD runs in the suite's namespace (conftest) with latency-suspend; its
 veth "vauto" carries the traffic of tests/integration/epoll_server.py
 (in TuneD's namespace, named to the plugin by a pid file in
-auto_services) from burst_client.py in a namespace of its own - as in
+auto_services, root's, in a directory of root's under /run, as a
+service's) from burst_client.py in a namespace of its own - as in
 test_doctor_measure.py, both SCHED_FIFO at one priority on one CPU:
 every batch is K requests of COST_NS.  The daemon must measure once the
 server has load, set values that cover a request and the largest batch
@@ -24,8 +25,10 @@ context switches of all its threads over IDLE_SECONDS) with fixed
 values and with auto: auto may not add any.
 """
 
+import contextlib
 import os
 import re
+import shutil
 import subprocess
 import sys
 import time
@@ -33,13 +36,17 @@ import time
 import pytest
 
 from support.netns import NetNs, veth_between
+from support.shared import readable_copy
 from support.waiting import wait_for
 
 PROFILE = "latency-suspend-test"
 DEV, PEER = "vauto", "vautoc"
 CLI = "irqtune-auto-c"
 SERVER_ADDR, CLIENT_ADDR, PORT = "10.250.85.1", "10.250.85.2", 9500
-PIDFILE = "/run/irqtune-auto-test.pid"
+# as a service run by root keeps it: in a directory of its own under /run,
+# root's, 0755 - the path the pid file check walks from / (issue 47, item 1)
+PIDDIR = "/run/irqtune-auto-test"
+PIDFILE = PIDDIR + "/server.pid"
 HERE = os.path.dirname(os.path.abspath(__file__))
 CPU = "0"
 COST_NS, K, MAXEVENTS, GAP_US = 100000, 8, 64, 1000
@@ -76,18 +83,15 @@ def bed(netns):
                              stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
         assert server.stdout.readline().strip() == "ready", server.stderr.read()
         # ip netns exec and taskset exec: the server has the Popen's pid
-        fd = os.open(PIDFILE, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644)
-        try:
-            os.write(fd, b"%d\n" % server.pid)
-        finally:
-            os.close(fd)
+        os.makedirs(PIDDIR, exist_ok=True)
+        os.chmod(PIDDIR, 0o755)
+        write_pid_file(PIDFILE, server.pid)
         yield netns, cli
     finally:
         if server is not None:
             server.terminate()
             server.communicate(timeout=10)
-        if os.path.exists(PIDFILE):
-            os.unlink(PIDFILE)
+        shutil.rmtree(PIDDIR, ignore_errors=True)
         cli.delete()
         netns.exec("ip", "link", "del", DEV, check=False)
 
@@ -165,7 +169,15 @@ def test_auto_follows_the_measured_server_and_restores_exactly(tuned, bed):
     wait_for(lambda: netns.napis_have([DEV], ORIGINAL), what="the originals after off")
 
 
-def test_a_pid_taken_over_sets_nothing_and_is_said_once(tuned, bed):
+@pytest.fixture(scope="module")
+def server_for_nobody():
+    """epoll_server.py where user nobody can read it, whoever may read the
+    clone."""
+    with readable_copy(os.path.join(HERE, "epoll_server.py")) as path:
+        yield path
+
+
+def test_a_pid_taken_over_sets_nothing_and_is_said_once(tuned, bed, server_for_nobody):
     netns, cli = bed
     tuned.adm("off", check=False)
     netns.set_napis([DEV], ORIGINAL)
@@ -177,9 +189,9 @@ def test_a_pid_taken_over_sets_nothing_and_is_said_once(tuned, bed):
     service.wait()
     time.sleep(1)           # forking round to the pid takes seconds (about 5 s for 32k)
     attacker = netns.popen("/usr/bin/python3", PIDTAKE, str(pid), str(NOBODY),
-                           "/usr/bin/python3", os.path.join(HERE, "epoll_server.py"),
+                           "/usr/bin/python3", server_for_nobody,
                            SERVER_ADDR, str(TAKEN_PORT), str(COST_NS), str(MAXEVENTS),
-                           stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+                           cwd="/", stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     client = None
     try:
         assert attacker.stdout.readline().strip() == "ready", attacker.stderr.read()
@@ -213,7 +225,8 @@ def test_a_pid_taken_over_sets_nothing_and_is_said_once(tuned, bed):
             client.kill()
             client.communicate(timeout=30)
         if attacker.poll() is None:
-            os.kill(pid, 9)
+            with contextlib.suppress(ProcessLookupError):  # its server never started
+                os.kill(pid, 9)
         attacker.communicate(timeout=30)
         if os.path.exists(TAKEN_PIDFILE):
             os.unlink(TAKEN_PIDFILE)

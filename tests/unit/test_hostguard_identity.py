@@ -10,13 +10,13 @@ test's own directory; no daemon is started or stopped: the guard's stop
 and start are replaced by recorders."""
 
 import os
-import shutil
 import subprocess
 import sys
 
 import pytest
 
 from support import hostguard
+from support.shared import PYTHON_FOR_ALL, readable_by_all
 
 FAKE_TUNED = "exec -a tuned sleep 600"
 # Stands in for /usr/sbin/tuned: what Debian's and Fedora's tuned is, a
@@ -151,17 +151,11 @@ def test_the_pid_file_tells_two_daemons_apart_only_when_root_wrote_it(guard):
 
 def test_a_users_copy_of_the_program_is_not_the_daemon(guard, tmp_path_factory):
     """TuneD's program run by another user (its pid file, even, naming it)."""
-    import tempfile
     start, pid_file, calls, _ = guard
-    shared = tempfile.mkdtemp(prefix="irqtune-hostguard-")
-    try:
-        os.chmod(shared, 0o755)
-        program = os.path.join(shared, "tuned")
-        with open(program, "w") as f:
-            f.write(PROGRAM)
-        os.chmod(program, 0o644)
+    with readable_by_all("tuned", PROGRAM) as program:
         hostguard.TUNED_PROGRAM = program            # undone by the fixture's monkeypatch
-        proc = subprocess.Popen([sys.executable, "-Es", program], user=65534, group=65534)
+        proc = subprocess.Popen([PYTHON_FOR_ALL, "-Es", program], user=65534, group=65534,
+                                cwd="/")
         try:
             wait_exec(proc.pid, program)
             pid_file(proc.pid)
@@ -169,8 +163,6 @@ def test_a_users_copy_of_the_program_is_not_the_daemon(guard, tmp_path_factory):
         finally:
             proc.kill()
             proc.wait()
-    finally:
-        shutil.rmtree(shared)
 
 
 @pytest.mark.parametrize("text", ["\u0663\u0664", "+12", " ", "", "12abc", "9" * 30])

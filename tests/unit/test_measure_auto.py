@@ -9,7 +9,8 @@ own profile loader.
 
 The /proc/PID/stat line is one of the development host's (Linux 6.18,
 Debian 12: `cat /proc/$(pidof memcached)/stat`, utime 1234 and stime 567
-ticks)."""
+ticks), and so is the head of /proc/PID/status (of polkitd's thread
+gdbus: `head -16 /proc/3538/status`, its thread group 3534)."""
 
 import logging
 import os
@@ -25,6 +26,7 @@ from test_profile_upgrade import PROFILES, check_loaded, load, tuned_profiles  #
 from tuned_loader import load_plugin_module
 
 from irqtune.frontends.doctor import targets
+from irqtune.kernel import files
 from irqtune.kernel.errors import IrqtuneError
 from irqtune.kernel.kfs import KernelFs
 from irqtune.services.ledger import Ledger
@@ -36,6 +38,10 @@ from irqtune.services.tuner import DeviceTuner
 STAT = ("4242 (memcached) S 1 4242 4242 0 -1 4194624 2301 0 0 0 1234 567 0 0 20 0 10 0 "
         "1183394 433950720 2114 18446744073709551615 94523467264000 94523467402233 "
         "140726779683136 0 0 0 0 4096 16898 0 0 0 17 1 0 0 0 0 0\n")
+STATUS = ("Name:\tgdbus\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t3534\nNgid:\t0\n"
+          "Pid:\t3538\nPPid:\t1\nTracerPid:\t0\nUid:\t996\t996\t996\t996\n"
+          "Gid:\t996\t996\t996\t996\nFDSize:\t256\nGroups:\t996 \nNStgid:\t3534\n"
+          "NSpid:\t3538\nNSpgid:\t3326\nNSsid:\t3326\n")
 
 
 # -- the services -------------------------------------------------------------
@@ -60,15 +66,18 @@ def pid_file(path, text, mode=0o644):
     return str(path)
 
 
-def running(proc, pid, ago=100.0, state="S", flags=4194624):
-    """proc/PID/stat of a process that started `ago` seconds before now, on
-    this host's boot clock: STAT with its pid, state, flags and start time
-    (field 22, clock ticks since boot) replaced."""
+def running(proc, pid, ago=100.0, state="S", flags=4194624, tgid=None):
+    """proc/PID/stat and status of a process (or, tgid given, a thread of
+    process tgid) that started `ago` seconds before now, on this host's
+    boot clock: STAT with its pid, state, flags and start time (field 22,
+    clock ticks since boot) replaced, STATUS with its ids."""
     fields = STAT.split()
     ticks = int((time.clock_gettime(time.CLOCK_BOOTTIME) - ago) * os.sysconf("SC_CLK_TCK"))
     fields[0], fields[2], fields[8], fields[21] = str(pid), state, str(flags), str(ticks)
     (proc / str(pid)).mkdir(parents=True, exist_ok=True)
     (proc / str(pid) / "stat").write_text(" ".join(fields) + "\n")
+    (proc / str(pid) / "status").write_text(
+        STATUS.replace("3534", str(tgid or pid)).replace("3538", str(pid)))
 
 
 def written_ago(path, seconds):
@@ -263,8 +272,7 @@ def test_a_pid_file_another_user_could_write_is_refused(tmp_path, caplog, never_
     assert services.pids() == [43]
     assert services.pids() == [43]
     assert refused_lines(caplog) == [
-        "auto_services: pid file %s refused: %s (accepted: a regular file owned by root that no "
-        "group or other may write, not a symbolic link)" % (bad, why)]
+        "auto_services: pid file %s refused: %s (accepted: %s)" % (bad, why, files.ROOT_ONLY)]
     alone = auto.Services([str(bad)], KernelFs(proc=str(tmp_path / "proc")))
     with pytest.raises(IrqtuneError, match="no process runs: .*srv.pid: pid file refused$"):
         alone.pids()
@@ -330,6 +338,32 @@ def test_a_pid_file_naming_no_running_user_process_is_not_measured(tmp_path, sta
         services.pids()
 
 
+@pytest.mark.parametrize("text, tgid, why", [
+    ("1\n", None, "pid 1 is init, not a service (a pid file written inside a pid namespace "
+                  "holds that namespace's pid)"),
+    ("43\n", 42, "pid 43 is a thread of process 42, not a process"),
+], ids=["init", "thread"])
+def test_a_pid_of_init_or_of_a_thread_is_refused_once(tmp_path, caplog, text, tgid, why):
+    """Root-written, but not a service's pid as this pid namespace numbers
+    its processes: "1" written inside a container is the host's init, and
+    a thread's id (gettid) names one thread of the process, which /proc
+    answers for as if it were a process of its own (issue 47, item 12)."""
+    proc = tmp_path / "proc"
+    running(proc, 1)
+    running(proc, 42)
+    running(proc, 43, tgid=tgid)
+    path = pid_file(tmp_path / "srv.pid", text)
+    services = auto.Services([path, pid_file(tmp_path / "other.pid", "42\n")],
+                             KernelFs(proc=str(proc)))
+    caplog.set_level(logging.DEBUG, logger="irqtune")
+    for _ in range(3):
+        assert services.pids() == [42]
+    assert refused_lines(caplog) == ["auto_services: pid file %s refused: %s" % (path, why)]
+    alone = auto.Services([path], KernelFs(proc=str(proc)))
+    with pytest.raises(IrqtuneError, match="no process runs: .*srv.pid: pid file refused$"):
+        alone.pids()
+
+
 def test_a_refusal_is_said_once_per_path_and_cause_however_the_file_alternates(
         tmp_path, caplog, never_waits):
     """A user who owns the pid file's directory can put something else
@@ -364,8 +398,8 @@ def test_a_refusal_is_said_once_per_path_and_cause_however_the_file_alternates(
             assert values.tick() is None
     said = refused_lines(caplog)
     assert said == [
-        "auto_services: pid file %s refused: it is a symbolic link (accepted: a regular file "
-        "owned by root that no group or other may write, not a symbolic link)" % path,
+        "auto_services: pid file %s refused: it is a symbolic link (accepted: %s)"
+        % (path, files.ROOT_ONLY),
         "auto_services: no process runs: %s: pid file refused; the auto values stay "
         "gro_flush_timeout=20us, irq_suspend_timeout=20ms (auto)" % path,
         "auto_services: pid file %s refused: pid 42 started after the file was last written: "
@@ -382,8 +416,11 @@ class FakeServices:
         self.running = list(pids)
         self.started = {pid: 100 for pid in pids}
         self.cpu = 0.0
+        self.fault = None           # raised by pids(): a bug somewhere below
 
     def pids(self):
+        if self.fault is not None:
+            raise self.fault
         if not self.running:
             raise IrqtuneError("auto_services: no process runs: memcached.service: the unit "
                                "runs no process")
@@ -603,6 +640,59 @@ def test_no_tracepoints_backs_off_and_is_said_once(caplog):
     assert said == ["auto_services: cannot measure: no syscall tracepoints for epoll_wait in "
                     "tracefs; the auto values stay gro_flush_timeout=20us, "
                     "irq_suspend_timeout=20ms (auto)"]
+
+
+# What reading a process named "srv\\xff\\xfe" raised on every re-check (issue 47, item 4).
+UNDECODABLE = UnicodeDecodeError("utf-8", b"4242 (srv\xff\xfe) S 1", 9, 10, "invalid start byte")
+
+
+def bugs(caplog):
+    return [r.getMessage() for r in caplog.records
+            if r.levelno >= logging.ERROR and "a bug in irqtune" in r.getMessage()]
+
+
+def bug_line(text):
+    return ("auto_services: measuring failed: %s (a bug in irqtune, please report it; said once "
+            "until it changes), in test_measure_auto.py; the auto values stay "
+            "gro_flush_timeout=20us, irq_suspend_timeout=20ms (auto)" % text)
+
+
+def test_a_failure_of_one_cause_is_said_once_until_it_changes_or_clears(caplog):
+    """A bug below the re-check (a process name that is not UTF-8 raised
+    UnicodeDecodeError) is one error line, not one every 5 s; another
+    cause is said, and the same once more after a re-check that worked."""
+    values, clock, services, windows = make()
+    services.fault = UNDECODABLE
+    caplog.set_level(logging.DEBUG)
+    for _ in range(20):
+        assert busy_for(values, clock, services) is None
+    services.fault = KeyError("Tgid")
+    for _ in range(20):
+        assert busy_for(values, clock, services) is None
+    undecodable = bug_line("UnicodeDecodeError: 'utf-8' codec can't decode byte 0xff in "
+                           "position 9: invalid start byte")
+    assert bugs(caplog) == [undecodable, bug_line("KeyError: 'Tgid'")]
+    assert windows.calls == 0
+    services.fault = None
+    clock.now += auto.RETRY
+    assert busy_for(values, clock, services) is None        # worked: the load's mark
+    services.fault = UNDECODABLE
+    assert busy_for(values, clock, services) is None
+    assert bugs(caplog)[2:] == [undecodable]
+
+
+def test_a_window_that_fails_by_a_bug_is_tried_again_after_a_while(caplog):
+    values, clock, services, windows = make()
+
+    def record(pids, seconds):
+        windows.calls += 1
+        raise RuntimeError("boom")
+    values.record = record
+    caplog.set_level(logging.DEBUG)
+    values.tick()
+    for _ in range(24):                                      # two minutes of re-checks
+        busy_for(values, clock, services)
+    assert len(bugs(caplog)) == 1 and windows.calls <= 2
 
 
 def test_a_fixed_partner_bounds_the_auto_value():
@@ -881,6 +971,21 @@ def test_plugin_turns_a_failed_measurement_into_one_line(napi_plugin, caplog):
         "instance napi: measuring for the auto values failed: RuntimeError: boom (a bug in "
         "irqtune, please report it); the values stay as they are; tuned-adm verify names what "
         "is not set"]
+
+
+def test_plugin_says_a_bug_below_the_re_check_once(napi_plugin, tmp_path, netdev, caplog):
+    """The napi plugin's re-check every 5 s, down to a failing read: one
+    error line, where each re-check logged one."""
+    values, clock, services, _ = make()
+    services.fault = UNDECODABLE
+    instance = Instance(None)
+    instance._tuner = napi_tuner(tmp_path, values=values)
+    instance._tuner.apply("eth0")
+    caplog.set_level(logging.DEBUG)
+    for _ in range(10):
+        clock.now += 5
+        napi_plugin._retune_all(instance)
+    assert len(bugs(caplog)) == 1, bugs(caplog)
 
 
 def test_latency_suspend_with_auto_loads_and_measures_its_services(tmp_path, caplog,

@@ -19,9 +19,11 @@ when longer).  A window during which a measured process ended sets
 nothing.
 
 Root measures what a pid file names and sets NIC-wide values from it, so
-a pid is taken only from a file only root could have written, and only
-when its process is the one that wrote it: a running user process that
-started before the file was last written.  A service that ended and left
+a pid is taken only from a file only root could have written (and
+reached through directories only root can change:
+irqtune.kernel.files.read_root_only_stat), and only when its process is
+the one that wrote it: a running user process, not init nor a thread,
+that started before the file was last written.  A service that ended and left
 its pid file behind, its pid taken over by another process, is refused.
 
 Each warning is said once per subject (a pid file, the services) and
@@ -33,12 +35,13 @@ import logging
 import os
 import re
 import time
+import traceback
 from dataclasses import dataclass
 
 from ...kernel import files
 from ...kernel.errors import IrqtuneError, OptionError
 from ...kernel.kfs import KFS
-from ...kernel.names import option_name
+from ...kernel.names import SHOWN_PATH_MAX, option_name, shown
 from ...kernel.values import MAX_TIMEOUT_NS, format_duration_ns, parse_int
 from .. import systemd
 from ..options import Option, parse_options
@@ -63,6 +66,8 @@ _PID = re.compile(r"^[0-9]{1,10}$")
 # the process's start), a start time is truncated to the clock tick: a
 # process that wrote its pid file within this of starting is taken.
 TIMESTAMP_SLACK = 0.02
+# How much of a bug's message reaches the log (a UnicodeDecodeError's is 75 characters).
+BUG_SHOWN = 160
 
 
 class SaidOnce:
@@ -175,30 +180,54 @@ class Services:
         started after the file was last written, the service's before.
         (A wall clock stepped forward since the file was written, as when
         NTP first syncs after the service started, refuses it too, until
-        the service writes it again.)"""
+        the service writes it again.)
+
+        The pid is read as this pid namespace numbers processes.  Pid 1 is
+        init, never a service: it is what a service that is the first
+        process of a container writes inside its pid namespace, and is
+        refused.  So is a thread's id (gettid(); /proc answers for a
+        thread as for a process): its Tgid in /proc/PID/status differs.
+        Another pid written inside a pid namespace cannot be told from a
+        host pid by its number: a service in a container is named by its
+        systemd unit.  A process in a pid namespace below ours (NSpid with
+        more than one entry) is not refused: a pid file the host writes
+        for a container's process (podman run --pidfile) names it rightly
+        by its host pid, while a pid misread from inside a namespace names
+        some host process, which that test would not catch."""
         try:
             text, st = files.read_root_only_stat(path)
         except files.NotRootOnly as err:
-            self.said.warning(path, "not root-only", "auto_services: pid file %s refused: %s "
-                              "(accepted: %s)" % (path, err, files.ROOT_ONLY))
-            raise IrqtuneError("%s: pid file refused" % path) from None
+            self._refuse(path, "not root-only", "%s (accepted: %s)" % (err, files.ROOT_ONLY))
         except OSError:
             text, st = "", None
         words = text.split()
-        process = procstat.read(int(words[0]), self.kfs) \
-            if words and _PID.match(words[0]) else None
-        if process is None:
+        pid = int(words[0]) if words and _PID.match(words[0]) else None
+        if pid == 1:
+            self._refuse(path, "init", "pid 1 is init, not a service (a pid file written inside "
+                         "a pid namespace holds that namespace's pid)")
+        process = procstat.read(pid, self.kfs) if pid else None
+        tgid = _tgid(pid, self.kfs) if process else None
+        if tgid is None:
             raise IrqtuneError("%s: no running process in the pid file" % path)
-        pid = int(words[0])
         if not process.user_running:
             raise IrqtuneError("%s: pid %d is not a running user process" % (path, pid))
+        if tgid != pid:
+            self._refuse(path, "thread", "pid %d is a thread of process %d, not a process"
+                         % (pid, tgid))
         if process.started_at() > st.st_mtime_ns / 1e9 + TIMESTAMP_SLACK:
             self.said.warning(path, "pid reused", "auto_services: pid file %s refused: pid %d "
                               "started after the file was last written: not the process that "
-                              "wrote it (its pid was reused after it ended)" % (path, pid))
+                              "wrote it (its pid was reused after it ended)"
+                              % (shown(path, SHOWN_PATH_MAX), pid))
             raise IrqtuneError("%s: pid %d started after the file was last written"
                                % (path, pid))
         return pid
+
+    def _refuse(self, path, cause, why):
+        """IrqtuneError; why said once per path and cause."""
+        self.said.warning(path, cause, "auto_services: pid file %s refused: %s"
+                          % (shown(path, SHOWN_PATH_MAX), why))
+        raise IrqtuneError("%s: pid file refused" % path) from None
 
     def usage(self, pids):
         """(CPU seconds (user and system) the pids' processes used so far,
@@ -210,6 +239,14 @@ class Services:
                 ticks += process.cpu_ticks
                 started[pid] = process.start_ticks
         return ticks / os.sysconf("SC_CLK_TCK"), started
+
+
+def _tgid(pid, kfs):
+    """The process (thread group) id of task pid, from /proc/PID/status;
+    None when it is gone."""
+    found = re.search(r"^Tgid:\s*([0-9]+)$", kfs.read_optional(kfs.proc_path(pid, "status"))
+                      or "", re.M)
+    return int(found.group(1)) if found else None
 
 
 @dataclass
@@ -251,6 +288,8 @@ class AutoValues:
         self._load_mark = None          # (time, {pid: start}, cpu seconds) at the last re-check
         self._retry = RETRY             # after a window with too few busy periods
         self.said = SaidOnce()
+        self._bugs_said = set()         # (step, type, file, line) said since step got through
+        self._step = None               # the step running, for a bug's cause
 
     def describe(self):
         return "%s (auto)" % ", ".join("%s=%s" % (option_name(a),
@@ -260,10 +299,25 @@ class AutoValues:
     def tick(self):
         """On a re-check: a Change when a window ran and moved a value out
         of its band, else None.  A service that is down, or a window that
-        cannot be taken, is one log line (said once), never an exception."""
+        cannot be taken, is one log line (said once), never an exception.
+
+        Nor is a bug (any other exception): it is one error line per cause
+        - the step (finding the services, or the window), its type and the
+        line that raised it, not its text, which may name another process
+        each time - until that step gets through, and the next try comes
+        after RETRY seconds, so a failing window does not run on every
+        re-check."""
         now = self.clock()
         if now < self.next_at:
             return None
+        self._step = "services"
+        try:
+            return self._tick(now)
+        except Exception as err:    # noqa: BLE001 - a bug: said once, see above
+            self._bug(now, err)
+            return None
+
+    def _tick(self, now):
         try:
             pids = self.services.pids()
         except IrqtuneError as err:
@@ -271,9 +325,32 @@ class AutoValues:
             self._load_mark = None
             return None
         started = self._has_load(now, pids)
+        self._through("services", "window")
         if started is None:
             return None
-        return self._measure(now, pids, started)
+        change = self._measure(now, pids, started)
+        self._through("window", None)
+        return change
+
+    def _through(self, step, following):
+        """step got through: its bugs are said again should they return."""
+        self._bugs_said = {c for c in self._bugs_said if c[0] != step}
+        self._step = following
+
+    def _bug(self, now, err):
+        self.next_at = now + RETRY
+        self._load_mark = None
+        where = traceback.extract_tb(err.__traceback__)[-1]
+        cause = (self._step, type(err).__name__, where.filename, where.lineno)
+        text = ("auto_services: measuring failed: %s (a bug in irqtune, please report it; said "
+                "once until it changes), in %s; the auto values stay %s"
+                % (shown("%s: %s" % (type(err).__name__, err), BUG_SHOWN),
+                   os.path.basename(where.filename), self.describe()))
+        if cause in self._bugs_said:
+            log.debug("%s (said before)", text)
+            return
+        self._bugs_said.add(cause)
+        log.error("%s", text)
 
     def _warn(self, cause, text):
         self.said.warning("auto_services", cause,
