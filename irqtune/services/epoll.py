@@ -204,9 +204,11 @@ def epoll_fds(pid, kfs=KFS):
 
 
 def preload_loaded(pid, kfs=KFS, library=LIBRARY_NAME):
-    """Whether the busy-poll preload library is mapped in the process."""
+    """Whether the busy-poll preload library is mapped in the process
+    (None: its maps cannot be read).  Read line by line: the process
+    chooses how many mappings it has, and what their paths hold."""
     try:
-        with open(kfs.proc_path(pid, "maps")) as maps:
+        with kfs.open_text(kfs.proc_path(pid, "maps")) as maps:
             return any(line.rstrip().endswith(library) for line in maps)
     except OSError:
         return None
