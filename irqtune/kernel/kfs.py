@@ -6,6 +6,13 @@ tests run the same code on fixture trees (KernelFs(proc=..., sys=...)) and
 so that nothing writes outside /proc and /sys.  Writes are one write()
 call: procfs and sysfs take a value whole, and a short write would be a
 different value.
+
+Text is read as UTF-8 with every byte that does not decode kept as a lone
+surrogate (surrogateescape, as os.listdir() and os.readlink() return
+names): much of it is shaped by other users - a process's name and the
+paths it maps, the mount points below their directories - and no byte
+sequence may stop a reader.  A path read so is the same path to os
+functions; irqtune.kernel.names.shown() prints such a byte as \\xNN.
 """
 
 import os
@@ -78,9 +85,15 @@ class KernelFs:
     # -- access -----------------------------------------------------------
 
     @staticmethod
+    def open_text(path):
+        """The file opened for reading its text line by line, decoded as
+        every read here is; OSError as the kernel gives it."""
+        return open(path, encoding="utf-8", errors="surrogateescape")
+
+    @staticmethod
     def read_text(path):
         """The file's text, stripped; OSError as the kernel gives it."""
-        with open(path) as f:
+        with KernelFs.open_text(path) as f:
             return f.read().strip()
 
     @staticmethod

@@ -24,6 +24,11 @@ Nothing is written: only get operations, and every duplicate is closed
 before the next one is taken (``try/finally``).  pidfd_getfd needs
 ptrace-attach rights over the target (root, or CAP_SYS_PTRACE).
 
+The target's owner chooses how many instances and watches there are, so
+the inspection goes as far as its Bounds and says what it left out
+(Inspection.skipped); fdinfo is read line by line, the lines past the
+bound only counted.
+
 A socket's only reader of SO_INCOMING_NAPI_ID is getsockopt() on a file
 of the socket, and the only way to another process's is pidfd_getfd().
 Every fd it installs goes through the kernel's __receive_sock()
@@ -53,7 +58,9 @@ import select
 import socket
 import stat
 import struct
+import time
 from dataclasses import dataclass, field
+from itertools import islice
 
 from ..kernel import syscalls
 from ..kernel.errors import IrqtuneError, UnsupportedError
@@ -66,7 +73,32 @@ SO_INCOMING_NAPI_ID = 56
 EVENTPOLL_LINK = "anon_inode:[eventpoll]"
 LIBRARY_NAME = "libirqtune-busypoll.so"
 
-_TFD = re.compile(r"^tfd:\s*(\d+)\s+events:\s*([0-9a-f]+).*?\bino:([0-9a-f]+)", re.M)
+_TFD = re.compile(r"tfd:\s*(\d+)\s+events:\s*([0-9a-f]+).*?\bino:([0-9a-f]+)")
+
+
+@dataclass(frozen=True)
+class Bounds:
+    """How far one process's inspection goes.  Each watch examined costs a
+    stat() of /proc/PID/fd/N, each socket a pidfd_getfd() and a
+    getsockopt(), and the counts are the target owner's: up to
+    fs.epoll.max_user_watches (about 4 % of low memory, 5.4 million on a
+    24 GiB host); unbounded, 500 instances x 2000 watches took the doctor
+    211 MiB and 36-82 s here.  The chain needs a sample: whether an instance
+    watches sockets, and whether they receive from more than one NAPI."""
+    # Netty's default is two event loops per CPU (256 on a 128-CPU host);
+    # memcached and nginx hold one instance per worker thread or process
+    instances: int = 256
+    # of each instance, in fdinfo's order: enough to find its sockets
+    # among the pipes, eventfds and timers an event loop also watches
+    watches: int = 256
+    # of each instance: the flows of 64 sockets that RSS spreads over two
+    # queues all land on one with probability 2**-63, so a mix is seen
+    sockets: int = 64
+    # the whole inspection, beside the doctor's window (3 s by default)
+    seconds: float = 5.0
+
+
+BOUNDS = Bounds()
 
 
 @dataclass(frozen=True)
@@ -90,8 +122,9 @@ class EpollInstance:
     fd: int
     params: EpollParams = None
     error: str = None               # why params could not be read
-    targets: list = field(default_factory=list)
+    targets: list = field(default_factory=list)     # the watches examined
     napi_unread: str = None         # why the sockets' NAPI ids were not read
+    watches: int = 0                # fdinfo's tfd: lines, examined or not
 
     @property
     def sockets(self):
@@ -103,9 +136,55 @@ class EpollInstance:
         return sorted({t.napi_id for t in self.sockets if t.napi_id})
 
 
-def parse_fdinfo_targets(text):
-    """[(fd, inode)] from the tfd: lines of an eventpoll fdinfo file."""
-    return [(int(m.group(1)), int(m.group(3), 16)) for m in _TFD.finditer(text)]
+@dataclass
+class Inspection:
+    """One process's epoll instances, as far as the bounds let it go."""
+    pid: int
+    bounds: Bounds = BOUNDS
+    instances: list = field(default_factory=list)  # EpollInstance, the ones inspected
+    epoll_fds: int = 0              # epoll instances the process holds (to the time bound)
+    watches: int = 0                # of the instances inspected
+    out_of_time: bool = False
+
+    def skipped(self):
+        """One line saying what the bounds left out, None when nothing."""
+        b = self.bounds
+        left = []
+        if self.epoll_fds > b.instances:
+            left.append("the first %s epoll instances" % _number(b.instances))
+        if any(i.watches > len(i.targets) == b.watches for i in self.instances):
+            left.append("the first %s watches of each" % _number(b.watches))
+        if any(len(i.sockets) > b.sockets for i in self.instances):
+            left.append("the NAPI ids of the first %s sockets of each" % _number(b.sockets))
+        if not left and not self.out_of_time:
+            return None
+        text = "%s, %s" % (_counted(self.epoll_fds, "epoll instance"),
+                           _counted(self.watches, "watch", "watches"))
+        if self.epoll_fds > len(self.instances):
+            text += " in the %s inspected" % _number(len(self.instances))
+        if self.out_of_time:
+            text += " (as far as counted)"
+        said = ["examined " + ", ".join(left)] if left else []
+        if self.out_of_time:
+            said.append("the inspection stopped at its %g s bound" % b.seconds)
+        return "%s: %s; the rest not inspected" % (text, "; ".join(said))
+
+
+def _number(n):
+    return "{:,}".format(n)
+
+
+def _counted(n, one, many=None):
+    return "%s %s" % (_number(n), one if n == 1 else many or one + "s")
+
+
+def watched_files(lines):
+    """(fd, inode) of each tfd: line of an eventpoll fdinfo, taken as the
+    lines are read."""
+    for line in lines:
+        match = _TFD.match(line)
+        if match:
+            yield int(match.group(1)), int(match.group(3), 16)
 
 
 def _pidfd_open(pid):
@@ -185,28 +264,30 @@ def kernel_has_epoll_params():
 
 
 def epoll_fds(pid, kfs=KFS):
-    """The target's epoll fd numbers, ascending."""
+    """The target's epoll fd numbers, in the order /proc lists them
+    (ascending), as they are read: a process may hold a million fds."""
     fddir = kfs.proc_path(pid, "fd")
     try:
-        names = os.listdir(fddir)
+        entries = os.scandir(fddir)
     except FileNotFoundError:
         raise IrqtuneError("pid %d: no such process" % pid) from None
     except PermissionError:
         raise IrqtuneError("pid %d: cannot read %s (not root?)" % (pid, fddir)) from None
-    found = []
-    for name in names:
-        try:
-            if os.readlink(os.path.join(fddir, name)) == EVENTPOLL_LINK:
-                found.append(int(name))
-        except OSError:      # closed meanwhile
-            continue
-    return sorted(found)
+    with entries:
+        for entry in entries:
+            try:
+                if os.readlink(entry.path) == EVENTPOLL_LINK:
+                    yield int(entry.name)
+            except OSError:      # closed meanwhile
+                continue
 
 
 def preload_loaded(pid, kfs=KFS, library=LIBRARY_NAME):
-    """Whether the busy-poll preload library is mapped in the process."""
+    """Whether the busy-poll preload library is mapped in the process
+    (None: its maps cannot be read).  Read line by line: the process
+    chooses how many mappings it has, and what their paths hold."""
     try:
-        with open(kfs.proc_path(pid, "maps")) as maps:
+        with kfs.open_text(kfs.proc_path(pid, "maps")) as maps:
             return any(line.rstrip().endswith(library) for line in maps)
     except OSError:
         return None
@@ -222,41 +303,63 @@ def _napi_id_of(fd):
         s.detach()    # the caller closes fd
 
 
-def inspect_process(pid, kfs=KFS):
-    """[EpollInstance] of pid, each with its params and targets."""
-    instances = []
+def inspect_process(pid, kfs=KFS, bounds=BOUNDS, clock=time.monotonic):
+    """Inspection of pid: its epoll instances, each with its params and
+    targets, as far as bounds let it go."""
+    found = Inspection(pid, bounds)
+    deadline = clock() + bounds.seconds
     with ProcessFds(pid) as fds:
         for epfd in epoll_fds(pid, kfs):
-            inst = EpollInstance(pid, epfd)
-            try:
-                dup = fds.dup(epfd)       # an eventpoll file: nothing to re-tag
-            except OSError as err:
-                if err.errno == errno.EBADF:      # closed meanwhile
-                    continue
-                inst.error = "pidfd_getfd: %s" % err.strerror
-                instances.append(inst)
-                continue
-            try:
-                inst.params = epoll_params_of_fd(dup)
-            except OSError as err:
-                inst.error = "EPIOCGPARAMS: %s" % os.strerror(err.errno)
-            finally:
-                os.close(dup)
-            try:
-                text = kfs.read_text(kfs.proc_path(pid, "fdinfo", epfd))
-            except OSError:
-                continue
-            for tfd, inode in parse_fdinfo_targets(text):
+            if clock() > deadline:
+                found.out_of_time = True
+                break
+            found.epoll_fds += 1
+            if found.epoll_fds > bounds.instances:
+                continue         # counted only
+            inst = _inspect_instance(pid, epfd, fds, kfs, bounds, lambda: clock() > deadline)
+            if inst is not None:
+                found.instances.append(inst)
+                found.watches += inst.watches
+                found.out_of_time = len(inst.targets) < min(inst.watches, bounds.watches)
+    return found
+
+
+def _inspect_instance(pid, epfd, fds, kfs, bounds, late):
+    """The EpollInstance of one epoll fd, None when it was closed meanwhile;
+    late() says the time bound has passed."""
+    inst = EpollInstance(pid, epfd)
+    try:
+        dup = fds.dup(epfd)       # an eventpoll file: nothing to re-tag
+    except OSError as err:
+        if err.errno == errno.EBADF:      # closed meanwhile
+            return None
+        inst.error = "pidfd_getfd: %s" % err.strerror
+        return inst
+    try:
+        inst.params = epoll_params_of_fd(dup)
+    except OSError as err:
+        inst.error = "EPIOCGPARAMS: %s" % os.strerror(err.errno)
+    finally:
+        os.close(dup)
+    why = socket_dup_disturbs(kfs)     # again for each instance: cgroups come and go
+    read = 0
+    try:
+        with kfs.open_text(kfs.proc_path(pid, "fdinfo", epfd)) as info:
+            for tfd, inode in islice(watched_files(info), bounds.watches):
                 target = _inspect_target(pid, tfd, inode, kfs)
-                if target.kind == "socket":
-                    why = socket_dup_disturbs(kfs)     # again for each: cgroups come and go
-                    if why is None:
-                        _read_napi_id(fds, target)
-                    else:
-                        inst.napi_unread = why
+                if target.kind == "socket" and why is not None:
+                    inst.napi_unread = why
+                elif target.kind == "socket" and read < bounds.sockets:
+                    _read_napi_id(fds, target)
+                    read += 1
                 inst.targets.append(target)
-            instances.append(inst)
-    return instances
+                if late():
+                    break
+            # the rest only counted: the kernel wrote them all already
+            inst.watches = len(inst.targets) + sum(1 for line in info if line.startswith("tfd:"))
+    except OSError:          # closed meanwhile (or the process exited): what was read stands
+        return inst if inst.targets else None
+    return inst
 
 
 def _inspect_target(pid, tfd, inode, kfs):

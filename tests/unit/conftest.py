@@ -15,7 +15,8 @@ def inspect_own_epoll():
     (pidfd_getfd, Linux 5.6)."""
     def inspect(ep, *opened):
         try:
-            found = [i for i in epoll.inspect_process(os.getpid()) if i.fd == ep.fileno()]
+            found = [i for i in epoll.inspect_process(os.getpid()).instances
+                     if i.fd == ep.fileno()]
         except epoll.UnsupportedError as err:
             pytest.skip(str(err))
         finally:

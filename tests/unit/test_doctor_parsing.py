@@ -40,12 +40,12 @@ def fixture(name):
 # -- epoll inspection ---------------------------------------------------------
 
 def test_fdinfo_targets_from_real_kernel_text():
-    assert epoll.parse_fdinfo_targets(fixture("fdinfo-eventpoll-6.18")) == [
+    assert list(epoll.watched_files(fixture("fdinfo-eventpoll-6.18").splitlines())) == [
         (5, 0xbdc6), (6, 0xbdc7), (4, 0xbdc5)]
 
 
 def test_fdinfo_of_an_epoll_without_targets():
-    assert epoll.parse_fdinfo_targets("pos:\t0\nflags:\t02\nmnt_id:\t15\nino:\t1057\n") == []
+    assert list(epoll.watched_files(["pos:\t0", "flags:\t02", "mnt_id:\t15", "ino:\t1057"])) == []
 
 
 def test_preload_found_in_real_maps(tmp_path):

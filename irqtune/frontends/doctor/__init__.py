@@ -40,9 +40,12 @@ def diagnose(pids=(), devices=(), seconds=3.0, unit=None, kfs=KFS):
     instances = {}
     for pid in pids:
         try:
-            instances[pid] = epoll.inspect_process(pid, kfs)
+            inspection = epoll.inspect_process(pid, kfs)
         except IrqtuneError as err:
             report.add("process", "pid %d" % pid, "unknown", str(err))
+            continue
+        instances[pid] = inspection.instances
+        chain.check_bounds(report, inspection, targets.comm(pid, kfs))
     napi_ids = sorted({n for insts in instances.values() for i in insts for n in i.napi_ids})
     # sockets left unread (irqtune.services.epoll): any NAPI of the named
     # devices may be theirs, so each is judged

@@ -211,6 +211,18 @@ def check_epoll(report, inst, comm, napi_devices):
                    **data)
 
 
+def check_bounds(report, inspection, comm):
+    """What the inspection's bounds left out of the target
+    (irqtune.services.epoll.Bounds), when they left out anything."""
+    skipped = inspection.skipped()
+    if skipped:
+        b = inspection.bounds
+        report.add("epoll", "pid %d (%s)" % (inspection.pid, shown(comm)), INFO, skipped,
+                   epoll_instances=inspection.epoll_fds, watches=inspection.watches,
+                   bounds=dict(instances=b.instances, watches=b.watches, sockets=b.sockets,
+                               seconds=b.seconds))
+
+
 def check_sockets_seen(report, instances_by_pid):
     """An UNKNOWN link when no socket of any target has met a NAPI yet, or
     their NAPI ids could not be read without disturbing them."""

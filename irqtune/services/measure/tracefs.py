@@ -12,6 +12,7 @@ import re
 
 from ...kernel import syscalls
 from ...kernel.errors import IrqtuneError, describe_os_error
+from ...kernel.kfs import KFS
 
 MOUNT_POINT = "/sys/kernel/tracing"
 # include/uapi/linux/mount.h
@@ -72,9 +73,9 @@ def formats(system, names):
     return _known[key]
 
 
-def _read(system, names):
-    with open("/proc/self/mounts") as f:
-        roots = [r for r in mounted_tracefs(f.read()) if os.path.isdir(os.path.join(r, "events"))]
+def _read(system, names, kfs=KFS):
+    mounts = kfs.read_text(kfs.proc_path("self", "mounts"))    # other users' mount points too
+    roots = [r for r in mounted_tracefs(mounts) if os.path.isdir(os.path.join(r, "events"))]
     if roots:
         return read_formats(roots[0], system, names)
     return _formats_in_detached_mount(system, names)
