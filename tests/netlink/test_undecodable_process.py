@@ -104,8 +104,8 @@ def test_doctor_of_a_process_and_device_named_in_bytes_that_are_not_utf8(bed):
     result = irqtune("doctor", "--pid", str(pid), "--seconds", "0.5")
     print(result.stdout, result.stderr)
     assert "unexpected error" not in result.stderr
-    assert "pid %d (srv\\xff\\xfe)" % pid in result.stdout
-    assert "(v\\xff0)" in result.stdout          # the device, found through the socket
+    assert "pid %d ($'srv\\xff\\xfe')" % pid in result.stdout
+    assert "($'v\\xff0')" in result.stdout          # the device, found through the socket
     assert result.stdout.splitlines()[-1].startswith("verdict: ")
 
 

@@ -53,7 +53,7 @@ def test_a_process_name_that_is_not_utf8_is_read_and_shown_escaped(tmp_path):
     kfs = proc_tree(tmp_path, **{"%d/comm" % PID: fixture("comm-undecodable-6.18"),
                                  "%d/stat" % PID: fixture("stat-undecodable-6.18")})
     assert kfs.read_text(kfs.proc_path(PID, "comm")) == "srv\udcff\udcfe"
-    assert shown(targets.comm(PID, kfs)) == "srv\\xff\\xfe"
+    assert shown(targets.comm(PID, kfs)) == "$'srv\\xff\\xfe'"
     stat = procstat.read(PID, kfs)
     assert (stat.state, stat.start_ticks, stat.user_running) == ("R", 28387, True)
     assert targets.check_pid(PID, kfs) == [PID]
