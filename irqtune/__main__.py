@@ -34,6 +34,7 @@ EXIT_BAD_ARGUMENT = 2           # argparse's own
 INTERVAL_MIN, INTERVAL_MAX, INTERVAL_DEFAULT = 0.1, 3600.0, 1.0
 SECONDS_MIN, SECONDS_MAX = 0.5, 60.0      # doctor --seconds
 LISTED_DEVICES = 12
+STDOUT = "-"            # metrics --output: standard output, as without --output
 
 # Numbers are ASCII digits only: Python's int() and float() also take
 # digits of other scripts ("--pid \u0661\u0663\u0661\u0660\u0662" inspected pid 13102), "_"
@@ -160,7 +161,7 @@ def metrics(args):
                               else "openmetrics")
         text = metrics_export.render(metrics_export.collect(args.devices),
                                      openmetrics=fmt == "openmetrics")
-        if args.output:
+        if args.output and args.output != STDOUT:
             metrics_export.write_atomically(args.output, text)
         else:
             sys.stdout.write(text)
@@ -199,7 +200,7 @@ def build_parser():
     mt.add_argument("devices", nargs="*", help="network devices (default: all with NAPIs)")
     mt.add_argument("--output", metavar="FILE",
                     help="write FILE atomically (node_exporter's textfile collector) "
-                         "instead of standard output")
+                         "instead of standard output (-); a regular file only")
     mt.add_argument("--format", choices=("openmetrics", "prometheus"), default=None,
                     help="OpenMetrics 1.0 (default), or the Prometheus text format "
                          "(default for an --output file named *.prom)")
