@@ -23,7 +23,7 @@ from .frontends import (doctor as doctor_report, metrics as metrics_export, veri
                         watch as status_watch)
 from .kernel.caps import detect_napi_capabilities
 from .kernel.errors import IrqtuneError
-from .kernel.names import LINE_MAX, shown
+from .kernel.names import LINE_MAX, SHOWN_MAX, shown
 from .kernel.netlink.netdev import NapiFamily
 
 COLUMNS = ("defer-hard-irqs", "gro-flush-timeout", "irq-suspend-timeout", "threaded", "irq")
@@ -58,10 +58,19 @@ NUMBERS = {
 
 class Parser(argparse.ArgumentParser):
     """argparse whose refusals are one line ("irqtune status: ...") and
-    exit 2, without the usage block."""
+    exit 2, without the usage block; the values argparse quotes in them
+    (whole: a 100 KB --format) shown escaped and cut."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        self.given = sys.argv[1:] if args is None else list(args)
+        return super().parse_known_args(self.given, namespace)
 
     def error(self, message):
-        self.exit(EXIT_BAD_ARGUMENT, "%s: %s\n" % (self.prog, message))
+        for arg in sorted(set(getattr(self, "given", ())), key=len, reverse=True):
+            for value in (arg, arg.partition("=")[2]):
+                if len(value) > SHOWN_MAX:
+                    message = message.replace(repr(value), "'%s'" % shown(value)).replace(value, shown(value))
+        self.exit(EXIT_BAD_ARGUMENT, "%s: %s\n" % (self.prog, shown(message, LINE_MAX)))
 
 
 def interfaces():
