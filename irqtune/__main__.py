@@ -23,7 +23,7 @@ from .frontends import (doctor as doctor_report, metrics as metrics_export, veri
                         watch as status_watch)
 from .kernel.caps import detect_napi_capabilities
 from .kernel.errors import IrqtuneError
-from .kernel.names import LINE_MAX, shown
+from .kernel.names import LINE_MAX, SHOWN_MAX, shown
 from .kernel.netlink.netdev import NapiFamily
 
 COLUMNS = ("defer-hard-irqs", "gro-flush-timeout", "irq-suspend-timeout", "threaded", "irq")
@@ -34,6 +34,7 @@ EXIT_BAD_ARGUMENT = 2           # argparse's own
 INTERVAL_MIN, INTERVAL_MAX, INTERVAL_DEFAULT = 0.1, 3600.0, 1.0
 SECONDS_MIN, SECONDS_MAX = 0.5, 60.0      # doctor --seconds
 LISTED_DEVICES = 12
+STDOUT = "-"            # metrics --output: standard output, as without --output
 
 # Numbers are ASCII digits only: Python's int() and float() also take
 # digits of other scripts ("--pid \u0661\u0663\u0661\u0660\u0662" inspected pid 13102), "_"
@@ -57,10 +58,19 @@ NUMBERS = {
 
 class Parser(argparse.ArgumentParser):
     """argparse whose refusals are one line ("irqtune status: ...") and
-    exit 2, without the usage block."""
+    exit 2, without the usage block; the values argparse quotes in them
+    (whole: a 100 KB --format) shown escaped and cut."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        self.given = sys.argv[1:] if args is None else list(args)
+        return super().parse_known_args(self.given, namespace)
 
     def error(self, message):
-        self.exit(EXIT_BAD_ARGUMENT, "%s: %s\n" % (self.prog, message))
+        for arg in sorted(set(getattr(self, "given", ())), key=len, reverse=True):
+            for value in (arg, arg.partition("=")[2]):
+                if len(value) > SHOWN_MAX:
+                    message = message.replace(repr(value), "'%s'" % shown(value)).replace(value, shown(value))
+        self.exit(EXIT_BAD_ARGUMENT, "%s: %s\n" % (self.prog, shown(message, LINE_MAX)))
 
 
 def interfaces():
@@ -160,7 +170,7 @@ def metrics(args):
                               else "openmetrics")
         text = metrics_export.render(metrics_export.collect(args.devices),
                                      openmetrics=fmt == "openmetrics")
-        if args.output:
+        if args.output and args.output != STDOUT:
             metrics_export.write_atomically(args.output, text)
         else:
             sys.stdout.write(text)
@@ -199,7 +209,7 @@ def build_parser():
     mt.add_argument("devices", nargs="*", help="network devices (default: all with NAPIs)")
     mt.add_argument("--output", metavar="FILE",
                     help="write FILE atomically (node_exporter's textfile collector) "
-                         "instead of standard output")
+                         "instead of standard output (-); a regular file only")
     mt.add_argument("--format", choices=("openmetrics", "prometheus"), default=None,
                     help="OpenMetrics 1.0 (default), or the Prometheus text format "
                          "(default for an --output file named *.prom)")

@@ -26,31 +26,61 @@ your own NIC.
                                         connections held open (run by the bench on the client)
 
 Bad arguments are refused in one line naming the argument, the value and
-what is accepted (exit 2); a failed bench exits 1.
+what is accepted (exit 2); a failed bench exits 1, an interrupted one 130.
 """
 
 import argparse
+import errno
 import ipaddress
 import json
+import os
 import re
 import signal
+import stat
 import sys
+import tempfile
 import time
 import types
+from contextlib import suppress
 from pathlib import Path
 
 from .modes import MEASURED, MODES, PROFILE, SERIES_MODES, parse_modes
 
 EXIT_BAD_ARGUMENT = 2
+EXIT_INTERRUPTED = 130          # a shell's 128 + SIGINT
 MCLOAD = "/usr/libexec/irqtune-bench/mcload"
 SHIM = "/usr/lib64/irqtune-bench/epoll_slice.so"
+# The longest argument taken (PATH_MAX): checked before argparse or a
+# number parser sees it, so no value costs more than this to refuse.
+ARGUMENT_MAX = 4096
+# The longest --name: the results' names add "-insn.png", the writer's
+# temporary files a dot before and ".XXXXXXXX" after, within NAME_MAX (255).
+NAME_MAX = 200
+# How much of a value a refusal quotes; of a string from a run file or a
+# remote host a report, a document or a log line shows; of a whole line.
+QUOTED_MAX, TEXT_MAX, LINE_MAX = 80, 1000, 2000
+RESULT_MODE, RESULT_DIR_MODE = 0o644, 0o755     # results are for reading, and committing
 
 
 class Parser(argparse.ArgumentParser):
-    """argparse whose refusals are one line and exit 2, without the usage block."""
+    """argparse whose refusals are one line and exit 2, without the usage
+    block; every argument at most ARGUMENT_MAX characters, and the values
+    argparse quotes in its refusals (whole) escaped and cut."""
+
+    def parse_known_args(self, args=None, namespace=None):
+        self.given = sys.argv[1:] if args is None else list(args)
+        for before, arg in zip([""] + self.given, self.given):
+            if len(arg) > ARGUMENT_MAX:
+                named = before if before.startswith("-") else "argument"
+                self.error("%s %s: longer than %d characters" % (named, shown(arg), ARGUMENT_MAX))
+        return super().parse_known_args(self.given, namespace)
 
     def error(self, message):
-        self.exit(EXIT_BAD_ARGUMENT, "%s: %s\n" % (self.prog, message))
+        for arg in sorted(set(getattr(self, "given", ())), key=len, reverse=True):
+            for value in (arg, arg.partition("=")[2]):
+                if len(value) > QUOTED_MAX:
+                    message = message.replace(repr(value), "'%s'" % shown(value)).replace(value, shown(value))
+        self.exit(EXIT_BAD_ARGUMENT, "%s: %s\n" % (self.prog, shown(message, LINE_MAX)))
 
 
 def add_run_options(ap, out_default):
@@ -82,19 +112,115 @@ def add_run_options(ap, out_default):
 
 FRACTIONS = "0.1,0.3,0.6,0.9"
 QUICK_FRACTIONS = "0.2,0.6,0.9"
-WHOLE = re.compile(r"[0-9]+")
-DECIMAL = re.compile(r"[0-9]+(?:\.[0-9]*)?|\.[0-9]+")
+# ASCII digits, at most 20 before and after the point: no value the bench
+# takes needs more, and int() of a longer one is work (and past 4300
+# digits Python's ValueError) rather than a refusal
+WHOLE = re.compile(r"[0-9]{1,20}")
+DECIMAL = re.compile(r"[0-9]{1,20}(?:\.[0-9]{0,20})?|\.[0-9]{1,20}")
 
 
 class BadArgument(ValueError):
     """One line refusing an argument: its name, its value, what is accepted."""
 
 
-def shown(value, limit=80):
-    """A value as a refusal quotes it: non-ASCII escaped, cut to limit."""
-    text = value.encode("ascii", "backslashreplace").decode()
+class NotRegularFile(OSError):
+    """What is at a path write_file was to replace is not a regular file."""
+
+
+def shown(value, limit=QUOTED_MAX):
+    """The bench's one output guard: how a string from an argument, a run
+    file or a remote host reaches a terminal, a log or a document -
+    everything but printable ASCII escaped (control characters, so nothing
+    reaches a terminal that acts on it and a line stays one line; and
+    non-ASCII, so no look-alike or invisible character passes for another),
+    cut to limit.  Printable ASCII is left as it is, so shown(shown(x)) is
+    shown(x) and a line may pass it twice."""
+    text = value if isinstance(value, str) else str(value)
+    text = text.encode("ascii", "backslashreplace").decode()
     text = "".join(c if c.isprintable() else "\\x%02x" % ord(c) for c in text)
     return text if len(text) <= limit else text[:limit - 3] + "..."
+
+
+# what markdown acts on inside a line: a table cell's end, a code span,
+# HTML and autolinks, a link or image; and the backslash escaping them
+MARKDOWN_ACTIVE = str.maketrans({c: "\\" + c for c in "\\`|<>[]"})
+
+
+def md(value, limit=TEXT_MAX):
+    """shown() for a markdown document: also each character markdown acts
+    on inside a line backslash-escaped (GitHub's tables take \\| in a
+    code span too), so a run file's string stays one cell of plain text."""
+    return shown(value, limit).translate(MARKDOWN_ACTIVE)
+
+
+# what lstat's file type is called in a refusal
+FILE_KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"),
+              (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+              (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
+
+
+def refuse_unless_regular(path):
+    """NotRegularFile unless path is a regular file or nothing (as the
+    irqtune library's files.refuse_unless_regular)."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        kind = next((kind for test, kind in FILE_KINDS if test(mode)), "something")
+        raise NotRegularFile(errno.EEXIST, "%s is there, not a regular file; left as it is" % kind, str(path))
+
+
+def write_file(path, data, mode=RESULT_MODE):
+    """The bench's one writer (results, plots, the docs' markdown), as the
+    irqtune library's files.replace_file writes: path holds data (text as
+    UTF-8, or bytes) with mode afterwards, or is as it was.  The bench runs
+    as root in directories others may write (--out, the default "."), so a
+    symlink, device, FIFO or directory at path is refused (NotRegularFile),
+    the temporary file is made by mkstemp (O_EXCL: never through a link)
+    and renamed over path.  The bench does not import the library: it is
+    installed on hosts without it (the administrator's machine, the client)."""
+    refuse_unless_regular(path)
+    payload = data.encode() if isinstance(data, str) else data
+    directory = os.path.dirname(os.path.abspath(path))
+    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as f:
+            f.write(payload)
+            f.flush()
+            os.fchmod(f.fileno(), mode)
+            os.fsync(f.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+def results_dir(out):
+    """Path of --out, made (mode RESULT_DIR_MODE) when missing."""
+    out = Path(out)
+    with suppress(FileExistsError):
+        out.mkdir(mode=RESULT_DIR_MODE, parents=True)
+    return out
+
+
+def checked_out(out):
+    """--out's value unless it cannot be a directory of results:
+    BadArgument naming why."""
+    if any(len(part.encode(errors="surrogateescape")) > 255 for part in out.split("/")):
+        raise BadArgument("--out %s: accepted a directory whose names are at most 255 bytes each" % shown(out))
+    if os.path.lexists(out) and not os.path.isdir(out):
+        raise BadArgument("--out %s: not a directory" % shown(out))
+    return out
+
+
+def checked_name(name):
+    """--name's value unless it cannot name the result files: BadArgument."""
+    if not name or name in (".", "..") or "/" in name or len(name.encode(errors="surrogateescape")) > NAME_MAX:
+        raise BadArgument("--name %s: accepted a file name without '/', at most %d bytes"
+                          % (shown(name) if name else "''", NAME_MAX))
+    return name
 
 
 def _g(x):
@@ -130,7 +256,7 @@ def run_settings(args):
     except ValueError as err:
         raise BadArgument(str(err)) from None
     s = types.SimpleNamespace(
-        modes=modes, service=args.service, quick=args.quick, out=args.out,
+        modes=modes, service=args.service, quick=args.quick, out=checked_out(args.out),
         loads=sorted(numbers("--loads", args.loads, 1, 2000000, unit=" requests/s")) if args.loads else [],
         fractions=sorted(numbers("--fractions", QUICK_FRACTIONS if args.quick and args.fractions == FRACTIONS
                                  else args.fractions, 0.01, 2, whole=False)),
@@ -156,8 +282,10 @@ def run_settings(args):
 def ssh_settings(args):
     """run_settings() plus the two hosts' options of `irqtune-bench run`."""
     s = run_settings(args)
-    if args.server.startswith("-") or args.client.startswith("-"):
-        raise BadArgument("--server/--client: accepted an ssh destination ([user@]host), not an option")
+    for host in (args.server, args.client):
+        if not host or host.startswith("-") or not (host.isascii() and host.isprintable()) or " " in host:
+            raise BadArgument("--server/--client %s: accepted an ssh destination ([user@]host: printable "
+                              "ASCII, no blank), not an option" % (shown(host) if host else "''"))
     try:
         ipaddress.IPv4Address(args.server_addr)
     except ValueError:
@@ -166,7 +294,8 @@ def ssh_settings(args):
                       port=number("--port", args.port, 1, 65535), ssh_option=list(args.ssh_option),
                       generators=None if args.generators == "auto" else
                       number("--generators", args.generators, 1, 64, unit=" or auto"),
-                      remote_command=args.remote_command, mcload=args.mcload, shim=args.shim, name=args.name)
+                      remote_command=args.remote_command, mcload=args.mcload, shim=args.shim,
+                      name=checked_name(args.name))
     return s
 
 
@@ -174,7 +303,9 @@ def logger():
     t_start = time.monotonic()
 
     def log(msg):
-        print("[irqtune-bench %5.0fs] %s" % (time.monotonic() - t_start, msg), file=sys.stderr, flush=True)
+        # what the runner logs holds the remote hosts' answers
+        print("[irqtune-bench %5.0fs] %s" % (time.monotonic() - t_start, shown(msg, LINE_MAX)), file=sys.stderr,
+              flush=True)
     log.start = t_start
     return log
 
@@ -188,10 +319,12 @@ def check(settings):
     try:
         findings = tb.check()
     except BenchError as err:
-        print("irqtune-bench check: %s" % err, file=sys.stderr)
+        print("irqtune-bench check: %s" % shown(err, LINE_MAX), file=sys.stderr)
         return 1
     finally:
         tb.finish()
+    # a finding quotes what the hosts answered
+    findings = [f._replace(what=shown(f.what, LINE_MAX), fix=f.fix and shown(f.fix, LINE_MAX)) for f in findings]
     print("\n".join(preflight.lines(findings)))
     return 1 if preflight.failed(findings) else 0
 
@@ -209,28 +342,43 @@ def execute(tb, args, name, command):
     from .runner import BenchError, run_bench
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, stop_on_signal)
-    out = Path(args.out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out = results_dir(args.out)
+        rep.check_results(out, name)        # refused before the run, not after it
+    except OSError as err:
+        print("irqtune-bench: %s" % written_error(err), file=sys.stderr)
+        tb.finish()
+        return 1
     log = logger()
     report = dict(settings=vars(args), profile=PROFILE, command=command,
                   started=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))
 
     def save():
-        (out / ("%s.json" % name)).write_text(json.dumps(report, indent=1) + "\n")
+        write_file(out / ("%s.json" % name), json.dumps(report, indent=1) + "\n")
     try:
         failed = run_bench(tb, args, log, report, save)
+        report["seconds_total"] = round(time.monotonic() - log.start)
+        rep.write_report(report, out, name)
     except BenchError as err:
-        print("irqtune-bench: %s" % err, file=sys.stderr)
+        print("irqtune-bench: %s" % shown(err, LINE_MAX), file=sys.stderr)
+        return 1
+    except OSError as err:          # a result not written: the run stopped, the runner put the server back
+        print("irqtune-bench: %s" % written_error(err), file=sys.stderr)
         return 1
     finally:
         tb.finish()
-    report["seconds_total"] = round(time.monotonic() - log.start)
-    rep.write_report(report, out, name)
     if failed:
-        print("irqtune-bench: %d run(s) failed (see %s)" % (len(failed), out / ("%s.json" % name)),
+        print("irqtune-bench: %d run(s) failed (see %s)" % (len(failed), shown(out / ("%s.json" % name), TEXT_MAX)),
               file=sys.stderr)
         return 1
     return 0
+
+
+def written_error(err):
+    """An OSError of the bench's files as a line's text."""
+    if err.filename is None:
+        return shown(err, LINE_MAX)
+    return "%s: %s" % (shown(err.filename, TEXT_MAX), shown(err.strerror or err, TEXT_MAX))
 
 
 def add_host_options(p):
@@ -280,39 +428,68 @@ def parser():
     s.add_argument("--service", default="memcached")
     s.add_argument("--stats-only", action="store_true")
     sub.add_parser("count", help="instructions per CPU until a line on stdin (on the server)")
+    # the internal commands' numbers are text too: internal_numbers()
     f = sub.add_parser("server-facts", help="what check judges on the server, as JSON (on the server)")
     f.add_argument("nic")
     f.add_argument("--service", default="memcached")
-    f.add_argument("--port", type=int, default=11211)
-    f.add_argument("--cpu", type=int, default=2)
+    f.add_argument("--port", default="11211")
+    f.add_argument("--cpu", default="2")
     i = sub.add_parser("incoming", help="the service's connections on a port and their NAPI ids (on the server)")
     i.add_argument("--service", default="memcached")
-    i.add_argument("--port", type=int, default=11211)
+    i.add_argument("--port", default="11211")
     h = sub.add_parser("hold", help="connections from given source ports, held until a line on stdin "
                        "(on the client)")
     h.add_argument("addr")
-    h.add_argument("port", type=int)
-    h.add_argument("--source-ports", required=True, type=lambda t: [int(x) for x in t.split(",")])
+    h.add_argument("port")
+    h.add_argument("--source-ports", required=True)
     sub.add_parser("paths", help="where this installation keeps mcload and epoll_slice.so, as JSON")
     return ap
+
+
+def internal_numbers(args):
+    """args of the commands the bench runs on its hosts, their numbers
+    parsed (ASCII digits, in range) as the run options' are."""
+    if args.command in ("server-facts", "incoming"):
+        args.port = number("--port", args.port, 1, 65535)
+    if args.command == "server-facts":
+        args.cpu = number("--cpu", args.cpu, 0, 8191, unit=" (a CPU number)")
+    if args.command == "hold":
+        args.port = number("port", args.port, 1, 65535)
+        args.source_ports = numbers("--source-ports", args.source_ports, 1, 65535)
+    return args
 
 
 def main(argv=None, mcload=MCLOAD, shim=SHIM):
     ap = parser()
     args = ap.parse_args(argv)
     try:
-        if args.command == "check":
-            return check(ssh_settings(args))
-        if args.command == "run":
-            from .ssh import SshTestbed
-            settings = ssh_settings(args)
-            return execute(SshTestbed(settings), settings, settings.name,
-                           " ".join(["irqtune-bench"] + [shown(a, 200) for a in argv or sys.argv[1:]]))
-        if args.command in ("report", "compare", "docs"):
-            from . import saved
-            return saved.main(args)
+        return dispatch(args, argv, mcload, shim)
     except BadArgument as err:
-        ap.exit(EXIT_BAD_ARGUMENT, "irqtune-bench %s: %s\n" % (args.command, err))
+        ap.exit(EXIT_BAD_ARGUMENT, "irqtune-bench %s: %s\n" % (args.command, shown(err, LINE_MAX)))
+    except KeyboardInterrupt:
+        print("irqtune-bench: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
+    except OSError as err:
+        print("irqtune-bench %s: %s" % (args.command, written_error(err)), file=sys.stderr)
+        return 1
+
+
+def dispatch(args, argv, mcload, shim):
+    """The exit code of the command args name; BadArgument refusing one."""
+    if args.command == "check":
+        return check(ssh_settings(args))
+    if args.command == "run":
+        from .ssh import SshTestbed
+        settings = ssh_settings(args)
+        return execute(SshTestbed(settings), settings, settings.name,
+                       " ".join(["irqtune-bench"] + [shown(a, 200) for a in argv or sys.argv[1:]]))
+    if args.command == "report" and not args.verdicts_json:
+        checked_out(args.out)
+        checked_name(args.name if args.name is not None else Path(args.json).name.split(".", 1)[0])
+    if args.command in ("report", "compare", "docs"):
+        from . import saved
+        return saved.main(args)
+    internal_numbers(args)
     if args.command == "paths":
         # asked over ssh: each host's own installation knows its paths
         print(json.dumps({"mcload": mcload, "shim": shim}))

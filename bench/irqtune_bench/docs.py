@@ -13,6 +13,7 @@ import statistics
 import sys
 
 from . import report as rep
+from .cli import BadArgument, md, refuse_unless_regular, results_dir, shown, write_file
 
 BEGIN = "<!-- irqtune-bench docs: generated from %s - edit the run, not this -->"
 END = "<!-- irqtune-bench docs: end -->"
@@ -32,7 +33,7 @@ VERDICT_RUN = {"repeats": 8, "seconds": 20, "warmup": 2}
 def kind(report):
     """"a verdict run" when the run meets the rule's minimum rounds, window
     and warm-up (issue 40), else what it is short of."""
-    short = ["%s %s < %s" % (k, report["settings"].get(k), v) for k, v in VERDICT_RUN.items()
+    short = ["%s %s < %s" % (k, md(report["settings"].get(k)), v) for k, v in VERDICT_RUN.items()
              if not report["settings"].get(k, 0) >= v]
     if not short:
         return "a verdict run"
@@ -45,17 +46,17 @@ def facts(report):
     s, tb = report["settings"], report.get("testbed", {})
     runs = report["runs"]
     kept = [r for r in runs if not r.get("failed")]
-    lines = ["- Run: %s, started %s; `%s`." % (kind(report), report.get("started", "?"),
-                                                report.get("command", "command not recorded"))]
+    lines = ["- Run: %s, started %s; `%s`." % (kind(report), md(report.get("started", "?")),
+                                                md(report.get("command", "command not recorded")))]
     machine = tb.get("machine")
     if machine:
-        lines.append("- Host: %s, %s CPUs, %s GiB, kernel %s, %s." % (
-            machine.get("host_cpu", "?"), machine.get("host_cpus", "?"), machine.get("host_mem_gib", "?"),
-            machine.get("host_kernel", "?"), machine.get("qemu", "?")))
+        lines.append("- Host: %s, %s CPUs, %s GiB, kernel %s, %s." % tuple(md(machine.get(key, "?")) for key in (
+            "host_cpu", "host_cpus", "host_mem_gib", "host_kernel", "qemu")))
     guest = tb.get("guest")
     if guest:
         lines.append("- Guest: Linux %s, %d vCPUs, `-cpu %s`, %d-queue virtio-net, boot arguments `%s`." % (
-            tb.get("kernel", "?"), guest["vcpus"], guest["cpu_model"], guest["nic_queues"], guest["cmdline_extra"]))
+            md(tb.get("kernel", "?")), guest["vcpus"], md(guest["cpu_model"]), guest["nic_queues"],
+            md(guest["cmdline_extra"])))
     lines.append("- %d runs counted (%s; %d round(s), %.0f s windows after %.1f s of warm-up, %d connection(s)), "
                  "%d failed, %d still disturbed at the re-run bound, %d re-runs in all; the whole bench %s s."
                  % (len(kept) - sum(1 for r in kept if r.get("disturbed")), " x ".join(
@@ -78,37 +79,44 @@ def facts(report):
 
 def generated(report, source, images_rel):
     """The markdown between the markers."""
-    lines = [BEGIN % source, ""] + facts(report) + [""]
-    lines += rep.recommend_lines(report.get("recommend"))[1:]
+    lines = [BEGIN % md(source), ""] + facts(report) + [""]
+    lines += rep.recommend_lines(report.get("recommend"), escape=md)[1:]
     lines += ["", rep.markdown_report(report)]
     cells, _, _ = rep.derived(report)
-    shown = rep.plotted(cells)
+    plots = rep.plotted(cells)
     for suffix, what in (("p99", "p99 latency against offered load"),
                          ("insn", "instructions per request on the serving vCPU against offered load")):
-        if suffix in shown:
+        if suffix in plots:
             lines += ["![%s, per mode (median of runs, bars min-max)](%s/%s-%s.png)" % (
-                what, images_rel, PLOT_NAME, suffix), ""]
-    if not shown:
+                what, md(images_rel), PLOT_NAME, suffix), ""]
+    if not plots:
         lines += ["No plot: no cell has a run that counts.", ""]
     return "\n".join(lines) + "\n" + END
 
 
 def regenerate(report, markdown, images, source=None):
     """Rewrite markdown's generated part from report and write its plots;
-    exit code (1 when the markers are missing)."""
+    exit code (1 when the markers are missing).  BadArgument when markdown
+    is not UTF-8 text; cli.NotRegularFile, before anything is written, when
+    markdown or a plot's path is not a regular file."""
     from .saved import read_regular
-    text = read_regular(markdown).decode()
+    try:
+        text = read_regular(markdown).decode()
+    except UnicodeDecodeError as err:
+        raise BadArgument("%s: not UTF-8 text (byte %d)" % (shown(markdown, 300), err.start)) from None
     head, sep, rest = text.partition("<!-- irqtune-bench docs: generated from ")
     body, sep2, tail = rest.partition(END)
     if not sep or not sep2:
-        print("irqtune-bench docs: %s has no generated part (markers %r ... %r)" % (markdown, BEGIN, END),
-              file=sys.stderr)
+        print("irqtune-bench docs: %s has no generated part (markers %r ... %r)"
+              % (shown(markdown, 300), BEGIN, END), file=sys.stderr)
         return 1
     source = source or body.split(" ", 1)[0]
     rel = images.resolve().relative_to(markdown.resolve().parent) if images.resolve().is_relative_to(
         markdown.resolve().parent) else images
-    markdown.write_text(head + generated(report, source, rel) + tail)
+    for path in [markdown] + [images / ("%s-%s.png" % (PLOT_NAME, suffix)) for _, suffix, _, _ in rep.PLOTS]:
+        refuse_unless_regular(path)
+    write_file(markdown, head + generated(report, source, rel) + tail)
     cells, _, _ = rep.derived(report)
-    images.mkdir(parents=True, exist_ok=True)
-    rep.plot(cells, report["settings"]["modes"], report["loads"], images, PLOT_NAME, rep.tb_title(report))
+    rep.plot(cells, report["settings"]["modes"], report["loads"], results_dir(images), PLOT_NAME,
+             rep.tb_title(report))
     return 0

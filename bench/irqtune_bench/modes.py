@@ -98,13 +98,14 @@ WHO_SETS = {
 
 def parse_modes(text):
     """[mode names] of a --modes value; ValueError naming the unknown ones."""
+    from .cli import shown      # cli imports this module first
     modes = [m.strip() for m in text.split(",") if m.strip()]
     unknown = [m for m in modes if m not in MODES and m not in MEASURED]
     if unknown or not modes or len(set(modes)) != len(modes):
         raise ValueError("--modes %s: %s; accepted: comma-separated names, each once, of %s %s"
-                         % (text.encode("ascii", "backslashreplace").decode()[:200],
-                            "unknown mode(s) %r" % ",".join(unknown) if unknown else "a mode named twice"
-                            if modes else "no mode", " ".join(MODES), " ".join(MEASURED)))
+                         % (shown(text), "unknown mode(s) '%s'" % shown(",".join(unknown)) if unknown
+                            else "a mode named twice" if modes else "no mode", " ".join(MODES),
+                            " ".join(MEASURED)))
     return modes
 
 

@@ -15,11 +15,13 @@ each half judged by the 90 % interval of its paired per-round ratios
 (stats.py).
 """
 
+import io
 import json
 import statistics
 import sys
 
 from . import stats
+from .cli import TEXT_MAX, md, refuse_unless_regular, shown, write_file
 from .modes import VERDICT_MODES
 
 KEYS = ("qps", "avg_us", "p50_us", "p99_us", "cpu_pct_serving", "cpu_pct_guest", "ipr_serving",
@@ -31,6 +33,11 @@ BASELINE = "fullbusy"
 COMPARED = tuple(m for m in VERDICT_MODES if m != BASELINE)
 JUDGED_SHARE = 0.9          # judged loads: at most this share of saturation
 SPREAD_BOUND = 1.5          # issue 40: p99 spread at most this in 80 % of verdict cells
+
+
+def shown_text(value):
+    """cli.shown() of a string from a run file, for the report's text."""
+    return shown(value, TEXT_MAX)
 
 
 def summarise(runs, modes, loads):
@@ -85,10 +92,11 @@ def table(cells, modes, loads):
         for m in modes:
             c = cells["%s@%d" % (m, load)]
             if not c["runs"] and not c.get("shown"):
-                lines.append("%-10s no valid run (%d failed, %d disturbed)" % (m, c["failed"], c["disturbed"]))
+                lines.append("%-10s no valid run (%d failed, %d disturbed)"
+                             % (shown_text(m), c["failed"], c["disturbed"]))
                 continue
             lines.append("%-10s %7s %7s %26s %24s %17s %15s %6s %6s %7s %6s %6s %6s" % (
-                m + ("*" if c.get("shown") else ""), one(c, "qps"), one(c, "p50_us"), fmt(c, "p99_us"),
+                shown_text(m) + ("*" if c.get("shown") else ""), one(c, "qps"), one(c, "p50_us"), fmt(c, "p99_us"),
                 fmt(c, "ipr_serving", 1e-3, 1),
                 one(c, "ipr_guest", 1e-3, 1),
                 "%s/%s" % (one(c, "cpu_pct_serving"), one(c, "cpu_pct_guest")),
@@ -109,10 +117,11 @@ def markdown(cells, modes, loads):
         for m in modes:
             c = cells["%s@%d" % (m, load)]
             if not c["runs"] and not c.get("shown"):
-                lines.append("| %s | 0 (%d failed, %d disturbed) |%s" % (m, c["failed"], c["disturbed"], " - |" * 12))
+                lines.append("| %s | 0 (%d failed, %d disturbed) |%s" % (md(m), c["failed"], c["disturbed"],
+                                                                          " - |" * 12))
                 continue
             lines.append("| %s | %s | %s | %s | %s | %s | %s | %s/%s | %s | %s | %s | %s | %s | %s |" % (
-                m, c["runs"] if not c.get("shown") else "0 (%d disturbed, shown *)" % c["disturbed"],
+                md(m), c["runs"] if not c.get("shown") else "0 (%d disturbed, shown *)" % c["disturbed"],
                 one(c, "qps"), one(c, "p50_us"), fmt(c, "p99_us", between="-"),
                 fmt(c, "ipr_serving", 1e-3, 1, between="-"), one(c, "ipr_guest", 1e-3, 1),
                 one(c, "cpu_pct_serving"), one(c, "cpu_pct_guest"), one(c, "irqs_per_request", digits=2),
@@ -295,7 +304,7 @@ def reruns_table(report):
             lines.append("| %d | %s | %d | %d | %d | %s |" % (
                 load, m, sum(1 for r in mine if not r.get("failed") and not r.get("disturbed")),
                 sum(r.get("reruns", 0) for r in mine), sum(1 for r in mine if r.get("disturbed")),
-                ", ".join("%s x%d" % kv for kv in sorted(why.items())) or "-"))
+                ", ".join("%s x%d" % (md(k), n) for k, n in sorted(why.items())) or "-"))
     return "\n".join(lines) + "\n"
 
 
@@ -309,13 +318,15 @@ def auto_lines(report):
     for r in runs:
         for v in r.get("held", {}).get("after", []):
             seen[tuple(v)] = seen.get(tuple(v), 0) + 1
+    # in the markdown these lines are a fenced block: shown_text() alone, as
+    # markdown acts on nothing there
     lines = ["auto (gro_flush_timeout=auto, irq_suspend_timeout=auto; defer, gro ns, suspend ns):"]
     for st in settles:
-        lines.append("  round %d: %s" % (st["round"], "settle load failed: %s" % st["failed"] if st.get("failed")
-                                        else "after %d s at %d req/s held %s" % (st["seconds"], st["offered"],
-                                                                                 st["held"])))
+        lines.append("  round %d: %s" % (st["round"], "settle load failed: %s" % shown_text(st["failed"])
+                                        if st.get("failed") else "after %d s at %d req/s held %s"
+                                        % (st["seconds"], st["offered"], shown_text(st["held"]))))
     if seen:
-        lines.append("  held after its runs: " + "; ".join("%s in %d run(s)" % (list(k), n)
+        lines.append("  held after its runs: " + "; ".join("%s in %d run(s)" % (shown_text(list(k)), n)
                                                           for k, n in sorted(seen.items())))
     return lines
 
@@ -332,12 +343,13 @@ def compare(before, after, modes, loads, labels=("before", "after")):
     """Markdown: per mode and load, the p99 median [min-max] and spread of
     two sets of runs side by side; then the spread over all cells."""
     cb, ca = summarise(before, modes, loads), summarise(after, modes, loads)
+    shown_labels = [md(label) for label in labels]      # file names, in `compare A B`
     lines = ["| load | mode | %s p99 us | spread | %s p99 us | spread | %s wait %% | %s wait %% |"
-             % (labels[0], labels[1], labels[0], labels[1]), "|" + "---|" * 8]
+             % (shown_labels[0], shown_labels[1], shown_labels[0], shown_labels[1]), "|" + "---|" * 8]
     spreads = {labels[0]: [], labels[1]: []}
     for load in loads:
         for m in modes:
-            row = ["%d" % load, m]
+            row = ["%d" % load, md(m)]
             for label, cells, runs in zip(labels, (cb, ca), (before, after)):
                 c = cells["%s@%d" % (m, load)]
                 sp = stats.spread([r.get("p99_us") for r in by_round(runs, m, load).values()])
@@ -348,15 +360,15 @@ def compare(before, after, modes, loads, labels=("before", "after")):
                     fmt(ca["%s@%d" % (m, load)], "serving_wait_pct", digits=1, between="-")]
             lines.append("| " + " | ".join(row) + " |")
     lines.append("")
-    for label in labels:
+    for label, shown_label in zip(labels, shown_labels):
         s = spreads[label]
         if s:
             lines.append("- %s: p99 spread (max - min) / median over %d cells with 2+ runs: median %.2f, "
                          "90th percentile %.2f, highest %.2f; %d of %d cells under 0.5"
-                         % (label, len(s), statistics.median(s), sorted(s)[int(0.9 * (len(s) - 1))],
+                         % (shown_label, len(s), statistics.median(s), sorted(s)[int(0.9 * (len(s) - 1))],
                             max(s), sum(1 for x in s if x < 0.5), len(s)))
         else:
-            lines.append("- %s: no cell with 2 or more runs" % label)
+            lines.append("- %s: no cell with 2 or more runs" % shown_label)
     return "\n".join(lines) + "\n"
 
 
@@ -368,6 +380,25 @@ STYLES = {"base": ("k", "o"), "defer10": ("tab:blue", "v"), "defer20": ("tab:blu
           "fullbusy": ("tab:red", "D"), "suspend0": ("tab:green", "x"), "suspend10": ("tab:green", "v"),
           "suspend20": ("tab:green", "o"), "suspend50": ("tab:green", "^"), "suspend200": ("tab:olive", "s"),
           "recommend": ("tab:purple", "P"), "auto": ("tab:brown", "*")}
+
+
+def plot_text(value):
+    """shown_text() for a plot's title or legend: a "$" would start matplotlib's
+    mathtext (and a malformed one stop the plot)."""
+    return shown_text(value).replace("$", r"\$")
+
+
+def result_paths(out, name):
+    """Every file write_report may write."""
+    return [out / ("%s.%s" % (name, ext)) for ext in ("json", "txt", "md")] + \
+        [out / ("%s-%s.png" % (name, suffix)) for _, suffix, _, _ in PLOTS]
+
+
+def check_results(out, name):
+    """cli.NotRegularFile when a path write_report writes holds something
+    else than a regular file: refused before anything is written (or run)."""
+    for path in result_paths(out, name):
+        refuse_unless_regular(path)
 
 
 def plotted(cells):
@@ -410,7 +441,7 @@ def plot(cells, modes, loads, out, name, title):
                 ys.append(med(c, key) * scale)
                 lo.append((c[key]["median"] - c[key]["min"]) * scale)
                 hi.append((c[key]["max"] - c[key]["median"]) * scale)
-            ax.errorbar(xs, ys, yerr=[lo, hi], label=m, color=color, marker=marker,
+            ax.errorbar(xs, ys, yerr=[lo, hi], label=plot_text(m), color=color, marker=marker,
                         linestyle="--" if m.startswith("defer") else "-", capsize=2, alpha=0.85)
             if shown:
                 hollow = True
@@ -424,11 +455,15 @@ def plot(cells, modes, loads, out, name, title):
             ax.set_yscale("log")
         ax.grid(True, alpha=0.3)
         ax.legend(ncol=2, fontsize=8)
-        fig.suptitle(title, fontsize=10)
+        fig.suptitle(plot_text(title), fontsize=10)
         fig.tight_layout()
         path = out / ("%s-%s.png" % (name, suffix))
-        fig.savefig(path, dpi=100, metadata={"Software": None})     # the same bytes for the same run
-        plt.close(fig)
+        png = io.BytesIO()
+        try:
+            fig.savefig(png, format="png", dpi=100, metadata={"Software": None})     # the same bytes for the same run
+        finally:
+            plt.close(fig)
+        write_file(path, png.getvalue())
         written.append(path)
     return written
 
@@ -441,7 +476,7 @@ def saturation_text(sat):
     if not sat:
         return "not searched"
     side = SATURATED_BY.get(sat.get("side"), "not reached up to --probe-max") if "side" in sat else None
-    return "%s req/s%s" % (sat["rate"], " (%s)" % side if side else "")
+    return "%s req/s%s" % (shown_text(sat["rate"]), " (%s)" % side if side else "")
 
 
 def header(report):
@@ -453,9 +488,10 @@ def header(report):
             "serving/all; queue interrupts per request; busy-polled share of rx packets (%%); the "
             "generator's p99 send lateness (us) and CPU %%; wait: %% of a run the serving thread (%s) "
             "was runnable but waited for a CPU; loop: the same for QEMU's main loop (the lab)"
-            % (tb.get("summary", "?"), args["repeats"], args["seconds"], args["conns"],
-               saturation_text(sat), report.get("seconds_total", "?"),
-               tb.get("insns", "not counted"), tb.get("serving_thread", "memcached's threads")))
+            % (shown_text(tb.get("summary", "?")), args["repeats"], args["seconds"], args["conns"],
+               saturation_text(sat), shown_text(report.get("seconds_total", "?")),
+               shown_text(tb.get("insns", "not counted")),
+               shown_text(tb.get("serving_thread", "memcached's threads"))))
 
 
 def derived(report):
@@ -472,37 +508,41 @@ def markdown_report(report):
     auto's values, and (topologies interleaved) the before/after spread."""
     modes, loads = report["settings"]["modes"], report["loads"]
     cells, records, lines = derived(report)
-    md = [markdown(cells, modes, loads)]
+    doc = [markdown(cells, modes, loads)]
     if lines:
-        md += ["Verdicts (`irqtune-bench report`; intervals: 90 %, paired by round):", ""]
-        md += ["- " + v for v in lines] + ["", "- " + spread_summary(records), ""]
+        doc += ["Verdicts (`irqtune-bench report`; intervals: 90 %, paired by round):", ""]
+        doc += ["- " + v for v in lines] + ["", "- " + spread_summary(records), ""]
         causes = spread_causes(report, records)
         if causes:
-            md += ["What the cells above the spread bound had in their slowest and fastest runs:", ""]
-            md += ["- " + c for c in causes] + [""]
-        md += ["Re-runs (the rule: %s):" % ", ".join("%s > %s" % kv for kv in report.get("rule", {}).items()), "",
-               reruns_table(report)]
+            doc += ["What the cells above the spread bound had in their slowest and fastest runs:", ""]
+            doc += ["- " + c for c in causes] + [""]
+        doc += ["Re-runs (the rule: %s):" % ", ".join("%s > %s" % (md(k), md(v))
+                                                      for k, v in report.get("rule", {}).items()), "",
+                reruns_table(report)]
     auto = auto_lines(report)
     if auto:
-        md += ["```", *auto, "```", ""]
+        doc += ["```", *auto, "```", ""]
     by_topology = split_topologies(report["runs"])
     if {"shared", "pinned"} <= set(by_topology):
-        md += [compare(by_topology["shared"], by_topology["pinned"], modes, loads, labels=("shared", "pinned"))]
-    return "\n".join(md)
+        doc += [compare(by_topology["shared"], by_topology["pinned"], modes, loads, labels=("shared", "pinned"))]
+    return "\n".join(doc)
 
 
 def write_report(report, out, name):
     """Table, verdicts, plots (and, for a run that interleaved topologies,
-    the before/after spread table) of a run; returns the text printed."""
+    the before/after spread table) of a run; returns the text printed.
+    cli.NotRegularFile before anything is written when a result's path
+    holds something else than a regular file."""
+    check_results(out, name)
     modes, loads = report["settings"]["modes"], report["loads"]
     by_topology = split_topologies(report["runs"])
     cells, records, lines = derived(report)
     parts = [header(report), ""] + ["who sets what:"] + \
-        ["  %s: %s" % kv for kv in report.get("who_sets", {}).items()]
+        ["  %s: %s" % (shown_text(k), shown_text(v)) for k, v in report.get("who_sets", {}).items()]
     parts += recommend_lines(report.get("recommend"))
     if report.get("placement"):
-        parts += ["", "where the threads ran (%s):" % report["placement"]["what"]] + \
-            ["  " + line for line in report["placement"]["lines"]]
+        parts += ["", "where the threads ran (%s):" % shown_text(report["placement"]["what"])] + \
+            ["  " + shown_text(line) for line in report["placement"]["lines"]]
     if len(by_topology) > 1:
         parts += ["", "table and verdicts: topology pinned; the runs of topology shared are in the JSON"]
     parts += ["", table(cells, modes, loads)] + lines
@@ -513,33 +553,35 @@ def write_report(report, out, name):
         parts += ["", "p99 spread between the runs of each cell, topology shared (before) and pinned "
                       "(after), interleaved in one run:", "",
                   compare(by_topology["shared"], by_topology["pinned"], modes, loads, labels=("shared", "pinned"))]
-    (out / ("%s.json" % name)).write_text(json.dumps(report, indent=1) + "\n")
+    write_file(out / ("%s.json" % name), json.dumps(report, indent=1) + "\n")
     full = "\n".join(parts)
-    (out / ("%s.txt" % name)).write_text(full + "\n")
-    (out / ("%s.md" % name)).write_text(markdown_report(report))
+    write_file(out / ("%s.txt" % name), full + "\n")
+    write_file(out / ("%s.md" % name), markdown_report(report))
     print(full)
     title = tb_title(report) + (": the pinned runs" if len(by_topology) > 1 else "")
     for p in plot(cells, modes, loads, out, name, title):
-        print("wrote %s" % p)
-    print("wrote %s" % ", ".join(str(out / ("%s.%s" % (name, ext))) for ext in ("json", "txt", "md")))
+        print("wrote %s" % shown_text(p))
+    print("wrote %s" % ", ".join(shown_text(out / ("%s.%s" % (name, ext))) for ext in ("json", "txt", "md")))
     return full
 
 
-def recommend_lines(rec):
-    """What the recommend mode ran with, and the doctor's figures for it."""
+def recommend_lines(rec, escape=shown_text):
+    """What the recommend mode ran with, and the doctor's figures for it;
+    escape: shown_text for the report's text, cli.md for markdown."""
     if not rec:
         return []
     if rec.get("failed"):
-        return ["", "recommend: no values (%s, at %d req/s): %s" % (rec["doctor"], rec["offered"], rec["failed"])]
+        return ["", "recommend: no values (%s, at %d req/s): %s"
+                % (escape(rec["doctor"]), rec["offered"], escape(rec["failed"]))]
     v, m = rec["values"], rec["measured"]
     return ["", "recommend: `%s` at %d req/s in suspend20: defer_hard_irqs %d, gro_flush_timeout %d ns, "
-                "irq_suspend_timeout %d ns" % (rec["doctor"], rec["offered"], v["defer_hard_irqs"],
+                "irq_suspend_timeout %d ns" % (escape(rec["doctor"]), rec["offered"], v["defer_hard_irqs"],
                                                v["gro_flush_timeout_ns"], v["irq_suspend_timeout_ns"]),
             "  measured: %d busy periods; per event p50/p99/max %s/%s/%s ns; per batch p99/max %s/%s ns, "
-            "up to %s event(s)" % (m["busy_periods"], m["event_ns"]["p50"], m["event_ns"]["p99"],
-                                 m["event_ns"]["max"], m["batch_ns"]["p99"], m["batch_ns"]["max"],
-                                 m["batch_events"]["max"])]
+            "up to %s event(s)" % (m["busy_periods"], *(escape(x) for x in (
+                m["event_ns"]["p50"], m["event_ns"]["p99"], m["event_ns"]["max"], m["batch_ns"]["p99"],
+                m["batch_ns"]["max"], m["batch_events"]["max"])))]
 
 
 def tb_title(report):
-    return "memcached on %s" % report.get("testbed", {}).get("summary", "?")
+    return "memcached on %s" % shown_text(report.get("testbed", {}).get("summary", "?"))

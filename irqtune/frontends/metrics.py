@@ -213,9 +213,10 @@ def render(families, openmetrics=True):
 
 
 def write_atomically(path, text):
-    """path replaced in one rename: readers (node_exporter) never see half
-    a file.  The file is world-readable, as metrics are.  IrqtuneError
-    naming path when it cannot be written."""
+    """path replaced in one rename (files.replace_file): readers
+    (node_exporter) never see half a file, and a device, FIFO or link at
+    path is refused, not replaced.  The file is world-readable, as metrics
+    are.  IrqtuneError naming path when it cannot be written."""
     directory = os.path.dirname(os.path.abspath(path))
     try:
         files.replace_file(path, text, 0o644)
@@ -223,5 +224,8 @@ def write_atomically(path, text):
         raise IrqtuneError("cannot write %s: directory %s does not exist (node_exporter's "
                            "textfile directory differs by distribution; see irqtune(8))"
                            % (path, directory)) from None
+    except files.NotRegularFile as err:
+        raise IrqtuneError("cannot write %s: %s (standard output: --output -)"
+                           % (path, err.strerror)) from None
     except OSError as err:
         raise IrqtuneError("cannot write %s: %s" % (path, err.strerror or err)) from None

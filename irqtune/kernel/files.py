@@ -9,7 +9,9 @@ swapped for a symlink between the create and the chmod).
 
 replace_file replaces a file in one rename, so a reader - systemd,
 node_exporter, a daemon reading the ledger - never sees half a file, and
-a failure leaves no temporary file behind.
+a failure leaves no temporary file behind; it replaces regular files
+only (the one writer of what root writes where others may name the path:
+`irqtune metrics --output`).
 
 read_root_only_stat reads a file that a profile names and root acts on (a
 pid file: the process root measures) only when no other user could have
@@ -52,15 +54,48 @@ class NotRootOnly(IrqtuneError):
     message says why."""
 
 
-def replace_file(path, text, mode):
-    """path holds text with mode afterwards, or is as it was; OSError
-    otherwise.  The temporary file is created by mkstemp (O_CREAT|O_EXCL:
-    never through a symlink) and gets its mode on its descriptor."""
+class NotRegularFile(OSError):
+    """What is at a path replace_file was to replace is not a regular file;
+    it is left as it is.  An OSError, so that every caller's handling of a
+    failed write covers it."""
+
+
+# What lstat's file type is called in a refusal.
+_KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"),
+          (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
+          (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
+
+
+def refuse_unless_regular(path):
+    """NotRegularFile unless path is a regular file or nothing.  A rename
+    over a device, FIFO or symlink takes it from whoever uses it (over
+    /dev/null or the link /dev/stdout: the whole machine), and what was
+    meant is not a file root should make there.  What could still be
+    swapped in after this check is an entry of whoever may write the
+    directory - a device node needs CAP_MKNOD - and the rename replaces
+    that entry itself, never what a link points to."""
+    try:
+        mode = os.lstat(path).st_mode
+    except FileNotFoundError:
+        return
+    if not stat.S_ISREG(mode):
+        kind = next((kind for test, kind in _KINDS if test(mode)), "something")
+        raise NotRegularFile(errno.EEXIST, "%s is there, not a regular file; left as it is" % kind, path)
+
+
+def replace_file(path, data, mode):
+    """path holds data (text, written as UTF-8, or bytes) with mode
+    afterwards, or is as it was; NotRegularFile when something else than a
+    regular file is at path, OSError otherwise.  The temporary file is
+    created by mkstemp (O_CREAT|O_EXCL: never through a symlink) and gets
+    its mode on its descriptor."""
+    refuse_unless_regular(path)
+    payload = data.encode() if isinstance(data, str) else data
     directory = os.path.dirname(os.path.abspath(path))
     fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=directory)
     try:
-        with os.fdopen(fd, "w") as f:
-            f.write(text)
+        with os.fdopen(fd, "wb") as f:
+            f.write(payload)
             f.flush()
             os.fchmod(f.fileno(), mode)
             os.fsync(f.fileno())
