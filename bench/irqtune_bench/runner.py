@@ -41,7 +41,8 @@ import subprocess
 import threading
 import time
 
-from . import placement
+from . import placement, servervalues
+from .cli import BadArgument
 from .modes import AUTO, MODE_AUTO, MODES, PROFILE, RECOMMEND, WHO_SETS, check, recommended, variables_of
 from .report import saturation_text
 
@@ -72,7 +73,7 @@ class Bench:
         self.log = log
         self.service = args.service
         self.cpu = args.memcached_cpu
-        self.dropin = DROPIN % self.service
+        self.dropin = DROPIN % servervalues.service_base(self.service)
         self.saved = None
         self.nic = tb.nic
         # the fixed modes, auto, and recommend once measured
@@ -107,6 +108,18 @@ class Bench:
         else:
             self.write(path, saved[1], saved[0])
 
+    def check_values(self):
+        """The values the bench would write into the server's files, checked
+        before any change: the NIC, the service, the shim fullbusy preloads."""
+        try:
+            servervalues.interface("--nic" if self.tb.nic else "the interface holding %s"
+                                   % self.tb.server_addr, self.nic)
+            servervalues.service("--service", self.service)
+            if "fullbusy" in self.args.modes:
+                servervalues.shim_path("the epoll shim", self.tb.shim)
+        except BadArgument as err:
+            raise BenchError(str(err)) from None
+
     def prepare(self):
         """Check the server, find its NIC, remember what the bench changes."""
         sb = self.tb.server_bench
@@ -116,6 +129,7 @@ class Bench:
             self.nic = nic_of_address(out, self.tb.server_addr)
             if not self.nic:
                 raise BenchError("no interface of the server holds %s (--server-addr)" % self.tb.server_addr)
+        self.check_values()
         rc, out, err = self.tb.server.run(["systemctl", "is-active", "--", self.service], timeout=30)
         if out.strip() != "active":
             raise BenchError("service %s is not active on the server (%s)" % (self.service, out.strip() or err.strip()))
@@ -152,6 +166,10 @@ class Bench:
         if name not in self.modes:
             raise BenchError("mode %s has no values: the doctor recommended none (see the log)" % name)
         m = self.modes[name]
+        try:
+            servervalues.mode_values("mode %s:" % name, m)
+        except BadArgument as err:
+            raise BenchError(str(err)) from None
         t0 = time.monotonic()
         self.write_dropin(m)
         values = variables_of(m, self.nic, self.service)
@@ -420,6 +438,8 @@ def recommend(bench, tb, args, loads, log):
     out_of["doctor_rc"] = rc
     try:
         doc = json.loads(out)
+        if not isinstance(doc, dict):
+            raise ValueError("not an object")
     except ValueError:
         log("recommend: the doctor printed no report (rc %s): %s" % (rc, (err or out).strip()[-300:]))
         return dict(out_of, failed=(err or out).strip()[-300:])
@@ -429,6 +449,11 @@ def recommend(bench, tb, args, loads, log):
         out_of["failed"] = "load generator: %s" % done["error"]
     elif not doc.get("recommend"):
         out_of["failed"] = "; ".join(l.get("text", "") for l in out_of["lines"]) or "no recommendation"
+    else:
+        try:
+            servervalues.mode_values("the doctor's recommend", doc["recommend"])
+        except BadArgument as refused:
+            out_of["failed"] = str(refused)
     if out_of.get("failed"):
         log("recommend: no values at %d req/s: %s" % (load, out_of["failed"]))
         return out_of

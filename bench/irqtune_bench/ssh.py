@@ -21,7 +21,8 @@ import shlex
 import subprocess
 import tempfile
 
-from . import preflight, stats
+from . import preflight, servervalues, stats
+from .cli import BadArgument
 from .runner import BenchError
 from .server import nic_of_address
 
@@ -100,6 +101,11 @@ class SshTestbed:
             if not self.nic:
                 return found + [preflight.Finding(preflight.FAIL, "no interface of the server holds --server-addr %s"
                                                   % self.server_addr, "name the server's address on the NIC under test")]
+            try:
+                servervalues.interface("the interface holding %s" % self.server_addr, self.nic)
+            except BadArgument as err:
+                self.nic = None
+                return found + [preflight.Finding(preflight.FAIL, str(err), "rename it, or name another with --nic")]
         facts = self.facts["server_facts"] = json.loads(self._out(self.server, self.server_bench + [
             "server-facts", self.nic, "--service", a.service, "--port", str(a.port), "--cpu", str(a.memcached_cpu)]))
         cpus = int(self._out(self.client, ["nproc"]))
