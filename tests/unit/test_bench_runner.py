@@ -275,7 +275,7 @@ def test_active_profiles_without_the_post_loaded_one(text, profiles):
 def test_what_a_mode_writes():
     server = FakeServer()
     bench = runner.Bench(FakeTestbed(server), args(), lambda msg: None)
-    bench.nic = NIC
+    bench.prepare()
     bench.set_mode("suspend20")
     assert server.files[runner.VARIABLES] == (
         "# irqtune-bench mode suspend20\nsuspend_nics=%s\ndefer_hard_irqs=100\ngro_flush_timeout=20us\n"
@@ -483,7 +483,7 @@ def test_auto_runs_with_what_the_daemon_measured_and_records_it():
     auto_loads = [x for x in tb.loads if x[0] == "auto"]
     assert auto_loads[0] == ("auto", 1000) and len(auto_loads) == 6
     bench = runner.Bench(FakeTestbed(server), args(), lambda msg: None)
-    bench.nic = NIC
+    bench.prepare()
     bench.set_mode("auto")
     assert server.files[runner.VARIABLES] == (
         "# irqtune-bench mode auto\nsuspend_nics=%s\ndefer_hard_irqs=100\ngro_flush_timeout=auto\n"
