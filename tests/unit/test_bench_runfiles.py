@@ -30,7 +30,7 @@ REAL_RUNS = [REPO / "docs" / "data" / "lab-bench.json.xz",
 MODES = ["suspend20", "fullbusy", "auto", "recommend"]
 LOADS = [1000, 2000]
 CASE_SECONDS = 10.0           # each refusal, each command, on this 2-core machine
-HEAVY_MEMORY = 1 << 30        # RLIMIT_AS of the subprocess a heavy case runs in
+HEAVY_MEMORY = 512 << 20      # RLIMIT_AS of the subprocess a heavy case runs in (refused: < 80 MiB RSS)
 
 
 def a_run(mode, load, rnd, topology, p99):
