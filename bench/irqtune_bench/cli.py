@@ -274,8 +274,8 @@ def run_settings(args):
     if s.probe_start > s.probe_max:
         raise BadArgument("--probe-start %d / --probe-max %d: accepted 1 <= start <= max <= 2000000"
                           % (s.probe_start, s.probe_max))
-    if not args.service or args.service.startswith("-") or "/" in args.service:
-        raise BadArgument("--service %s: accepted a systemd unit name" % shown(args.service))
+    from . import servervalues
+    servervalues.service("--service", args.service)
     return s
 
 
@@ -296,6 +296,8 @@ def ssh_settings(args):
                       number("--generators", args.generators, 1, 64, unit=" or auto"),
                       remote_command=args.remote_command, mcload=args.mcload, shim=args.shim,
                       name=checked_name(args.name))
+    from . import servervalues
+    servervalues.arguments(s)
     return s
 
 

@@ -34,14 +34,17 @@ per topology (shuffled order).
 """
 
 import base64
+import contextlib
 import json
 import os
 import random
+import signal
 import subprocess
 import threading
 import time
 
-from . import placement
+from . import placement, servervalues
+from .cli import BadArgument, shown
 from .modes import AUTO, MODE_AUTO, MODES, PROFILE, RECOMMEND, WHO_SETS, check, recommended, variables_of
 from .report import saturation_text
 
@@ -63,6 +66,79 @@ class BenchError(Exception):
     """The server could not do what the bench asked."""
 
 
+# -- the server's changes and their undos -----------------------------------
+
+HELD_SIGNALS = (signal.SIGINT, signal.SIGTERM, signal.SIGHUP)
+_held = []
+
+
+@contextlib.contextmanager
+def signals_held():
+    """SIGINT, SIGTERM and SIGHUP wait while the block runs (a change to the
+    server and the registration of its undo, or the put-back), then act
+    as they would have - once, after it.  Python runs signal handlers in
+    the main thread only: elsewhere, and inside a hold, this holds nothing
+    more."""
+    if _held or threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    pending = []
+    previous = {s: signal.signal(s, lambda signum, frame: pending.append(signum)) for s in HELD_SIGNALS}
+    _held.append(True)
+    try:
+        yield
+    finally:
+        _held.pop()
+        for s, handler in previous.items():
+            signal.signal(s, signal.SIG_DFL if handler is None else handler)
+        if pending:
+            handler = previous[pending[0]]
+            if callable(handler):
+                handler(pending[0], None)
+            elif handler != signal.SIG_IGN:
+                signal.raise_signal(pending[0])
+
+
+# the order of the put-back: the files first, then what reads them
+FILES, RELOAD, PROFILE_SWITCH, SERVICE, NIC = range(5)
+
+
+class UndoLog:
+    """The bench's changes to the server, each undo registered before its
+    change is made (once per key: the first undo puts back what was there
+    before the bench).  put_back() runs every undo - by phase, files
+    first, then daemon-reload, the profile, the service's restart, the
+    NIC's steering; newest first within a phase - even when one fails,
+    logs each that failed in one line and returns their names."""
+
+    def __init__(self):
+        self.undos = {}             # key -> (phase, order, what, undo)
+
+    def register(self, key, what, undo, phase=FILES):
+        if key not in self.undos:
+            self.undos[key] = (phase, len(self.undos), what, undo)
+
+    @contextlib.contextmanager
+    def change(self, key, what, undo, phase=FILES):
+        """The block makes the change: its undo is registered first, and
+        signals wait until the change is made (or failed)."""
+        with signals_held():
+            self.register(key, what, undo, phase)
+            yield
+
+    def put_back(self, log):
+        failed = []
+        with signals_held():
+            undos, self.undos = sorted(self.undos.values(), key=lambda u: (u[0], -u[1])), {}
+            for _, _, what, undo in undos:
+                try:
+                    undo()
+                except Exception as err:        # every undo runs, whatever one raised
+                    failed.append(what)
+                    log("put back FAILED: %s: %s" % (what, shown(str(err), 300)))
+        return failed
+
+
 class Bench:
     """The server side of the bench: modes, read-backs, restore."""
 
@@ -72,11 +148,13 @@ class Bench:
         self.log = log
         self.service = args.service
         self.cpu = args.memcached_cpu
-        self.dropin = DROPIN % self.service
+        self.dropin = DROPIN % servervalues.service_base(self.service)
         self.saved = None
         self.nic = tb.nic
         # the fixed modes, auto, and recommend once measured
         self.modes = dict(MODES, **{AUTO: MODE_AUTO})
+        # the testbed's, when it changes the server too (ssh: the steering)
+        self.undo = getattr(tb, "undo", None) or UndoLog()
 
     def sh(self, argv, timeout=120, input=None):
         rc, out, err = self.tb.server.run(argv, timeout=timeout, input=input)
@@ -103,9 +181,21 @@ class Bench:
     def put_back(self, path, saved):
         """A file as save_file() found it: bytes and mode, or absent."""
         if saved is None:
-            self.tb.server.run(["rm", "-f", "--", path], timeout=30)
+            self.sh(["rm", "-f", "--", path], timeout=30)
         else:
             self.write(path, saved[1], saved[0])
+
+    def check_values(self):
+        """The values the bench would write into the server's files, checked
+        before any change: the NIC, the service, the shim fullbusy preloads."""
+        try:
+            servervalues.interface("--nic" if self.tb.nic else "the interface holding %s"
+                                   % self.tb.server_addr, self.nic)
+            servervalues.service("--service", self.service)
+            if "fullbusy" in self.args.modes:
+                servervalues.shim_path("the epoll shim", self.tb.shim)
+        except BadArgument as err:
+            raise BenchError(str(err)) from None
 
     def prepare(self):
         """Check the server, find its NIC, remember what the bench changes."""
@@ -116,6 +206,7 @@ class Bench:
             self.nic = nic_of_address(out, self.tb.server_addr)
             if not self.nic:
                 raise BenchError("no interface of the server holds %s (--server-addr)" % self.tb.server_addr)
+        self.check_values()
         rc, out, err = self.tb.server.run(["systemctl", "is-active", "--", self.service], timeout=30)
         if out.strip() != "active":
             raise BenchError("service %s is not active on the server (%s)" % (self.service, out.strip() or err.strip()))
@@ -132,7 +223,8 @@ class Bench:
         active = tuned_active(out)
         rc, out, _ = self.tb.server.run(["tuned-adm", "profile_mode"], timeout=60)
         self.saved = {"active": active, "auto": "mode: auto" in out, "variables": self.save_file(VARIABLES),
-                      "dropin": self.save_file(self.dropin)}
+                      "dropin": self.save_file(self.dropin),
+                      "dropin_dir": self.tb.server.run(["test", "-d", os.path.dirname(self.dropin)], timeout=30)[0] == 0}
         self.log("server: NIC %s, %s active, TuneD profile before the bench: %s%s"
                  % (self.nic, self.service, " ".join(active or ["none"]),
                     " (chosen by TuneD)" if self.saved["auto"] else ""))
@@ -142,9 +234,34 @@ class Bench:
         if m["epoll_slice_ms"]:
             lines += ['Environment="LD_PRELOAD=%s"' % self.tb.shim,
                       "Environment=IRQTUNE_BENCH_EPOLL_SLICE_MS=%d" % m["epoll_slice_ms"]]
-        self.sh(["install", "-d", "-m", "0755", os.path.dirname(self.dropin)])
-        self.write(self.dropin, "\n".join(lines) + "\n")
-        self.sh(["systemctl", "daemon-reload"])
+        # what reads the drop-in: systemd, and the service when it restarts
+        self.undo.register("restart", "the restart of %s" % self.service, self.restart, SERVICE)
+        self.undo.register("daemon-reload", "systemctl daemon-reload", self.daemon_reload, RELOAD)
+        directory = os.path.dirname(self.dropin)
+        if not self.saved["dropin_dir"]:
+            with self.undo.change("dropin-dir", "the directory %s" % directory, lambda: self.sh(
+                    ["rmdir", "--ignore-fail-on-non-empty", "--", directory], timeout=30)):
+                self.sh(["install", "-d", "-m", "0755", directory])
+        with self.undo.change("dropin", "the drop-in %s" % self.dropin,
+                              lambda: self.put_back(self.dropin, self.saved["dropin"])):
+            self.write(self.dropin, "\n".join(lines) + "\n")
+        with signals_held():
+            self.daemon_reload()
+
+    def daemon_reload(self):
+        self.sh(["systemctl", "daemon-reload"], timeout=60)
+
+    def restart(self):
+        self.sh(["systemctl", "restart", "--", self.service], timeout=120)
+
+    def put_back_profile(self):
+        """The profile that was active, or TuneD's own choice, or none."""
+        if self.saved["auto"]:
+            self.sh(["tuned-adm", "auto_profile"], timeout=300)
+        elif self.saved["active"]:
+            self.sh(["tuned-adm", "profile"] + self.saved["active"], timeout=300)
+        else:
+            self.sh(["tuned-adm", "off"], timeout=300)
 
     def set_mode(self, name):
         """The mode through the project (profile variables, opt-in) and the
@@ -152,15 +269,25 @@ class Bench:
         if name not in self.modes:
             raise BenchError("mode %s has no values: the doctor recommended none (see the log)" % name)
         m = self.modes[name]
+        try:
+            servervalues.mode_values("mode %s:" % name, m)
+        except BadArgument as err:
+            raise BenchError(str(err)) from None
         t0 = time.monotonic()
         self.write_dropin(m)
         values = variables_of(m, self.nic, self.service)
-        self.write(VARIABLES, "# irqtune-bench mode %s\n" % name + "".join("%s=%s\n" % kv for kv in values.items()))
-        self.sh(["tuned-adm", "profile", PROFILE], timeout=300)
+        with self.undo.change("variables", "the variables file %s" % VARIABLES,
+                              lambda: self.put_back(VARIABLES, self.saved["variables"])):
+            self.write(VARIABLES, "# irqtune-bench mode %s\n" % name
+                       + "".join("%s=%s\n" % kv for kv in values.items()))
+        with self.undo.change("profile", "the profile %s" % ("TuneD chose" if self.saved["auto"] else " ".join(
+                self.saved["active"] or ["off"])), self.put_back_profile, PROFILE_SWITCH):
+            self.sh(["tuned-adm", "profile", PROFILE], timeout=300)
         if not m["epoll"]:
             # no opt-in: restart so memcached runs without whatever preload
             # and pinning the previous mode left
-            self.sh(["systemctl", "restart", "--", self.service])
+            with signals_held():
+                self.restart()
         self.sh(["systemctl", "is-active", "--", self.service])
         return time.monotonic() - t0
 
@@ -170,24 +297,16 @@ class Bench:
         return json.loads(out)
 
     def finish(self):
-        """Put back what the bench changed: the variables file, the drop-in,
-        the profile that was active."""
-        if self.saved is None:
-            return
-        s, self.saved = self.saved, None
-        self.put_back(VARIABLES, s["variables"])
-        self.put_back(self.dropin, s["dropin"])
-        self.tb.server.run(["systemctl", "daemon-reload"], timeout=60)
-        if s["auto"]:
-            # TuneD chose the profile itself: let it choose again
-            self.tb.server.run(["tuned-adm", "auto_profile"], timeout=300)
-        elif s["active"]:
-            self.tb.server.run(["tuned-adm", "profile"] + s["active"], timeout=300)
-        else:
-            self.tb.server.run(["tuned-adm", "off"], timeout=300)
-        self.tb.server.run(["systemctl", "restart", "--", self.service], timeout=120)
-        self.log("server: variables file, drop-in and profile %s put back"
-                 % ("(automatic)" if s["auto"] else " ".join(s["active"] or ["off"])))
+        """Put back what the bench changed (the undo log: the variables
+        file, the drop-in, the profile that was active, the service's
+        restart, the testbed's steering); the names of the undos that
+        failed, each logged."""
+        changed = bool(self.undo.undos)
+        failed = self.undo.put_back(self.log)
+        if changed and not failed and self.saved:
+            self.log("server: variables file, drop-in and profile %s put back"
+                     % ("(automatic)" if self.saved["auto"] else " ".join(self.saved["active"] or ["off"])))
+        return failed
 
 
 def tuned_active(text):
@@ -420,6 +539,8 @@ def recommend(bench, tb, args, loads, log):
     out_of["doctor_rc"] = rc
     try:
         doc = json.loads(out)
+        if not isinstance(doc, dict):
+            raise ValueError("not an object")
     except ValueError:
         log("recommend: the doctor printed no report (rc %s): %s" % (rc, (err or out).strip()[-300:]))
         return dict(out_of, failed=(err or out).strip()[-300:])
@@ -429,6 +550,11 @@ def recommend(bench, tb, args, loads, log):
         out_of["failed"] = "load generator: %s" % done["error"]
     elif not doc.get("recommend"):
         out_of["failed"] = "; ".join(l.get("text", "") for l in out_of["lines"]) or "no recommendation"
+    else:
+        try:
+            servervalues.mode_values("the doctor's recommend", doc["recommend"])
+        except BadArgument as refused:
+            out_of["failed"] = str(refused)
     if out_of.get("failed"):
         log("recommend: no values at %d req/s: %s" % (load, out_of["failed"]))
         return out_of
@@ -542,11 +668,11 @@ def run_bench(tb, args, log, report, save):
     save() after each run so a killed bench leaves its runs."""
     modes = args.modes
     bench = Bench(tb, args, log)
-    tb.prepare(log)
-    bench.prepare()
-    report.update(testbed=tb.describe(), modes=bench.modes, who_sets=WHO_SETS, nic=bench.nic, rule=DISTURBED)
     runs = report.setdefault("runs", [])
     try:
+        tb.prepare(log)
+        bench.prepare()
+        report.update(testbed=tb.describe(), modes=bench.modes, who_sets=WHO_SETS, nic=bench.nic, rule=DISTURBED)
         if args.loads:
             loads = args.loads
             report["saturation"] = None
@@ -584,5 +710,8 @@ def run_bench(tb, args, log, report, save):
                     save()
         report["placement"] = tb.placement()
     finally:
-        bench.finish()
+        not_put_back = bench.finish()
+    if not_put_back:
+        raise BenchError("%d change(s) of the server not put back (named above); the runs are saved: "
+                         "irqtune-bench report redoes the report" % len(not_put_back))
     return [r for r in runs if r.get("failed")]

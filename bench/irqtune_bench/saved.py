@@ -2,18 +2,41 @@
 """Saved runs: `irqtune-bench report`, `compare` and `docs` read the JSON
 a run wrote (plain, or xz-compressed as docs/data keeps it).  A file that
 is not a regular file, is not JSON or does not have a run's shape is
-refused in one line naming the file and what is wrong (exit 2)."""
+refused in one line naming the file and what is wrong (exit 2), before
+anything is computed from it.
+
+What a run file may cost is bounded before it is decoded, so a small
+crafted file cannot take gigabytes or minutes (issue 47): at most LIMIT
+bytes read and decompressed (xz's decoder at most XZ_MEMORY), at most
+MAX_ITEMS JSON values and keys (counted on the text: each but the first
+follows a , : [ or {), nested at most MAX_DEPTH deep (json's parser
+recurses); then runschema.problem() checks every field the code reads and
+bounds the counts of modes, loads, runs, buckets and slices.  The real
+run docs/data/lab-bench.json.xz is 3.2 MB, 270,000 values, 7 deep.
+Measured (2 cores, issue 47): a refused file costs at most 0.4 s and
+80 MiB; one at the bounds about 300 MiB to load (4,000,000 values, or
+32 MiB of text that decodes to 4 bytes a character), twice that for
+compare's two files."""
 
 import json
 import lzma
 import os
+import re
 import stat
 import sys
 from pathlib import Path
 
+from . import runschema
 from .cli import BadArgument, shown
 
-LIMIT = 256 << 20       # bytes read (decompressed) at most
+LIMIT = 32 << 20        # bytes read (decompressed) at most
+XZ_MEMORY = 128 << 20   # xz's decoder: xz -9's 64 MiB dictionary, twice over
+MAX_ITEMS = 4000000
+MAX_DEPTH = 20
+STRING = re.compile(rb'"[^"]*"?')        # once escaped quotes and backslashes are gone
+PAIR = re.compile(rb"\[\]|\{\}")
+OPENERS = re.compile(rb"[\[{]+")
+NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
 
 
 def read_regular(path):
@@ -38,72 +61,52 @@ def read_regular(path):
     finally:
         os.close(fd)
     if str(path).endswith(".xz"):
+        xz = lzma.LZMADecompressor(lzma.FORMAT_XZ, memlimit=XZ_MEMORY)
         try:
-            data = lzma.LZMADecompressor().decompress(data, max_length=LIMIT + 1)
+            data = xz.decompress(data, max_length=LIMIT + 1)
         except lzma.LZMAError as err:
-            raise BadArgument("%s: not xz data (%s)" % (shown(str(path), 300), err)) from None
+            raise BadArgument("%s: not xz data this reads (%s; at most %d MiB of decoder memory)"
+                              % (shown(str(path), 300), err, XZ_MEMORY >> 20)) from None
+        if len(data) <= LIMIT and not xz.eof:
+            raise BadArgument("%s: xz data cut short" % shown(str(path), 300))
     if len(data) > LIMIT:
         raise BadArgument("%s: larger than %d MiB" % (shown(str(path), 300), LIMIT >> 20))
     return data
 
 
-def _number(v):
-    return isinstance(v, (int, float)) and not isinstance(v, bool)
-
-
-# what report.py reads of each run: key -> test (None allowed for numbers)
-RUN_KEYS = {"mode": lambda v: isinstance(v, str), "offered": lambda v: isinstance(v, int),
-            "round": lambda v: isinstance(v, int), "topology": lambda v: isinstance(v, str),
-            "failed": lambda v: isinstance(v, str), "disturbed": lambda v: isinstance(v, list),
-            "hist": lambda v: isinstance(v, dict) and isinstance(v.get("counts"), list)
-            and all(isinstance(p, list) and len(p) == 2 and all(isinstance(x, int) for x in p)
-                    for p in v["counts"]),
-            "slices_p99_us": lambda v: isinstance(v, list) and all(x is None or _number(x) for x in v),
-            "attempts": lambda v: isinstance(v, list) and all(isinstance(a, dict) for a in v)}
-
-
-def shape_problem(run):
-    """What keeps a decoded JSON value from being a saved run, or None."""
-    from .report import KEYS
-    if not isinstance(run, dict):
-        return "not a run of irqtune-bench (a JSON object with settings, loads and runs)"
-    if not isinstance(run.get("settings"), dict) or not isinstance(run["settings"].get("modes"), list) \
-            or not all(isinstance(m, str) for m in run["settings"]["modes"]):
-        return "settings.modes: missing or not a list of mode names"
-    if not isinstance(run.get("loads"), list) or not all(isinstance(x, int) and not isinstance(x, bool)
-                                                          for x in run["loads"]):
-        return "loads: missing or not a list of whole numbers"
-    if not isinstance(run.get("runs"), list):
-        return "runs: missing or not a list"
-    for key in ("testbed", "who_sets"):
-        if not isinstance(run.get(key, {}), dict):
-            return "%s: not an object" % key
-    for key in ("saturation", "recommend", "placement"):
-        if not isinstance(run.get(key) or {}, dict):
-            return "%s: not an object" % key
-    for i, r in enumerate(run["runs"], 1):
-        if not isinstance(r, dict):
-            return "run %d: not an object" % i
-        for key in ("mode", "offered"):
-            if key not in r:
-                return "run %d: no %s" % (i, key)
-        for key, test in RUN_KEYS.items():
-            if key in r and not test(r[key]):
-                return "run %d: %s is %s" % (i, key, shown(json.dumps(r[key])[:40]))
-        for key in KEYS:
-            if r.get(key) is not None and not _number(r[key]):
-                return "run %d: %s is %s, not a number" % (i, key, shown(json.dumps(r[key])[:40]))
-    return None
+def cost_problem(data):
+    """What makes JSON text too costly to decode (too many values, too
+    deep), or None - cheaply, on the bytes."""
+    items = 1 + sum(data.count(c) for c in (b",", b":", b"[", b"{"))
+    if items > MAX_ITEMS:
+        return "values: %d or more, accepted at most %d" % (items, MAX_ITEMS)
+    # brackets outside strings; then each pass takes the innermost pairs away
+    text = data.replace(b"\\\\", b"").replace(b'\\"', b"")
+    brackets = STRING.sub(b"", text).translate(None, NOT_BRACKETS)
+    for depth in range(1, MAX_DEPTH + 1):
+        brackets, taken = PAIR.subn(b"", brackets)
+        if not brackets:
+            return None
+        if not taken:
+            # no pair left: the parser stops at the first closer that
+            # remains, after at most the openers before it
+            run = max((len(m) for m in OPENERS.findall(brackets)), default=0)
+            if depth - 1 + run <= MAX_DEPTH:
+                return None
+            break
+    return "nesting: deeper than %d levels, accepted at most %d" % (MAX_DEPTH, MAX_DEPTH)
 
 
 def load(path):
     """The saved run at path; BadArgument when it is not one."""
     data = read_regular(path)
-    try:
-        run = json.loads(data)
-    except ValueError as err:
-        raise BadArgument("%s: not JSON (%s)" % (shown(str(path), 300), err)) from None
-    problem = shape_problem(run)
+    problem = cost_problem(data)
+    if problem is None:
+        try:
+            run = json.loads(data)
+        except ValueError as err:
+            raise BadArgument("%s: not JSON (%s)" % (shown(str(path), 300), err)) from None
+        problem = runschema.problem(run)
     if problem:
         raise BadArgument("%s: %s" % (shown(str(path), 300), problem))
     return run

@@ -19,10 +19,12 @@ import json
 import random
 import shlex
 import subprocess
+import sys
 import tempfile
 
-from . import preflight, stats
-from .runner import BenchError
+from . import preflight, servervalues, stats
+from .cli import BadArgument
+from .runner import NIC, BenchError, UndoLog
 from .server import nic_of_address
 
 
@@ -43,7 +45,11 @@ class SshHost:
         # terminal's keystrokes) to a command that does not read it
         stdin = {"input": input} if input is not None else {"stdin": subprocess.DEVNULL}
         try:
-            res = subprocess.run(self.argv(argv), capture_output=True, text=True, timeout=timeout, **stdin)
+            # a session of its own: a terminal's Ctrl-C reaches the bench,
+            # which lets a change of the server finish (runner.signals_held),
+            # not ssh in the middle of it; interrupted, run() kills it
+            res = subprocess.run(self.argv(argv), capture_output=True, text=True, timeout=timeout,
+                                 start_new_session=True, **stdin)
         except subprocess.TimeoutExpired:
             return -9, "", "timed out after %ss on %s" % (timeout, self.target)
         if res.returncode == 255:
@@ -71,6 +77,9 @@ class SshTestbed:
         self.facts = {}
         self.generators = 1
         self.steer = None
+        # the steering's changes; the bench's own join them (runner.Bench)
+        self.undo = UndoLog()
+        self.log = lambda msg: print("irqtune-bench: %s" % msg, file=sys.stderr, flush=True)
 
     def _out(self, host, argv):
         rc, out, err = host.run(argv, timeout=60)
@@ -100,6 +109,11 @@ class SshTestbed:
             if not self.nic:
                 return found + [preflight.Finding(preflight.FAIL, "no interface of the server holds --server-addr %s"
                                                   % self.server_addr, "name the server's address on the NIC under test")]
+            try:
+                servervalues.interface("the interface holding %s" % self.server_addr, self.nic)
+            except BadArgument as err:
+                self.nic = None
+                return found + [preflight.Finding(preflight.FAIL, str(err), "rename it, or name another with --nic")]
         facts = self.facts["server_facts"] = json.loads(self._out(self.server, self.server_bench + [
             "server-facts", self.nic, "--service", a.service, "--port", str(a.port), "--cpu", str(a.memcached_cpu)]))
         cpus = int(self._out(self.client, ["nproc"]))
@@ -134,6 +148,7 @@ class SshTestbed:
         return out
 
     def prepare(self, log):
+        self.log = log
         findings = self.check()
         for line in preflight.lines(findings):
             log(line)
@@ -228,8 +243,9 @@ class SshTestbed:
         return None
 
     def finish(self):
-        if self.steer:
-            self.steer.undo()
+        # what the bench's put-back has not done already (when its
+        # preparation failed, the steering's); the failures are logged
+        self.undo.put_back(self.log)
         for host in (self.server, self.client):
             subprocess.run(host.base[:-2] + ["-O", "exit", "--", host.target], capture_output=True)
         self._control.cleanup()
@@ -239,9 +255,11 @@ class Steering:
     """The load's connections on the rx queue serving --memcached-cpu: an
     ntuple rule (flow-type tcp4 dst-ip dst-port -> queue) when the NIC
     offers one, deleted again by undo() (and the feature switched back
-    off when the bench switched it on); otherwise source ports whose
-    connections the server saw arrive on that queue's NAPI.  how says
-    which, for every run's record."""
+    off when the bench switched it on) - each undo registered in the
+    testbed's undo log before its change, so that a refused rule or a
+    signal during its insert leaves no feature on; otherwise source ports
+    whose connections the server saw arrive on that queue's NAPI.  how
+    says which, for every run's record."""
 
     SEARCH = range(20000, 30000)
     TRIES = 512
@@ -251,8 +269,9 @@ class Steering:
         facts, a = tb.facts["server_facts"], tb.args
         self.queue = preflight.serving_queue(facts, a.memcached_cpu)
         self.napi = facts["rx_queues"][str(self.queue)]
-        self.rule = self.feature_was = None
+        self.rule = None
         self.found = []
+        self.changes = getattr(tb, "undo", None) or UndoLog()
         if facts.get("ntuple") in ("on", "off"):
             self.add_rule(facts["ntuple"])
         else:
@@ -261,14 +280,24 @@ class Steering:
     def add_rule(self, feature):
         tb, a = self.tb, self.tb.args
         if feature == "off":
-            tb._out(tb.server, ["ethtool", "-K", tb.nic, "ntuple", "on"])
-            self.feature_was = "off"
-        out = tb._out(tb.server, ["ethtool", "-N", tb.nic, "flow-type", "tcp4", "dst-ip", tb.server_addr,
-                                  "dst-port", str(a.port), "action", str(self.queue)])
-        words = out.split()
-        self.rule = words[-1] if words[-1:] and words[-1].isdigit() else None
+            with self.changes.change("ntuple-feature", "the ntuple feature of %s (off again)" % tb.nic,
+                                     lambda: tb._out(tb.server, ["ethtool", "-K", tb.nic, "ntuple", "off"]), NIC):
+                tb._out(tb.server, ["ethtool", "-K", tb.nic, "ntuple", "on"])
+        with self.changes.change("ntuple-rule", "the ntuple rule on %s" % tb.nic, self.delete_rule, NIC):
+            out = tb._out(tb.server, ["ethtool", "-N", tb.nic, "flow-type", "tcp4", "dst-ip", tb.server_addr,
+                                      "dst-port", str(a.port), "action", str(self.queue)])
+            words = out.split()
+            # ethtool says "Added rule with ID N"; without it, the rule is not known
+            self.rule = words[-1] if words[-1:] and words[-1].isdigit() else "unknown"
         self.how = "ntuple rule %s: tcp4 dst-port %d -> rx queue %d" % (self.rule, a.port, self.queue)
         self.log("steering: " + self.how)
+
+    def delete_rule(self):
+        rule, self.rule = self.rule, None
+        if rule == "unknown":
+            raise BenchError("ethtool -N printed no rule ID: see ethtool -n %s" % self.tb.nic)
+        if rule is not None:
+            self.tb._out(self.tb.server, ["ethtool", "-N", self.tb.nic, "delete", rule])
 
     def search(self, n):
         rng = random.Random()
@@ -291,10 +320,5 @@ class Steering:
         return self.found[generator * conns:(generator + 1) * conns] or None
 
     def undo(self):
-        tb = self.tb
-        if self.rule is not None:
-            tb.server.run(["ethtool", "-N", tb.nic, "delete", self.rule], timeout=60)
-            self.rule = None
-        if self.feature_was:
-            tb.server.run(["ethtool", "-K", tb.nic, "ntuple", self.feature_was], timeout=60)
-            self.feature_was = None
+        """Put back what the steering changed; the names of what failed."""
+        return self.changes.put_back(self.log)

@@ -37,7 +37,8 @@ def test_cell_median_range_and_spread():
 
 
 def saved(runs, modes=("suspend20", "fullbusy"), loads=(1000,), saturation=None):
-    return {"settings": {"modes": list(modes)}, "loads": list(loads), "runs": runs,
+    return {"settings": {"modes": list(modes), "repeats": 8, "seconds": 20.0, "warmup": 2.0, "conns": 1},
+            "loads": list(loads), "runs": runs,
             "saturation": saturation and {"rate": saturation}}
 
 

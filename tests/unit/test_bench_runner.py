@@ -275,7 +275,7 @@ def test_active_profiles_without_the_post_loaded_one(text, profiles):
 def test_what_a_mode_writes():
     server = FakeServer()
     bench = runner.Bench(FakeTestbed(server), args(), lambda msg: None)
-    bench.nic = NIC
+    bench.prepare()
     bench.set_mode("suspend20")
     assert server.files[runner.VARIABLES] == (
         "# irqtune-bench mode suspend20\nsuspend_nics=%s\ndefer_hard_irqs=100\ngro_flush_timeout=20us\n"
@@ -483,7 +483,7 @@ def test_auto_runs_with_what_the_daemon_measured_and_records_it():
     auto_loads = [x for x in tb.loads if x[0] == "auto"]
     assert auto_loads[0] == ("auto", 1000) and len(auto_loads) == 6
     bench = runner.Bench(FakeTestbed(server), args(), lambda msg: None)
-    bench.nic = NIC
+    bench.prepare()
     bench.set_mode("auto")
     assert server.files[runner.VARIABLES] == (
         "# irqtune-bench mode auto\nsuspend_nics=%s\ndefer_hard_irqs=100\ngro_flush_timeout=auto\n"
@@ -554,3 +554,18 @@ def test_loads_never_lie_above_their_fraction_of_saturation():
     for sat in range(1000, 30000, 7):
         for f in (0.1, 0.3, 0.6, 0.9):
             assert all(x <= f * sat or x == 100 for x in runner.loads_of(sat, [f]))
+
+
+@pytest.mark.parametrize("other_ms,is_disturbed", [(1000.0, True), (100.0, False)])
+def test_other_work_on_the_serving_core_is_judged_in_percent(other_ms, is_disturbed):
+    """Issue 47 item 14: over a 20 s run, 1000 ms of other work on the
+    serving vCPU's host core is 5 % - disturbed (the rule's bound is
+    1 %) - and 100 ms is 0.5 %, not.  Read as a fraction (0.05 against
+    1.0), the bound never fires; a bound written as a fraction (0.01)
+    fires on every run."""
+    host = {"seconds": 20.0, "serving_wait_pct": 0.1, "serving_cpu_other_ms": other_ms, "main_loop_wait_pct": 0.2}
+    res = dict(FIX["mcload"], send_late_p99_us=100.0, host=host)
+    run = runner.derive(res, FIX["before"], FIX["after"], cpu=2)
+    assert bool(runner.disturbed(dict(res, **run))) is is_disturbed, (run["serving_core_other_pct"],
+                                                                      runner.disturbed(dict(res, **run)))
+    assert run["serving_core_other_pct"] == other_ms / 200.0
