@@ -122,7 +122,7 @@ def test_an_empty_destination_is_refused(option):
 @pytest.fixture
 def saved_run(tmp_path):
     path = tmp_path / "run.json"
-    path.write_text('{"settings": {"modes": ["base"], "repeats": 1, "seconds": 2, "conns": 1}, '
+    path.write_text('{"settings": {"modes": ["base"], "repeats": 1, "seconds": 2, "warmup": 0.5, "conns": 1}, '
                     '"loads": [100], "runs": [{"mode": "base", "offered": 100, "p99_us": 9}]}')
     return path
 

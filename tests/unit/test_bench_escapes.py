@@ -35,7 +35,7 @@ RAW = re.compile(r"[\x00-\x09\x0b-\x1f\x7f-\x9f]")
 def crafted_run(topology="-"):
     """A run file with a string of the attacker's in every string field the
     report, compare and docs read."""
-    modes = ["suspend20", "fullbusy", "auto", EVIL]
+    modes = ["suspend20", "fullbusy", "auto", "base"]     # a crafted mode name: the schema refuses it
     runs = []
     for m in modes:
         for rnd in (1, 2):
@@ -43,7 +43,7 @@ def crafted_run(topology="-"):
                 r = {"mode": m, "offered": 100, "round": rnd, "topology": topo, "qps": 100, "p50_us": 50,
                      "p99_us": 90 + rnd, "ipr_serving": 1000.0 + rnd, "serving_wait_pct": 1.0,
                      "attempts": [{"reasons": [EVIL + " 300 > 250"]}], "reruns": 1,
-                     "held": {"after": [[EVIL, 1, 2]]}}
+                     "held": {"after": [[100, 1000000, 2000000]]}}
                 runs.append(r)
     return {"settings": {"modes": modes, "repeats": 8, "seconds": 20.0, "conns": 1, "warmup": 2.0},
             "loads": [100], "profile": EVIL, "command": EVIL, "started": EVIL,
@@ -56,7 +56,7 @@ def crafted_run(topology="-"):
             "recommend": {"doctor": EVIL, "offered": 100, "failed": EVIL},
             "placement": {"what": EVIL, "lines": [EVIL, EVIL]},
             "auto_settles": [{"round": 1, "failed": EVIL}, {"round": 2, "seconds": 20, "offered": 100,
-                                                           "held": [[EVIL, 1, 2]]}],
+                                                           "held": [[100, 1000000, 2000000]]}],
             "runs": runs}
 
 

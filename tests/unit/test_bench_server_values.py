@@ -39,7 +39,7 @@ def settings_of(option, value):
     ("--service", LONG), ("--service", "a$b"), ("--service", "m%i"),
     ("--shim", "/usr/lib64/x.so\nExecStartPre=/bin/sh"), ("--shim", '/usr/lib64/x.so"'),
     ("--shim", "lib/x.so"), ("--shim", "/usr/lib 64/x.so"), ("--shim", "/usr/lib64/%h.so"),
-    ("--shim", "/usr/lib64/x.so:/tmp/y.so"), ("--shim", "/usr/lib64/x\\.so"), ("--shim", "/" + "x" * 5000),
+    ("--shim", "/usr/lib64/x.so:/tmp/y.so"), ("--shim", "/usr/lib64/x\\.so"),
 ], ids=lambda v: ascii(v)[:40])
 def test_a_value_its_file_does_not_accept_is_refused_in_one_line(option, value):
     with pytest.raises(BadArgument) as refused:
