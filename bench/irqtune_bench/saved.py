@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 from . import runschema
-from .cli import BadArgument, shown
+from .cli import BadArgument, results_dir, shown
 
 LIMIT = 32 << 20        # bytes read (decompressed) at most
 XZ_MEMORY = 128 << 20   # xz's decoder: xz -9's 64 MiB dictionary, twice over
@@ -124,8 +124,7 @@ def main(args):
             json.dump({"verdicts": rep.verdict_records(runs[0])}, sys.stdout, indent=1)
             sys.stdout.write("\n")
             return 0
-        out = Path(args.out)
-        out.mkdir(parents=True, exist_ok=True)
+        out = results_dir(args.out)
         rep.write_report(runs[0], out, args.name or Path(args.json).name.split(".", 1)[0])
         return 0
     if len(runs) > 2:
