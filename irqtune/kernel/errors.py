@@ -60,6 +60,12 @@ class Extack:
         return ", ".join(parts)
 
 
+def errno_error(code):
+    """The OSError (its subclass: PermissionError, ...) for an errno a
+    system call set (ctypes.get_errno), with the system's text."""
+    return OSError(code, os.strerror(code))
+
+
 class NetlinkRequestError(IrqtuneError, OSError):
     """The kernel refused a request: an OSError (errno, strerror) with what
     was asked and the kernel's Extack.
@@ -82,12 +88,13 @@ NOT_PERMITTED = dict.fromkeys((errno.EPERM, errno.EACCES),
                               "not permitted (%s): needs CAP_NET_ADMIN")
 
 
-def describe_os_error(err, meanings=None):
+def describe_os_error(err, meanings=None, with_path=True):
     """An OSError in the administrator's words: what its errno means where
     it happened (meanings: {errno: text}, "%s" taking the errno's name and
-    the kernel's extack), else the system's text; the one place errno
-    values become words.  Other errors (ValueError, the library's own)
-    say what happened themselves."""
+    the kernel's extack), else the system's text and the errno's name,
+    after the file's path unless the caller names it (with_path=False);
+    the one place errno values become words.  Other errors (ValueError,
+    the library's own) say what happened themselves."""
     if not isinstance(err, OSError):
         return str(err)
     # errno 95 is ENOTSUP to Python, EOPNOTSUPP to the kernel and its tools
@@ -99,4 +106,5 @@ def describe_os_error(err, meanings=None):
         return meaning.replace("%s", name + (": %s" % extack if extack else ""))
     if isinstance(err, NetlinkRequestError) or not err.errno:
         return str(err)
-    return "%s%s (%s)" % ("%s: " % err.filename if err.filename else "", err.strerror, name)
+    path = "%s: " % err.filename if with_path and err.filename else ""
+    return "%s%s (%s)" % (path, err.strerror, name)

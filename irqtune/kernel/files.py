@@ -25,7 +25,7 @@ import stat
 import tempfile
 from contextlib import suppress
 
-from .errors import IrqtuneError
+from .errors import IrqtuneError, errno_error
 from .names import SHOWN_PATH_MAX, shown
 
 # Filesystems whose files hold what was written to them and whose owners
@@ -210,6 +210,5 @@ def _filesystem_type(fd):
     """fstatfs(2)'s f_type of fd (Python's os.fstatvfs has no type)."""
     buf = ctypes.create_string_buffer(256)          # struct statfs: 120 bytes on 64-bit
     if _libc.fstatfs(fd, buf) != 0:
-        code = ctypes.get_errno()
-        raise OSError(code, os.strerror(code))
+        raise errno_error(ctypes.get_errno())
     return _F_TYPE.from_buffer(buf).value & 0xFFFFFFFF

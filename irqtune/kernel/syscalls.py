@@ -11,10 +11,9 @@ assuming x86_64, and is the one place an architecture is added.
 """
 
 import ctypes
-import os
 import platform
 
-from .errors import UnsupportedError
+from .errors import UnsupportedError, errno_error
 
 # Linux >= 5.1: the number of every architecture in asm-generic's table
 # (and those that follow it), alpha's, and 64-bit MIPS's: its n64 ABI (what
@@ -62,6 +61,5 @@ def call(nr, *args):
     result, or OSError with the errno it set."""
     ret = _libc.syscall(ctypes.c_long(nr), *args)
     if ret < 0:
-        code = ctypes.get_errno()
-        raise OSError(code, os.strerror(code))
+        raise errno_error(ctypes.get_errno())
     return ret

@@ -5,7 +5,8 @@ becomes the administrator's words."""
 
 import errno
 
-from irqtune.kernel.errors import Extack, NetlinkRequestError, OptionError, describe_os_error
+from irqtune.kernel.errors import (Extack, NetlinkRequestError, OptionError, describe_os_error,
+                                   errno_error)
 
 # What a 6.18 kernel answered a napi-set with defer-hard-irqs 2**31
 # (tests/netlink/test_netdev.py reads it off the kernel).
@@ -32,8 +33,11 @@ def test_the_callers_meaning_then_the_errno_and_the_extack():
     assert describe_os_error(OSError(errno.ENOSPC, "No space left on device"), meanings) == \
         "No space left on device (ENOSPC)"
     assert describe_os_error(err) == str(err)
-    assert describe_os_error(PermissionError(errno.EACCES, "Permission denied", "/sys/x")) == \
-        "/sys/x: Permission denied (EACCES)"
+    denied = PermissionError(errno.EACCES, "Permission denied", "/sys/x")
+    assert describe_os_error(denied) == "/sys/x: Permission denied (EACCES)"
+    # a caller that names the path itself
+    assert describe_os_error(denied, with_path=False) == "Permission denied (EACCES)"
+    assert describe_os_error(errno_error(errno.EOPNOTSUPP)) == "Operation not supported (EOPNOTSUPP)"
 
 
 def test_other_errors_say_what_happened_themselves():
