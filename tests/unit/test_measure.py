@@ -12,6 +12,7 @@ per boot):
   0 (none), one pipe written, wait (1 event), spin 1 ms, wait (none).
 """
 
+import errno
 import math
 import os
 import struct
@@ -20,7 +21,7 @@ import pytest
 
 from irqtune.frontends.doctor.links import Report, format_text
 from irqtune.frontends.doctor import recommend as doctor_recommend
-from irqtune.kernel.errors import IrqtuneError
+from irqtune.kernel.errors import IrqtuneError, describe_os_error, errno_error
 from irqtune.services.measure import busy, epolltrace, perf, recommend, tracefs
 from irqtune.services.measure.epolltrace import Recorded
 from irqtune.kernel.values import format_duration_ns, parse_duration_ns
@@ -126,10 +127,13 @@ def test_rings_shrink_on_hosts_with_many_cpus():
 
 
 def test_open_errors_are_named():
-    err = OSError(13, "Permission denied")
-    assert perf.explain_open_error(err, "syscalls:x") == (
-        "syscalls:x: perf_event_open: not permitted (needs root, or CAP_PERFMON with "
-        "kernel.perf_event_paranoid)")
+    # perf_event_open(2): EACCES and EPERM when kernel.perf_event_paranoid refuses
+    assert describe_os_error(errno_error(errno.EACCES), perf.OPEN_MEANINGS) == (
+        "not permitted (EACCES): needs root, or CAP_PERFMON with kernel.perf_event_paranoid")
+    assert describe_os_error(errno_error(errno.ENOENT), perf.OPEN_MEANINGS) == (
+        "the kernel has no such tracepoint (ENOENT)")
+    assert describe_os_error(errno_error(errno.EMFILE), perf.OPEN_MEANINGS) == (
+        "Too many open files (EMFILE)")
 
 
 def test_ring_bytes_from_real_kernel():

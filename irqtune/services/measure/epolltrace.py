@@ -25,7 +25,7 @@ import time
 from dataclasses import dataclass, field
 
 from ...kernel.cpus import online_cpus
-from ...kernel.errors import IrqtuneError
+from ...kernel.errors import IrqtuneError, describe_os_error
 from ...kernel.kfs import KFS
 from ...kernel.values import index_runs
 from . import busy, perf, procstat, tracefs
@@ -91,8 +91,8 @@ class EpollTrace:
             self.recording = perf.Recording([f["id"] for f in formats.values()],
                                             tid_filter(self.tids), online_cpus(kfs))
         except OSError as err:
-            raise IrqtuneError(perf.explain_open_error(err, "syscalls:sys_enter_epoll_wait")) \
-                from None
+            raise IrqtuneError("syscalls:sys_enter_epoll_wait: perf_event_open: %s"
+                               % describe_os_error(err, perf.OPEN_MEANINGS)) from None
         self._stop = threading.Event()
         self._copier = None
         self._failed = None         # what ended the copier, raised by stop()
@@ -107,7 +107,7 @@ class EpollTrace:
         except BaseException as err:
             self.close()
             if isinstance(err, OSError):
-                raise IrqtuneError("enabling the recording: %s" % err) from None
+                raise IrqtuneError("enabling the recording: %s" % describe_os_error(err)) from None
             raise
         try:
             self._copier = threading.Thread(target=self._copy, name="irqtune-epolltrace",

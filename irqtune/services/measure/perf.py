@@ -75,13 +75,12 @@ def _open(attr, cpu, nr):
                          ctypes.c_ulong(PERF_FLAG_FD_CLOEXEC))
 
 
-def explain_open_error(err, what):
-    denied = "not permitted (needs root, or CAP_PERFMON with kernel.perf_event_paranoid)"
-    why = {errno.EACCES: denied, errno.EPERM: denied,
-           errno.ENOENT: "the kernel has no such tracepoint",
-           errno.ENOSYS: "the kernel has no perf events (CONFIG_PERF_EVENTS)",
-           errno.EMFILE: "too many open files"}.get(err.errno, err.strerror)
-    return "%s: perf_event_open: %s" % (what, why)
+# What perf_event_open(2)'s errors mean for a tracepoint (describe_os_error).
+OPEN_MEANINGS = {
+    **dict.fromkeys((errno.EACCES, errno.EPERM), "not permitted (%s): needs root, or "
+                    "CAP_PERFMON with kernel.perf_event_paranoid"),
+    errno.ENOENT: "the kernel has no such tracepoint (%s)",
+    errno.ENOSYS: "the kernel has no perf events (%s: CONFIG_PERF_EVENTS)"}
 
 
 class CpuRing:
