@@ -88,6 +88,12 @@ NOT_PERMITTED = dict.fromkeys((errno.EPERM, errno.EACCES),
                               "not permitted (%s): needs CAP_NET_ADMIN")
 
 
+def errno_name(code):
+    """The errno's symbol (EACCES), as the kernel's headers and tools spell it."""
+    # errno 95 is ENOTSUP to Python, EOPNOTSUPP to the kernel and its tools
+    return "EOPNOTSUPP" if code == errno.EOPNOTSUPP else errno.errorcode.get(code, str(code))
+
+
 def describe_os_error(err, meanings=None, with_path=True):
     """An OSError in the administrator's words: what its errno means where
     it happened (meanings: {errno: text}, "%s" taking the errno's name and
@@ -97,9 +103,7 @@ def describe_os_error(err, meanings=None, with_path=True):
     the library's own) say what happened themselves."""
     if not isinstance(err, OSError):
         return str(err)
-    # errno 95 is ENOTSUP to Python, EOPNOTSUPP to the kernel and its tools
-    name = "EOPNOTSUPP" if err.errno == errno.EOPNOTSUPP else \
-        errno.errorcode.get(err.errno, str(err.errno))
+    name = errno_name(err.errno)
     extack = err.extack if isinstance(err, NetlinkRequestError) else None
     meaning = (meanings or {}).get(err.errno)
     if meaning is not None:

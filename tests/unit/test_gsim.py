@@ -374,7 +374,10 @@ def test_refused_switch_is_an_error(fake_kernel, caplog):
     t = tuner(k, SEED)
     with caplog.at_level(logging.ERROR, logger="irqtune"):
         t.apply()
-    assert "IRQ 25" in caplog.text and "EIO" in caplog.text
+    path = os.path.join(k.proc, "irq/25/allow_sw_moderation")
+    assert [r.getMessage() for r in caplog.records] == [
+        "gsim: IRQ 25 (virtio0-input.0): cannot allow moderation: %s: writing '1' failed: "
+        "Input/output error (EIO)" % path]
     assert (25, 0) in [(i, c) for i, _, _, c, _ in t.verify_switches()]
 
 

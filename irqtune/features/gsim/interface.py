@@ -33,7 +33,7 @@ import logging
 import os
 import re
 
-from ...kernel.errors import IrqtuneError
+from ...kernel.errors import IrqtuneError, describe_os_error
 from ...kernel.kfs import KFS, KernelFs
 from ...kernel.names import shown
 
@@ -97,9 +97,8 @@ class GsimWriteError(IrqtuneError):
     def __init__(self, path, value, err):
         self.path = path
         self.errno = err.errno
-        self.errname = errno.errorcode.get(err.errno, str(err.errno))
-        super().__init__("%s: writing '%s' failed: %s (%s)"
-                         % (path, value, err.strerror or err, self.errname))
+        super().__init__("%s: writing '%s' failed: %s"
+                         % (path, value, describe_os_error(err, with_path=False)))
 
 
 # Writes go through this (over the kernel fs seam), so that tests can stand

@@ -9,7 +9,7 @@ from collections import namedtuple
 
 from ...kernel import irqs as irqs_mod
 from ...kernel.caps import detect_kernel_features
-from ...kernel.errors import OptionError, describe_os_error
+from ...kernel.errors import OptionError, describe_os_error, errno_name
 from ...kernel.kfs import KFS
 from ...services.ledger import first
 from ...services.overlay import read_overlay_file
@@ -133,7 +133,7 @@ class GsimTuner(Tuner):
     def _knob_rejected(self, option, value, err):
         if err.errno in (errno.ERANGE, errno.EINVAL):
             reason = OptionError(option, value, "%s; the kernel rejected it with %s (%s)"
-                                 % (accepted_range(option), err.errname,
+                                 % (accepted_range(option), errno_name(err.errno),
                                     self.iface.knob_path(option)))
             self.rejected[option] = reason
             log.error("gsim: %s", reason)
