@@ -63,7 +63,7 @@ from dataclasses import dataclass, field
 from itertools import islice
 
 from ..kernel import syscalls
-from ..kernel.errors import IrqtuneError, UnsupportedError
+from ..kernel.errors import IrqtuneError, UnsupportedError, describe_os_error
 from ..kernel.kfs import KFS
 
 # _IOR(0x8A, 0x02, struct epoll_params) and its 8 bytes (include/uapi/linux/eventpoll.h).
@@ -208,7 +208,7 @@ class ProcessFds:
         except OSError as err:
             if err.errno == errno.ENOSYS:
                 raise UnsupportedError("the kernel has no pidfd_open (Linux >= 5.3)") from None
-            raise IrqtuneError("pid %d: pidfd_open: %s" % (pid, err.strerror)) from None
+            raise IrqtuneError("pid %d: pidfd_open: %s" % (pid, describe_os_error(err))) from None
 
     def close(self):
         if self._pidfd is not None:
@@ -258,7 +258,7 @@ def kernel_has_epoll_params():
         epoll_params_of_fd(e.fileno())
         return True, None
     except OSError as err:
-        return False, os.strerror(err.errno)
+        return False, describe_os_error(err, {errno.ENOTTY: "%s"})
     finally:
         e.close()
 
@@ -333,12 +333,12 @@ def _inspect_instance(pid, epfd, fds, kfs, bounds, late):
     except OSError as err:
         if err.errno == errno.EBADF:      # closed meanwhile
             return None
-        inst.error = "pidfd_getfd: %s" % err.strerror
+        inst.error = "pidfd_getfd: %s" % describe_os_error(err)
         return inst
     try:
         inst.params = epoll_params_of_fd(dup)
     except OSError as err:
-        inst.error = "EPIOCGPARAMS: %s" % os.strerror(err.errno)
+        inst.error = "EPIOCGPARAMS: %s" % describe_os_error(err)
     finally:
         os.close(dup)
     why = socket_dup_disturbs(kfs)     # again for each instance: cgroups come and go

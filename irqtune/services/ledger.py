@@ -41,7 +41,7 @@ import logging
 import os
 
 from ..kernel import files
-from ..kernel.errors import IrqtuneError
+from ..kernel.errors import IrqtuneError, describe_os_error
 from ..kernel.kfs import KernelFs
 from ..kernel.netdevs import ifindex_of, ifname_of
 
@@ -117,7 +117,7 @@ class Ledger:
         except OSError as err:
             raise LedgerError("cannot save originals to %s: %s; nothing more is changed "
                               "(free /run or fix its permissions)"
-                              % (self.path, err.strerror or err)) from None
+                              % (self.path, describe_os_error(err, with_path=False))) from None
 
     def update(self, data):
         """Write data after a restore or forget; a failure is logged."""
@@ -132,7 +132,7 @@ class Ledger:
         except FileNotFoundError:
             pass
         except OSError as err:
-            log.error("cannot remove %s: %s", self.path, err.strerror or err)
+            log.error("cannot remove %s: %s", self.path, describe_os_error(err, with_path=False))
 
 
 def first(book, key, value):

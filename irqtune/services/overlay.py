@@ -10,6 +10,8 @@ lines of <prefix><option>=value, '#' comments, blank lines.
 
 import logging
 
+from ..kernel.errors import describe_os_error
+
 log = logging.getLogger(__name__)
 
 
@@ -30,7 +32,8 @@ def read_overlay_file(path, prefix, options, expand=str.strip):
         log.debug("no %s, using the profile's values", path)
         return {}
     except OSError as err:
-        log.error("cannot read %s: %s; using the profile's values", path, err.strerror or err)
+        log.error("cannot read %s: %s; using the profile's values", path,
+                  describe_os_error(err, with_path=False))
         return {}
     found = {}
     names = set(options)

@@ -65,8 +65,12 @@ def test_a_ledger_that_cannot_be_written_stops_the_change(tmp_path, fake_kernel)
 def test_a_ledger_left_after_restore_is_logged_not_raised(tmp_path, caplog):
     from irqtune.services.ledger import Ledger as L
     (tmp_path / "not-a-dir").write_text("")
+    path = tmp_path / "not-a-dir" / "x.json"
     L("x", str(tmp_path / "not-a-dir")).update({"a": 1})
-    assert "cannot save originals" in caplog.text
+    # the errno's words and name from describe_os_error, the path said once
+    assert [r.getMessage() for r in caplog.records] == [
+        "cannot save originals to %s: File exists (EEXIST); nothing more is changed "
+        "(free /run or fix its permissions)" % path]
 
 
 def test_optin_records_its_drop_ins_before_writing_them(tmp_path, monkeypatch):
