@@ -108,7 +108,7 @@ def describe_os_error(err, meanings=None, with_path=True):
     meaning = (meanings or {}).get(err.errno)
     if meaning is not None:
         return meaning.replace("%s", name + (": %s" % extack if extack else ""))
-    if isinstance(err, NetlinkRequestError) or not err.errno:
+    if isinstance(err, IrqtuneError) or not err.errno:
         return str(err)
     path = "%s: " % err.filename if with_path and err.filename else ""
     return "%s%s (%s)" % (path, err.strerror, name)

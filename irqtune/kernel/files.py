@@ -54,10 +54,14 @@ class NotRootOnly(IrqtuneError):
     message says why."""
 
 
-class NotRegularFile(OSError):
+class NotRegularFile(IrqtuneError, OSError):
     """What is at a path replace_file was to replace is not a regular file;
     it is left as it is.  An OSError, so that every caller's handling of a
-    failed write covers it."""
+    failed write covers it; its words are the refusal (the callers name
+    the path)."""
+
+    def __str__(self):
+        return self.strerror
 
 
 # What lstat's file type is called in a refusal.

@@ -5,6 +5,7 @@ becomes the administrator's words."""
 
 import errno
 
+from irqtune.kernel import files
 from irqtune.kernel.errors import (Extack, NetlinkRequestError, OptionError, describe_os_error,
                                    errno_error)
 
@@ -43,4 +44,9 @@ def test_the_callers_meaning_then_the_errno_and_the_extack():
 def test_other_errors_say_what_happened_themselves():
     err = OptionError("queues", "x", "rx queue indexes")
     assert describe_os_error(err) == str(err)
+    # the library's own OSError: its words are the refusal, not an errno's
+    fifo = files.NotRegularFile(errno.EEXIST, "a FIFO is there, not a regular file; left as it is",
+                                "/run/x")
+    assert describe_os_error(fifo) == str(fifo) == \
+        "a FIFO is there, not a regular file; left as it is"
     assert describe_os_error(ValueError("bad number")) == "bad number"
