@@ -26,7 +26,7 @@ import os
 from dataclasses import dataclass, field
 
 from ..kernel import files
-from ..kernel.errors import IrqtuneError
+from ..kernel.errors import IrqtuneError, describe_os_error
 from ..kernel.kfs import KFS
 from ..kernel.names import shown
 from ..kernel.netdevs import ifname_of, net_namespace
@@ -225,7 +225,8 @@ def write_atomically(path, text):
                            "textfile directory differs by distribution; see irqtune(8))"
                            % (path, directory)) from None
     except files.NotRegularFile as err:
-        raise IrqtuneError("cannot write %s: %s (standard output: --output -)"
-                           % (path, err.strerror)) from None
+        raise IrqtuneError("cannot write %s: %s (standard output: --output -)" % (path, err)) \
+            from None
     except OSError as err:
-        raise IrqtuneError("cannot write %s: %s" % (path, err.strerror or err)) from None
+        raise IrqtuneError("cannot write %s: %s"
+                           % (path, describe_os_error(err, with_path=False))) from None

@@ -22,6 +22,7 @@ import stat
 import subprocess
 from dataclasses import dataclass, field
 
+from ..kernel.errors import describe_os_error
 from ..kernel.kfs import KernelFs
 from ..kernel.names import LINE_MAX, SHOWN_PATH_MAX, shown
 
@@ -175,7 +176,7 @@ def unreadable(path):
         with open(path, "rb"):
             return None
     except OSError as e:
-        return e.strerror or str(e)
+        return describe_os_error(e, with_path=False)
 
 
 def verify(log=TUNED_LOG, bootcmdline=BOOT_CMDLINE_FILE, run=subprocess.run, out=print, err=print):
@@ -196,7 +197,7 @@ def verify(log=TUNED_LOG, bootcmdline=BOOT_CMDLINE_FILE, run=subprocess.run, out
     try:
         verdict = check(run_verify, log, bootcmdline)
     except OSError as e:
-        err("irqtune verify: cannot run tuned-adm: %s" % e)
+        err("irqtune verify: cannot run tuned-adm: %s" % describe_os_error(e))
         return 1
     profile = shown(active_profile(run) or "the profile")
     if verdict.passed:

@@ -4,9 +4,10 @@ and entering their network namespace (NAPI ids and counters are per
 namespace; a NAPI id from a socket is only found by napi-get there)."""
 
 import ctypes
+import errno
 import os
 
-from ...kernel.errors import IrqtuneError
+from ...kernel.errors import IrqtuneError, describe_os_error, errno_error
 from ...kernel.kfs import KFS
 from ...kernel.netdevs import net_namespace
 from ...services.measure import procstat
@@ -53,9 +54,9 @@ def enter_net_namespace_of(pid, kfs=KFS):
     fd = os.open(kfs.proc_path(pid, "ns/net"), os.O_RDONLY)
     try:
         if _libc.setns(fd, CLONE_NEWNET) != 0:
-            err = ctypes.get_errno()
             raise IrqtuneError("pid %d: cannot enter its network namespace: %s"
-                               % (pid, os.strerror(err)))
+                               % (pid, describe_os_error(errno_error(ctypes.get_errno()), {
+                                   errno.EPERM: "not permitted (%s): needs CAP_SYS_ADMIN"})))
     finally:
         os.close(fd)
     return True
