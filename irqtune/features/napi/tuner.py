@@ -11,6 +11,7 @@ import errno
 import logging
 from dataclasses import replace
 
+from ...kernel.errors import describe_os_error
 from ...kernel.kfs import KFS
 from ...kernel.names import option_name
 from ...kernel.netlink.genl import NetlinkRequestError
@@ -197,7 +198,7 @@ class NapiTuner(DeviceTuner):
                 self.kfs.write_int(path, value)
         except OSError as err:
             log.error("%s: cannot set %s through %s: %s", ifname, option_name(attr), path,
-                      err.strerror or err)
+                      describe_os_error(err, with_path=False))
 
     def tick(self, lock):
         """On the plugin's periodic re-check: the auto values' services are
