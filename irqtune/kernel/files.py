@@ -60,8 +60,12 @@ class NotRegularFile(IrqtuneError, OSError):
     failed write covers it; its words are the refusal (the callers name
     the path)."""
 
+    def __init__(self, kind, path):
+        self.refusal = "%s is there, not a regular file; left as it is" % kind
+        super().__init__(errno.EEXIST, self.refusal, path)
+
     def __str__(self):
-        return self.strerror
+        return self.refusal
 
 
 # What lstat's file type is called in a refusal.
@@ -84,7 +88,7 @@ def refuse_unless_regular(path):
         return
     if not stat.S_ISREG(mode):
         kind = next((kind for test, kind in _KINDS if test(mode)), "something")
-        raise NotRegularFile(errno.EEXIST, "%s is there, not a regular file; left as it is" % kind, path)
+        raise NotRegularFile(kind, path)
 
 
 def replace_file(path, data, mode):

@@ -3,7 +3,9 @@
 the kernel's whole extack; describe_os_error is the one place an errno
 becomes the administrator's words."""
 
+import ast
 import errno
+import pathlib
 
 from irqtune.kernel import files
 from irqtune.kernel.errors import (Extack, NetlinkRequestError, OptionError, describe_os_error,
@@ -45,8 +47,43 @@ def test_other_errors_say_what_happened_themselves():
     err = OptionError("queues", "x", "rx queue indexes")
     assert describe_os_error(err) == str(err)
     # the library's own OSError: its words are the refusal, not an errno's
-    fifo = files.NotRegularFile(errno.EEXIST, "a FIFO is there, not a regular file; left as it is",
-                                "/run/x")
+    fifo = files.NotRegularFile("a FIFO", "/run/x")
     assert describe_os_error(fifo) == str(fifo) == \
         "a FIFO is there, not a regular file; left as it is"
     assert describe_os_error(ValueError("bad number")) == "bad number"
+
+
+def _errno_words_outside_errors_py():
+    """Where the library turns an errno into words itself: os.strerror, an
+    OSError's .strerror, errno.errorcode, or an {errno: text} table (a dict
+    or dict.fromkeys) whose text leaves out the errno's name - a
+    describe_os_error meaning puts it in with "%s"."""
+    def errno_keys(nodes):
+        return any(ast.unparse(k).startswith("errno.E") for n in nodes if n for k in ast.walk(n))
+
+    def nameless_text(nodes):
+        return any(isinstance(v, ast.Constant) and isinstance(v.value, str) and "%s" not in v.value
+                   for v in nodes)
+
+    root = pathlib.Path(__file__).resolve().parents[2]
+    found = []
+    for path in sorted([*(root / "irqtune").rglob("*.py"), *(root / "tuned-plugins").glob("*.py")]):
+        if path == root / "irqtune" / "kernel" / "errors.py":
+            continue
+        for node in ast.walk(ast.parse(path.read_text(), str(path))):
+            where = "%s:%d" % (path.relative_to(root), getattr(node, "lineno", 0))
+            if isinstance(node, (ast.Attribute, ast.Name, ast.alias)) and \
+                    getattr(node, "attr", getattr(node, "id", getattr(node, "name", None))) in \
+                    ("strerror", "errorcode"):
+                found.append("%s: %s" % (where, ast.unparse(node)))
+            elif isinstance(node, ast.Dict) and errno_keys(node.keys) and \
+                    nameless_text(node.values) or isinstance(node, ast.Call) and \
+                    ast.unparse(node.func) == "dict.fromkeys" and len(node.args) == 2 and \
+                    errno_keys(node.args[:1]) and nameless_text(node.args[1:]):
+                found.append("%s: {errno: text}" % where)
+    return found
+
+
+def test_every_errno_becomes_words_in_describe_os_error():
+    found = _errno_words_outside_errors_py()
+    assert not found, "errno made words outside describe_os_error:\n" + "\n".join(found)
