@@ -80,7 +80,7 @@ class NetlinkRequestError(IrqtuneError, OSError):
         self.extack = extack or Extack()
 
     def __str__(self):
-        return "%s: %s (errno %d)" % (self.what, self.extack or self.strerror, self.errno)
+        return "%s: %s (%s)" % (self.what, self.extack or self.strerror, errno_name(self.errno))
 
 
 # What EPERM and EACCES mean to a netlink or ethtool request.

@@ -53,7 +53,7 @@ def test_failed_napi_dump_during_apply_is_one_line(napi_plugin, caplog):
     assert napi_plugin._instance_apply_static(Instance()) is None
     errors = tuned_errors(caplog)
     assert len(errors) == 1, errors
-    assert "instance napi: applying failed: dumping NAPIs: Input/output error (errno 5)" \
+    assert "instance napi: applying failed: dumping NAPIs: Input/output error (EIO)" \
         in errors[0]
     assert "apply the profile again" in errors[0]
 

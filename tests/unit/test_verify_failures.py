@@ -50,7 +50,7 @@ def test_napi_verify_fails_when_the_napis_cannot_be_read(monkeypatch):
     netdev.fail["napis"] = errno.ENOMEM
     checks = t.verify("eth0")
     assert checks and failed(checks) == checks
-    assert "errno %d" % errno.ENOMEM in checks[0].note
+    assert "Cannot allocate memory (ENOMEM)" in checks[0].note
 
 
 def test_napi_verify_of_a_device_gone_meanwhile_has_nothing_to_check(monkeypatch):
