@@ -22,7 +22,7 @@ from contextlib import suppress
 from .frontends import (doctor as doctor_report, metrics as metrics_export, verify_report,
                         watch as status_watch)
 from .kernel.caps import detect_napi_capabilities
-from .kernel.errors import IrqtuneError
+from .kernel.errors import IrqtuneError, describe_os_error
 from .kernel.names import LINE_MAX, SHOWN_MAX, shown
 from .kernel.netlink.netdev import NapiFamily
 
@@ -175,7 +175,7 @@ def metrics(args):
         else:
             sys.stdout.write(text)
     except (IrqtuneError, OSError) as err:
-        print("irqtune metrics: %s" % shown(err, LINE_MAX), file=sys.stderr)
+        print("irqtune metrics: %s" % shown(describe_os_error(err), LINE_MAX), file=sys.stderr)
         return 1
     return 0
 

@@ -102,7 +102,7 @@ def interrupt_names(kfs=KFS):
     try:
         return {irq: info.name for irq, info in read_interrupts(kfs).items()}
     except OSError as err:
-        log.debug("cannot read /proc/interrupts: %s", err)
+        log.debug("cannot read /proc/interrupts: %s", describe_os_error(err, with_path=False))
         return {}
 
 
@@ -136,7 +136,7 @@ def napi_irqs(ifname):
         with netdev.NapiFamily() as nl:
             return {n["irq"] for n in nl.napis(ifindex) if n.get("irq") is not None}
     except (OSError, IrqtuneError) as err:
-        log.debug("%s: no NAPI IRQs from netlink: %s", ifname, err)
+        log.debug("%s: no NAPI IRQs from netlink: %s", ifname, describe_os_error(err))
         return set()
 
 

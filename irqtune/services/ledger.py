@@ -98,7 +98,8 @@ class Ledger:
         except FileNotFoundError:
             return {}
         except (OSError, ValueError) as err:
-            log.warning("ignoring unreadable state file %s: %s", self.path, err)
+            log.warning("ignoring unreadable state file %s: %s", self.path,
+                        describe_os_error(err, with_path=False))
             return {}
 
     def save(self, data):

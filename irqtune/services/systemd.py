@@ -10,7 +10,7 @@ import shlex
 import subprocess
 import time
 
-from ..kernel.errors import IrqtuneError, OptionError
+from ..kernel.errors import IrqtuneError, OptionError, describe_os_error
 from ..kernel.kfs import KFS
 from ..kernel.names import shown
 
@@ -72,7 +72,7 @@ def default_systemctl(argv):
         proc = subprocess.run(["systemctl"] + list(argv), stdin=subprocess.DEVNULL,
                               capture_output=True, text=True, timeout=120)
     except (OSError, subprocess.TimeoutExpired) as err:
-        return 127, str(err)
+        return 127, describe_os_error(err)
     out = proc.stdout if proc.returncode == 0 else (proc.stderr.strip() or proc.stdout)
     return proc.returncode, out
 

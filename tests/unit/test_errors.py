@@ -84,6 +84,39 @@ def _errno_words_outside_errors_py():
     return found
 
 
+# Python's own words for an OSError: str(err), "%s" % err, a log argument.
+_OS_ERRORS = {"OSError", "IOError", "PermissionError", "FileNotFoundError", "FileExistsError",
+              "ProcessLookupError", "TimeoutError", "ConnectionError", "InterruptedError"}
+
+
+def _oserrors_shown_as_python_says():
+    """Where an OSError caught by name is put in a message as it is
+    ("[Errno 13] Permission denied: '/x'") instead of through
+    describe_os_error."""
+    root = pathlib.Path(__file__).resolve().parents[2]
+    found = []
+    for path in sorted((root / "irqtune").rglob("*.py")):
+        if "zerocopy" in path.parts:    # issue 49 is rewriting it: left to that branch
+            continue
+        tree = ast.parse(path.read_text(), str(path))
+        for handler in ast.walk(tree):
+            if not (isinstance(handler, ast.ExceptHandler) and handler.name and handler.type
+                    and _OS_ERRORS & {ast.unparse(n) for n in ast.walk(handler.type)}):
+                continue
+            for node in (n for stmt in handler.body for n in ast.walk(stmt)):
+                args = ([node.right] if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Mod)
+                        else node.args if isinstance(node, ast.Call) and (
+                            ast.unparse(node.func) in ("str", "shown") or
+                            ast.unparse(node.func).startswith("log."))
+                        else [node.value] if isinstance(node, ast.FormattedValue) else [])
+                for arg in args:
+                    if any(isinstance(a, ast.Name) and a.id == handler.name
+                           for a in (arg.elts if isinstance(arg, ast.Tuple) else [arg])):
+                        found.append("%s:%d: %s" % (path.relative_to(root), node.lineno,
+                                                    ast.unparse(node)[:60]))
+    return found
+
+
 def test_every_errno_becomes_words_in_describe_os_error():
-    found = _errno_words_outside_errors_py()
+    found = _errno_words_outside_errors_py() + _oserrors_shown_as_python_says()
     assert not found, "errno made words outside describe_os_error:\n" + "\n".join(found)

@@ -50,7 +50,8 @@ class QueueAffinity:
                 first(book, key, {"irq": q.irq,
                                   "affinity": format_index_list(read_affinity(q.irq, self.kfs))})
             except (OSError, OptionError) as err:
-                log.debug("%s: cannot read the affinity of IRQ %d: %s", ifname, q.irq, err)
+                log.debug("%s: cannot read the affinity of IRQ %d: %s", ifname, q.irq,
+                          describe_os_error(err))
         save()
 
     def apply(self, ifname, saved, save, only_new=False):

@@ -150,7 +150,8 @@ class GsimTuner(Tuner):
         try:
             return irqs_mod.read_interrupts(self.kfs)
         except OSError as err:
-            log.error("gsim: cannot read %s: %s", self.kfs.proc_path("interrupts"), err)
+            log.error("gsim: cannot read %s: %s", self.kfs.proc_path("interrupts"),
+                      describe_os_error(err, with_path=False))
             return {}
 
     def _apply_switches(self, interrupts):

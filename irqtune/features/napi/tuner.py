@@ -326,7 +326,8 @@ class NapiTuner(DeviceTuner):
                     if self.kfs.read_int(path) != value:
                         self.kfs.write_int(path, value)
                 except (OSError, ValueError) as err:
-                    log.error("%s: cannot restore %s: %s", now, option_name(attr), err)
+                    log.error("%s: cannot restore %s: %s", now, option_name(attr),
+                              describe_os_error(err, with_path=False))
 
     def _sysfs_path(self, ifname, attr):
         return self.kfs.net_path(ifname, SYSFS_FILES[attr])

@@ -14,7 +14,7 @@ from contextlib import suppress
 from dataclasses import dataclass
 
 from ...kernel import crashpoint, files
-from ...kernel.errors import IrqtuneError
+from ...kernel.errors import IrqtuneError, describe_os_error
 from ...kernel.names import shown
 
 log = logging.getLogger("irqtune.features.service_optin")
@@ -95,7 +95,8 @@ def write_dropin(unit, path, content, earlier=None):
             with open(path) as f:
                 previous = f.read()
         except OSError as err:
-            raise IrqtuneError("%s: cannot read existing %s: %s" % (unit, path, err))
+            raise IrqtuneError("%s: cannot read existing %s: %s"
+                               % (unit, path, describe_os_error(err, with_path=False)))
         if previous.split("\n", 1)[0] != MARKER:
             raise IrqtuneError("%s: %s exists and was not written by irqtune; "
                                "not touching it" % (unit, path))
@@ -130,7 +131,8 @@ def remove_dropins(entries):
             log.info("%s: drop-in %s already gone", entry.unit, entry.path)
             current = None
         except OSError as err:
-            log.error("%s: cannot read %s: %s; left in place", entry.unit, entry.path, err)
+            log.error("%s: cannot read %s: %s; left in place", entry.unit, entry.path,
+                      describe_os_error(err, with_path=False))
             continue
         if current is not None and current != entry.content:
             log.warning("%s: %s was changed after irqtune wrote it; left in place",
@@ -141,7 +143,8 @@ def remove_dropins(entries):
             try:
                 os.unlink(entry.path)
             except OSError as err:
-                log.error("%s: cannot remove %s: %s", entry.unit, entry.path, err)
+                log.error("%s: cannot remove %s: %s", entry.unit, entry.path,
+                          describe_os_error(err, with_path=False))
                 continue
             if crashpoint.ENABLED:
                 crashpoint.wrote("removed " + entry.path)
@@ -165,6 +168,7 @@ def roll_back(entries):
             if crashpoint.ENABLED:
                 crashpoint.wrote(entry.path)
         except OSError as err:
-            log.error("%s: cannot restore %s: %s", entry.unit, entry.path, err)
+            log.error("%s: cannot restore %s: %s", entry.unit, entry.path,
+                      describe_os_error(err, with_path=False))
         _CLAIMED.discard(entry.path)
     remove_dropins(fresh)

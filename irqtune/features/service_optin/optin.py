@@ -6,7 +6,7 @@ import logging
 import os
 
 from ...kernel.caps import NO_BUSY_POLL, detect_kernel_features
-from ...kernel.errors import IrqtuneError, UnsupportedError
+from ...kernel.errors import IrqtuneError, UnsupportedError, describe_os_error
 from ...kernel.kfs import KFS
 from ...services.epoll import preload_loaded
 from ...services.systemd import SYSTEMD_RUNNING_MARKER, Systemctl, systemd_running
@@ -139,7 +139,8 @@ class ServiceOptIn:
                 self.systemctl.daemon_reload_logged()
             if isinstance(err, IrqtuneError):
                 raise
-            raise IrqtuneError("cannot write drop-in: %s; nothing left behind" % err)
+            raise IrqtuneError("cannot write drop-in: %s; nothing left behind"
+                               % describe_os_error(err))
         self.written = written
         if stale:
             remove_dropins(stale)
