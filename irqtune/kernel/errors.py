@@ -61,8 +61,7 @@ class Extack:
 
 
 def errno_error(code):
-    """The OSError (its subclass: PermissionError, ...) for an errno a
-    system call set (ctypes.get_errno), with the system's text."""
+    """The OSError (PermissionError, ...) for an errno ctypes.get_errno gave."""
     return OSError(code, os.strerror(code))
 
 

@@ -57,8 +57,7 @@ class NotRootOnly(IrqtuneError):
 class NotRegularFile(IrqtuneError, OSError):
     """What is at a path replace_file was to replace is not a regular file;
     it is left as it is.  An OSError, so that every caller's handling of a
-    failed write covers it; its words are the refusal (the callers name
-    the path)."""
+    failed write covers it; its words are the refusal, without the path."""
 
     def __init__(self, kind, path):
         self.refusal = "%s is there, not a regular file; left as it is" % kind
