@@ -44,6 +44,7 @@ import types
 from contextlib import suppress
 from pathlib import Path
 
+from .guard import LINE_MAX, QUOTED_MAX, TEXT_MAX, BadArgument, BenchError, shown
 from .modes import MEASURED, MODES, PROFILE, SERIES_MODES, parse_modes
 
 EXIT_BAD_ARGUMENT = 2
@@ -56,9 +57,6 @@ ARGUMENT_MAX = 4096
 # The longest --name: the results' names add "-insn.png", the writer's
 # temporary files a dot before and ".XXXXXXXX" after, within NAME_MAX (255).
 NAME_MAX = 200
-# How much of a value a refusal quotes; of a string from a run file or a
-# remote host a report, a document or a log line shows; of a whole line.
-QUOTED_MAX, TEXT_MAX, LINE_MAX = 80, 1000, 2000
 RESULT_MODE, RESULT_DIR_MODE = 0o644, 0o755     # results are for reading, and committing
 
 
@@ -119,38 +117,8 @@ WHOLE = re.compile(r"[0-9]{1,20}")
 DECIMAL = re.compile(r"[0-9]{1,20}(?:\.[0-9]{0,20})?|\.[0-9]{1,20}")
 
 
-class BadArgument(ValueError):
-    """One line refusing an argument: its name, its value, what is accepted."""
-
-
 class NotRegularFile(OSError):
     """What is at a path write_file was to replace is not a regular file."""
-
-
-def shown(value, limit=QUOTED_MAX):
-    """The bench's one output guard: how a string from an argument, a run
-    file or a remote host reaches a terminal, a log or a document -
-    everything but printable ASCII escaped (control characters, so nothing
-    reaches a terminal that acts on it and a line stays one line; and
-    non-ASCII, so no look-alike or invisible character passes for another),
-    cut to limit.  Printable ASCII is left as it is, so shown(shown(x)) is
-    shown(x) and a line may pass it twice."""
-    text = value if isinstance(value, str) else str(value)
-    text = text.encode("ascii", "backslashreplace").decode()
-    text = "".join(c if c.isprintable() else "\\x%02x" % ord(c) for c in text)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-# what markdown acts on inside a line: a table cell's end, a code span,
-# HTML and autolinks, a link or image; and the backslash escaping them
-MARKDOWN_ACTIVE = str.maketrans({c: "\\" + c for c in "\\`|<>[]"})
-
-
-def md(value, limit=TEXT_MAX):
-    """shown() for a markdown document: also each character markdown acts
-    on inside a line backslash-escaped (GitHub's tables take \\| in a
-    code span too), so a run file's string stays one cell of plain text."""
-    return shown(value, limit).translate(MARKDOWN_ACTIVE)
 
 
 # what lstat's file type is called in a refusal
@@ -315,7 +283,6 @@ def logger():
 def check(settings):
     """`irqtune-bench check`: the findings, one per line; 1 when one failed."""
     from . import preflight
-    from .runner import BenchError
     from .ssh import SshTestbed
     tb = SshTestbed(settings)
     try:
@@ -341,7 +308,7 @@ def execute(tb, args, name, command):
     """Run the schedule on testbed tb and write the results; the exit code.
     command: how the run was started, for the report."""
     from . import report as rep
-    from .runner import BenchError, run_bench
+    from .runner import run_bench
     for sig in (signal.SIGTERM, signal.SIGHUP):
         signal.signal(sig, stop_on_signal)
     try:

@@ -13,7 +13,8 @@ import statistics
 import sys
 
 from . import report as rep
-from .cli import BadArgument, md, refuse_unless_regular, results_dir, shown, write_file
+from .cli import refuse_unless_regular, results_dir, write_file
+from .guard import BadArgument, md, shown
 
 BEGIN = "<!-- irqtune-bench docs: generated from %s - edit the run, not this -->"
 END = "<!-- irqtune-bench docs: end -->"

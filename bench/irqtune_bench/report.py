@@ -21,7 +21,8 @@ import statistics
 import sys
 
 from . import stats
-from .cli import TEXT_MAX, md, refuse_unless_regular, shown, write_file
+from .cli import refuse_unless_regular, write_file
+from .guard import TEXT_MAX, md, shown
 from .modes import VERDICT_MODES
 
 KEYS = ("qps", "avg_us", "p50_us", "p99_us", "cpu_pct_serving", "cpu_pct_guest", "ipr_serving",

@@ -44,7 +44,7 @@ import threading
 import time
 
 from . import placement, servervalues
-from .cli import BadArgument, shown
+from .guard import BadArgument, BenchError, shown
 from .modes import AUTO, MODE_AUTO, MODES, PROFILE, RECOMMEND, WHO_SETS, check, recommended, variables_of
 from .report import saturation_text
 
@@ -60,10 +60,6 @@ WRITE = ('umask 077 && base64 -d > "$1.irqtune-bench" && chmod "$2" "$1.irqtune-
 # prints "absent", or the file's mode (octal) and its bytes in base64
 READ = ('if [ -e "$1" ] || [ -L "$1" ]; then stat -c %a -- "$1" && base64 -w 0 -- "$1"; '
         'else echo absent; fi')
-
-
-class BenchError(Exception):
-    """The server could not do what the bench asked."""
 
 
 # -- the server's changes and their undos -----------------------------------

@@ -27,7 +27,8 @@ import sys
 from pathlib import Path
 
 from . import runschema
-from .cli import BadArgument, results_dir, shown
+from .cli import results_dir
+from .guard import BadArgument, shown
 
 LIMIT = 32 << 20        # bytes read (decompressed) at most
 XZ_MEMORY = 128 << 20   # xz's decoder: xz -9's 64 MiB dictionary, twice over

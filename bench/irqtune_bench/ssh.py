@@ -23,8 +23,8 @@ import sys
 import tempfile
 
 from . import preflight, servervalues, stats
-from .cli import BadArgument
-from .runner import NIC, BenchError, UndoLog
+from .guard import BadArgument, BenchError
+from .runner import NIC, UndoLog
 from .server import nic_of_address
 
 

@@ -19,7 +19,7 @@ import types
 import pytest
 
 from irqtune_bench import cli, runner, ssh
-from irqtune_bench.runner import BenchError
+from irqtune_bench.guard import BenchError
 
 from test_bench_runner import FIX, NIC, ORIGINAL_VARIABLES, FakeServer, FakeTestbed, args
 
