@@ -30,20 +30,17 @@ what is accepted (exit 2); a failed bench exits 1, an interrupted one 130.
 """
 
 import argparse
-import errno
 import ipaddress
 import json
 import os
 import re
 import signal
-import stat
 import sys
-import tempfile
 import time
 import types
-from contextlib import suppress
 from pathlib import Path
 
+from .files import results_dir, write_file
 from .guard import LINE_MAX, QUOTED_MAX, TEXT_MAX, BadArgument, BenchError, shown
 from .modes import MEASURED, MODES, PROFILE, SERIES_MODES, parse_modes
 
@@ -57,7 +54,6 @@ ARGUMENT_MAX = 4096
 # The longest --name: the results' names add "-insn.png", the writer's
 # temporary files a dot before and ".XXXXXXXX" after, within NAME_MAX (255).
 NAME_MAX = 200
-RESULT_MODE, RESULT_DIR_MODE = 0o644, 0o755     # results are for reading, and committing
 
 
 class Parser(argparse.ArgumentParser):
@@ -115,62 +111,6 @@ QUICK_FRACTIONS = "0.2,0.6,0.9"
 # digits Python's ValueError) rather than a refusal
 WHOLE = re.compile(r"[0-9]{1,20}")
 DECIMAL = re.compile(r"[0-9]{1,20}(?:\.[0-9]{0,20})?|\.[0-9]{1,20}")
-
-
-class NotRegularFile(OSError):
-    """What is at a path write_file was to replace is not a regular file."""
-
-
-# what lstat's file type is called in a refusal
-FILE_KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"),
-              (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-              (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
-
-
-def refuse_unless_regular(path):
-    """NotRegularFile unless path is a regular file or nothing (as the
-    irqtune library's files.refuse_unless_regular)."""
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        return
-    if not stat.S_ISREG(mode):
-        kind = next((kind for test, kind in FILE_KINDS if test(mode)), "something")
-        raise NotRegularFile(errno.EEXIST, "%s is there, not a regular file; left as it is" % kind, str(path))
-
-
-def write_file(path, data, mode=RESULT_MODE):
-    """The bench's one writer (results, plots, the docs' markdown), as the
-    irqtune library's files.replace_file writes: path holds data (text as
-    UTF-8, or bytes) with mode afterwards, or is as it was.  The bench runs
-    as root in directories others may write (--out, the default "."), so a
-    symlink, device, FIFO or directory at path is refused (NotRegularFile),
-    the temporary file is made by mkstemp (O_EXCL: never through a link)
-    and renamed over path.  The bench does not import the library: it is
-    installed on hosts without it (the administrator's machine, the client)."""
-    refuse_unless_regular(path)
-    payload = data.encode() if isinstance(data, str) else data
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(payload)
-            f.flush()
-            os.fchmod(f.fileno(), mode)
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def results_dir(out):
-    """Path of --out, made (mode RESULT_DIR_MODE) when missing."""
-    out = Path(out)
-    with suppress(FileExistsError):
-        out.mkdir(mode=RESULT_DIR_MODE, parents=True)
-    return out
 
 
 def checked_out(out):

@@ -21,7 +21,7 @@ import statistics
 import sys
 
 from . import stats
-from .cli import refuse_unless_regular, write_file
+from .files import refuse_unless_regular, write_file
 from .guard import TEXT_MAX, md, shown
 from .modes import VERDICT_MODES
 
@@ -396,7 +396,7 @@ def result_paths(out, name):
 
 
 def check_results(out, name):
-    """cli.NotRegularFile when a path write_report writes holds something
+    """files.NotRegularFile when a path write_report writes holds something
     else than a regular file: refused before anything is written (or run)."""
     for path in result_paths(out, name):
         refuse_unless_regular(path)
@@ -532,7 +532,7 @@ def markdown_report(report):
 def write_report(report, out, name):
     """Table, verdicts, plots (and, for a run that interleaved topologies,
     the before/after spread table) of a run; returns the text printed.
-    cli.NotRegularFile before anything is written when a result's path
+    files.NotRegularFile before anything is written when a result's path
     holds something else than a regular file."""
     check_results(out, name)
     modes, loads = report["settings"]["modes"], report["loads"]

@@ -27,7 +27,7 @@ import sys
 from pathlib import Path
 
 from . import runschema
-from .cli import results_dir
+from .files import results_dir
 from .guard import BadArgument, shown
 
 LIMIT = 32 << 20        # bytes read (decompressed) at most
