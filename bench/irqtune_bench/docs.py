@@ -13,7 +13,7 @@ import statistics
 import sys
 
 from . import report as rep
-from .files import refuse_unless_regular, results_dir, write_file
+from .files import read_regular, refuse_unless_regular, results_dir, write_file
 from .guard import BadArgument, md, shown
 
 BEGIN = "<!-- irqtune-bench docs: generated from %s - edit the run, not this -->"
@@ -100,7 +100,6 @@ def regenerate(report, markdown, images, source=None):
     exit code (1 when the markers are missing).  BadArgument when markdown
     is not UTF-8 text; files.NotRegularFile, before anything is written, when
     markdown or a plot's path is not a regular file."""
-    from .saved import read_regular
     try:
         text = read_regular(markdown).decode()
     except UnicodeDecodeError as err:

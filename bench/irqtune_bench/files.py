@@ -6,16 +6,24 @@ root, into directories others may write.
   write_file             path holds the data with a mode, or is as it was
   refuse_unless_regular  NotRegularFile for a link, device, FIFO, directory
   results_dir            --out, made when missing
+
+and its one reader, of a saved run or the docs' markdown: read_regular,
+a regular file's bytes (xz-decompressed for a .xz), bounded (saved.py).
 """
 
 import errno
+import lzma
 import os
 import stat
 import tempfile
 from contextlib import suppress
 from pathlib import Path
 
+from .guard import BadArgument, shown
+
 RESULT_MODE, RESULT_DIR_MODE = 0o644, 0o755     # results are for reading, and committing
+LIMIT = 32 << 20        # bytes read (decompressed) at most
+XZ_MEMORY = 128 << 20   # xz's decoder: xz -9's 64 MiB dictionary, twice over
 
 
 class NotRegularFile(OSError):
@@ -72,3 +80,38 @@ def results_dir(out):
     with suppress(FileExistsError):
         out.mkdir(mode=RESULT_DIR_MODE, parents=True)
     return out
+
+
+def read_regular(path):
+    """The bytes of path if it is a regular file; never waits on a FIFO."""
+    try:
+        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
+    except OSError as err:
+        raise BadArgument("%s: %s" % (shown(str(path), 300), err.strerror)) from None
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            raise BadArgument("%s: not a regular file" % shown(str(path), 300))
+        chunks, size = [], 0
+        while size <= LIMIT:
+            chunk = os.read(fd, 1 << 20)
+            if not chunk:
+                break
+            chunks.append(chunk)
+            size += len(chunk)
+        data = b"".join(chunks)
+    except OSError as err:
+        raise BadArgument("%s: %s" % (shown(str(path), 300), err.strerror)) from None
+    finally:
+        os.close(fd)
+    if str(path).endswith(".xz"):
+        xz = lzma.LZMADecompressor(lzma.FORMAT_XZ, memlimit=XZ_MEMORY)
+        try:
+            data = xz.decompress(data, max_length=LIMIT + 1)
+        except lzma.LZMAError as err:
+            raise BadArgument("%s: not xz data this reads (%s; at most %d MiB of decoder memory)"
+                              % (shown(str(path), 300), err, XZ_MEMORY >> 20)) from None
+        if len(data) <= LIMIT and not xz.eof:
+            raise BadArgument("%s: xz data cut short" % shown(str(path), 300))
+    if len(data) > LIMIT:
+        raise BadArgument("%s: larger than %d MiB" % (shown(str(path), 300), LIMIT >> 20))
+    return data
