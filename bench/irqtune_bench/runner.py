@@ -198,7 +198,6 @@ class Bench:
         sb = self.tb.server_bench
         if self.nic is None:
             out = self.sh(["ip", "-j", "addr", "show"])
-            from .server import nic_of_address
             self.nic = nic_of_address(out, self.tb.server_addr)
             if not self.nic:
                 raise BenchError("no interface of the server holds %s (--server-addr)" % self.tb.server_addr)
@@ -303,6 +302,16 @@ class Bench:
             self.log("server: variables file, drop-in and profile %s put back"
                      % ("(automatic)" if self.saved["auto"] else " ".join(self.saved["active"] or ["off"])))
         return failed
+
+
+def nic_of_address(ip_json, address):
+    """The interface holding address, from the server's `ip -j addr show`
+    (read here, on the orchestrating host)."""
+    for link in json.loads(ip_json or "[]"):
+        for a in link.get("addr_info", []):
+            if a.get("local") == address:
+                return link["ifname"]
+    return None
 
 
 def tuned_active(text):

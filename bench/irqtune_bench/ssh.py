@@ -24,8 +24,7 @@ import tempfile
 
 from . import preflight, servervalues, stats
 from .guard import BadArgument, BenchError
-from .runner import NIC, UndoLog
-from .server import nic_of_address
+from .runner import NIC, UndoLog, nic_of_address
 
 
 class SshHost:
