@@ -34,15 +34,13 @@ import ipaddress
 import json
 import os
 import re
-import signal
 import sys
-import time
 import types
 from pathlib import Path
 
-from .files import results_dir, write_file
-from .guard import LINE_MAX, QUOTED_MAX, TEXT_MAX, BadArgument, BenchError, shown
-from .modes import MEASURED, MODES, PROFILE, SERIES_MODES, parse_modes
+from . import client, server, servervalues
+from .guard import LINE_MAX, QUOTED_MAX, BadArgument, shown, written_error
+from .modes import MEASURED, MODES, SERIES_MODES, parse_modes
 
 EXIT_BAD_ARGUMENT = 2
 EXIT_INTERRUPTED = 130          # a shell's 128 + SIGINT
@@ -182,7 +180,6 @@ def run_settings(args):
     if s.probe_start > s.probe_max:
         raise BadArgument("--probe-start %d / --probe-max %d: accepted 1 <= start <= max <= 2000000"
                           % (s.probe_start, s.probe_max))
-    from . import servervalues
     servervalues.service("--service", args.service)
     return s
 
@@ -204,90 +201,8 @@ def ssh_settings(args):
                       number("--generators", args.generators, 1, 64, unit=" or auto"),
                       remote_command=args.remote_command, mcload=args.mcload, shim=args.shim,
                       name=checked_name(args.name))
-    from . import servervalues
     servervalues.arguments(s)
     return s
-
-
-def logger():
-    t_start = time.monotonic()
-
-    def log(msg):
-        # what the runner logs holds the remote hosts' answers
-        print("[irqtune-bench %5.0fs] %s" % (time.monotonic() - t_start, shown(msg, LINE_MAX)), file=sys.stderr,
-              flush=True)
-    log.start = t_start
-    return log
-
-
-def check(settings):
-    """`irqtune-bench check`: the findings, one per line; 1 when one failed."""
-    from . import preflight
-    from .ssh import SshTestbed
-    tb = SshTestbed(settings)
-    try:
-        findings = tb.check()
-    except BenchError as err:
-        print("irqtune-bench check: %s" % shown(err, LINE_MAX), file=sys.stderr)
-        return 1
-    finally:
-        tb.finish()
-    # a finding quotes what the hosts answered
-    findings = [f._replace(what=shown(f.what, LINE_MAX), fix=f.fix and shown(f.fix, LINE_MAX)) for f in findings]
-    print("\n".join(preflight.lines(findings)))
-    return 1 if preflight.failed(findings) else 0
-
-
-def stop_on_signal(signum, frame):
-    # SIGTERM and SIGHUP end the bench as Ctrl-C does: through the finally
-    # blocks that put the server's files, profile and ntuple rule back
-    raise SystemExit(128 + signum)
-
-
-def execute(tb, args, name, command):
-    """Run the schedule on testbed tb and write the results; the exit code.
-    command: how the run was started, for the report."""
-    from . import report as rep
-    from .runner import run_bench
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, stop_on_signal)
-    try:
-        out = results_dir(args.out)
-        rep.check_results(out, name)        # refused before the run, not after it
-    except OSError as err:
-        print("irqtune-bench: %s" % written_error(err), file=sys.stderr)
-        tb.finish()
-        return 1
-    log = logger()
-    report = dict(settings=vars(args), profile=PROFILE, command=command,
-                  started=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))
-
-    def save():
-        write_file(out / ("%s.json" % name), json.dumps(report, indent=1) + "\n")
-    try:
-        failed = run_bench(tb, args, log, report, save)
-        report["seconds_total"] = round(time.monotonic() - log.start)
-        rep.write_report(report, out, name)
-    except BenchError as err:
-        print("irqtune-bench: %s" % shown(err, LINE_MAX), file=sys.stderr)
-        return 1
-    except OSError as err:          # a result not written: the run stopped, the runner put the server back
-        print("irqtune-bench: %s" % written_error(err), file=sys.stderr)
-        return 1
-    finally:
-        tb.finish()
-    if failed:
-        print("irqtune-bench: %d run(s) failed (see %s)" % (len(failed), shown(out / ("%s.json" % name), TEXT_MAX)),
-              file=sys.stderr)
-        return 1
-    return 0
-
-
-def written_error(err):
-    """An OSError of the bench's files as a line's text."""
-    if err.filename is None:
-        return shown(err, LINE_MAX)
-    return "%s: %s" % (shown(err.filename, TEXT_MAX), shown(err.strerror or err, TEXT_MAX))
 
 
 def add_host_options(p):
@@ -385,13 +300,17 @@ def main(argv=None, mcload=MCLOAD, shim=SHIM):
 
 def dispatch(args, argv, mcload, shim):
     """The exit code of the command args name; BadArgument refusing one."""
+    # The orchestrator's commands and the saved runs' are imported here, by
+    # the command that runs them, not at the top: the commands the bench
+    # runs on its hosts (below) start between a run's two read-backs of the
+    # server, inside its CPU figures, and load only what they use.
     if args.command == "check":
-        return check(ssh_settings(args))
+        from . import orchestrator
+        return orchestrator.check(ssh_settings(args))
     if args.command == "run":
-        from .ssh import SshTestbed
-        settings = ssh_settings(args)
-        return execute(SshTestbed(settings), settings, settings.name,
-                       " ".join(["irqtune-bench"] + [shown(a, 200) for a in argv or sys.argv[1:]]))
+        from . import orchestrator
+        return orchestrator.run(ssh_settings(args),
+                                " ".join(["irqtune-bench"] + [shown(a, 200) for a in argv or sys.argv[1:]]))
     if args.command == "report" and not args.verdicts_json:
         checked_out(args.out)
         checked_name(args.name if args.name is not None else Path(args.json).name.split(".", 1)[0])
@@ -404,9 +323,7 @@ def dispatch(args, argv, mcload, shim):
         print(json.dumps({"mcload": mcload, "shim": shim}))
         return 0
     if args.command == "hold":
-        from .client import hold
-        return hold(args.addr, args.port, args.source_ports)
-    from . import server
+        return client.hold(args.addr, args.port, args.source_ports)
     if args.command == "server-facts":
         json.dump(server.facts(args.nic, args.service, args.port, args.cpu), sys.stdout)
         return 0

@@ -7,7 +7,8 @@ what runs on the server import them alike):
                refused in one line (the command exits 2)
   BenchError   a host could not do what the bench asked (exits 1)
   shown()      how a string from an argument, a run file or a remote host
-               reaches a terminal, a log or a document; md() for markdown
+               reaches a terminal, a log or a document; md() for markdown,
+               written_error() for an OSError of the bench's files
 """
 
 # How much of a value a refusal quotes; of a string from a run file or a
@@ -47,3 +48,10 @@ def md(value, limit=TEXT_MAX):
     on inside a line backslash-escaped (GitHub's tables take \\| in a
     code span too), so a run file's string stays one cell of plain text."""
     return shown(value, limit).translate(MARKDOWN_ACTIVE)
+
+
+def written_error(err):
+    """An OSError of the bench's files as a line's text."""
+    if err.filename is None:
+        return shown(err, LINE_MAX)
+    return "%s: %s" % (shown(err.filename, TEXT_MAX), shown(err.strerror or err, TEXT_MAX))

@@ -37,7 +37,7 @@ SPREAD_BOUND = 1.5          # issue 40: p99 spread at most this in 80 % of verdi
 
 
 def shown_text(value):
-    """cli.shown() of a string from a run file, for the report's text."""
+    """guard.shown() of a string from a run file, for the report's text."""
     return shown(value, TEXT_MAX)
 
 
@@ -568,7 +568,7 @@ def write_report(report, out, name):
 
 def recommend_lines(rec, escape=shown_text):
     """What the recommend mode ran with, and the doctor's figures for it;
-    escape: shown_text for the report's text, cli.md for markdown."""
+    escape: shown_text for the report's text, guard.md for markdown."""
     if not rec:
         return []
     if rec.get("failed"):

@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from irqtune_bench import cli, guard, preflight
+from irqtune_bench import guard, orchestrator, preflight
 
 REPO = Path(__file__).resolve().parents[2]
 TITLE = "\x1b]0;owned\x07"
@@ -160,7 +160,7 @@ def test_check_shows_what_the_hosts_said_escaped(monkeypatch, capsys):
         def finish(self):
             pass
     monkeypatch.setattr(ssh, "SshTestbed", Testbed)
-    assert cli.check(types.SimpleNamespace()) == 1
+    assert orchestrator.check(types.SimpleNamespace()) == 1
     out = capsys.readouterr().out
     assert_clean(out, "check")
     assert len(out.splitlines()) == 3, out       # two findings, one fix line
@@ -180,8 +180,8 @@ def test_a_failed_check_and_the_log_show_remote_text_escaped(monkeypatch, capsys
         def finish(self):
             pass
     monkeypatch.setattr(ssh, "SshTestbed", Testbed)
-    assert cli.check(types.SimpleNamespace()) == 1
-    log = cli.logger()
+    assert orchestrator.check(types.SimpleNamespace()) == 1
+    log = orchestrator.logger()
     log("round 1: mode %s could not be set: %s" % (EVIL, EVIL))
     err = capsys.readouterr().err
     assert_clean(err, "check and log")

@@ -34,7 +34,7 @@ import sys
 import time
 from pathlib import Path
 
-from irqtune_bench import cli, placement
+from irqtune_bench import cli, orchestrator, placement
 from irqtune_bench.guard import BadArgument, BenchError
 from support import labvm
 from support.host7 import COUNTED_BOOT_ARGS, COUNTED_CPU, GUEST_IP, KERNEL, Host7
@@ -232,7 +232,7 @@ def main(argv=None):
     with labvm.Guest(kernel=KERNEL, cmdline=COUNTED_BOOT_ARGS, cpu=COUNTED_CPU, smp=settings.vcpus,
                      count_insns=True) as g:
         print("[lab-bench] guest up in %.0fs, nic %s" % (g.boot_seconds, g.nic), file=sys.stderr)
-        return cli.execute(LabTestbed(g, settings), settings, "lab-bench",
+        return orchestrator.execute(LabTestbed(g, settings), settings, "lab-bench",
                            "make lab-bench LAB_BENCH_ARGS=\"%s\"" % " ".join(sys.argv[1:] if argv is None else argv))
 
 
