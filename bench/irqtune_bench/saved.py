@@ -23,7 +23,8 @@ import re
 import sys
 from pathlib import Path
 
-from . import runschema
+from . import docs, runschema
+from . import report as rep
 from .files import read_regular, results_dir
 from .guard import BadArgument, shown
 
@@ -75,9 +76,7 @@ def load(path):
 
 def main(args):
     """report, compare and docs of saved runs; the exit code."""
-    from . import report as rep
     if args.command == "docs":
-        from . import docs
         return docs.regenerate(load(args.json), Path(args.markdown), Path(args.images))
     runs = [load(p) for p in ([args.json] if args.command == "report" else args.json)]
     if args.command == "report":
