@@ -304,13 +304,12 @@ def dispatch(args, argv, mcload, shim):
     # the command that runs them, not at the top: the commands the bench
     # runs on its hosts (below) start between a run's two read-backs of the
     # server, inside its CPU figures, and load only what they use.
-    if args.command == "check":
+    if args.command in ("check", "run"):
         from . import orchestrator
-        return orchestrator.check(ssh_settings(args))
-    if args.command == "run":
-        from . import orchestrator
-        return orchestrator.run(ssh_settings(args),
-                                " ".join(["irqtune-bench"] + [shown(a, 200) for a in argv or sys.argv[1:]]))
+        settings = ssh_settings(args)
+        if args.command == "check":
+            return orchestrator.check(settings)
+        return orchestrator.run(settings, " ".join(["irqtune-bench"] + [shown(a, 200) for a in argv or sys.argv[1:]]))
     if args.command == "report" and not args.verdicts_json:
         checked_out(args.out)
         checked_name(args.name if args.name is not None else Path(args.json).name.split(".", 1)[0])
