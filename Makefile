@@ -246,13 +246,15 @@ $(VENV)/bin/python:
 	$(PYTHON) -m venv --system-site-packages $(VENV)
 	$(VENV)/bin/pip install -q "pyroute2>=0.9,<0.10" pytest
 
-# The library's layers (.importlinter, docs/architecture.md) are checked
-# by import-linter, from PyPI into the same virtualenv.
+# The library's layers (.importlinter, docs/architecture.md) and the
+# bench's (bench/.importlinter, run from bench/, which holds its package)
+# are checked by import-linter, from PyPI into the same virtualenv.
 $(VENV)/bin/lint-imports: $(VENV)/bin/python
 	$(VENV)/bin/pip install -q import-linter
 
 check: deps install $(VENV)/bin/python $(VENV)/bin/lint-imports $(TUNED_SID)/.unpacked
 	cd $(CURDIR) && $(VENV)/bin/lint-imports --no-cache
+	cd $(CURDIR)/bench && $(abspath $(VENV))/bin/lint-imports --no-cache
 	$(PYTHON) -m pytest -v -p no:cacheprovider $(PYTEST_ARGS)
 	$(VENV)/bin/python -m pytest -v -p no:cacheprovider tests/unit tests/netlink $(PYTEST_ARGS)
 	PYTHONPATH=$(CURDIR)/$(TUNED_SID)/root/usr/lib/python3/dist-packages \

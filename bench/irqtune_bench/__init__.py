@@ -6,14 +6,29 @@ test from a client host - on an administrator's own hardware over ssh
 (tests/lab/bench/memcached_modes.py), with one set of modes, read-backs,
 load schedule, JSON, table and plots.
 
-Modules:
-  modes      the modes, who sets what, the read-back check
-  server     what runs on the server: the read-back, the NIC of an
-             address, the instruction counter (perf)
-  netlink    napi-get, queue-get, qstats-get without the library under test
-  placement  where threads ran: /proc/PID/task parsing, pinning, windows
-  runner     the schedule: saturation search, interleaved rounds
-  report     cells, table, verdicts, plots, the before/after spread table
-  ssh        the testbed of two real hosts reached over ssh
-  cli        the irqtune-bench command
+Modules, from the top (bench/.importlinter holds them to it):
+  cli           the irqtune-bench command: argument parsing, dispatch
+  orchestrator  run and check on the orchestrating host
+  ssh           the testbed of two real hosts reached over ssh
+  runner        the schedule: saturation search, interleaved rounds, the
+                server's changes and their undos
+  preflight     what check judges, one finding a line
+  saved         report, compare and docs of a saved run, read bounded
+  docs          docs/benchmarks.md's run-derived part
+  runschema     the one schema of a saved run
+  report        cells, table, verdicts, plots, the before/after spread table
+  server        what runs on the server: the read-back, the server's facts,
+                the incoming connections' NAPIs, the instruction counter
+  client        what runs on the client: connections held for steering
+  netlink       napi-get, queue-get, qstats-get without the library under test
+  servervalues  what the server's files accept of the values the bench writes
+  stats         the load generator's histograms, the verdicts' intervals
+  placement     where threads ran: /proc/PID/task parsing, pinning, windows
+  modes         the modes, who sets what, the read-back check
+  files         the one writer and reader of local files
+  guard         BadArgument, BenchError and the output guard shown()
+
+The orchestrator's side (orchestrator, ssh, runner, preflight) and what
+runs on the hosts (server, client, netlink) import nothing of each other;
+what both need lies below both.
 """

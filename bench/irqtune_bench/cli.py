@@ -30,21 +30,17 @@ what is accepted (exit 2); a failed bench exits 1, an interrupted one 130.
 """
 
 import argparse
-import errno
 import ipaddress
 import json
 import os
 import re
-import signal
-import stat
 import sys
-import tempfile
-import time
 import types
-from contextlib import suppress
 from pathlib import Path
 
-from .modes import MEASURED, MODES, PROFILE, SERIES_MODES, parse_modes
+from . import client, server, servervalues
+from .guard import LINE_MAX, QUOTED_MAX, BadArgument, shown, written_error
+from .modes import MEASURED, MODES, SERIES_MODES, parse_modes
 
 EXIT_BAD_ARGUMENT = 2
 EXIT_INTERRUPTED = 130          # a shell's 128 + SIGINT
@@ -56,10 +52,6 @@ ARGUMENT_MAX = 4096
 # The longest --name: the results' names add "-insn.png", the writer's
 # temporary files a dot before and ".XXXXXXXX" after, within NAME_MAX (255).
 NAME_MAX = 200
-# How much of a value a refusal quotes; of a string from a run file or a
-# remote host a report, a document or a log line shows; of a whole line.
-QUOTED_MAX, TEXT_MAX, LINE_MAX = 80, 1000, 2000
-RESULT_MODE, RESULT_DIR_MODE = 0o644, 0o755     # results are for reading, and committing
 
 
 class Parser(argparse.ArgumentParser):
@@ -117,92 +109,6 @@ QUICK_FRACTIONS = "0.2,0.6,0.9"
 # digits Python's ValueError) rather than a refusal
 WHOLE = re.compile(r"[0-9]{1,20}")
 DECIMAL = re.compile(r"[0-9]{1,20}(?:\.[0-9]{0,20})?|\.[0-9]{1,20}")
-
-
-class BadArgument(ValueError):
-    """One line refusing an argument: its name, its value, what is accepted."""
-
-
-class NotRegularFile(OSError):
-    """What is at a path write_file was to replace is not a regular file."""
-
-
-def shown(value, limit=QUOTED_MAX):
-    """The bench's one output guard: how a string from an argument, a run
-    file or a remote host reaches a terminal, a log or a document -
-    everything but printable ASCII escaped (control characters, so nothing
-    reaches a terminal that acts on it and a line stays one line; and
-    non-ASCII, so no look-alike or invisible character passes for another),
-    cut to limit.  Printable ASCII is left as it is, so shown(shown(x)) is
-    shown(x) and a line may pass it twice."""
-    text = value if isinstance(value, str) else str(value)
-    text = text.encode("ascii", "backslashreplace").decode()
-    text = "".join(c if c.isprintable() else "\\x%02x" % ord(c) for c in text)
-    return text if len(text) <= limit else text[:limit - 3] + "..."
-
-
-# what markdown acts on inside a line: a table cell's end, a code span,
-# HTML and autolinks, a link or image; and the backslash escaping them
-MARKDOWN_ACTIVE = str.maketrans({c: "\\" + c for c in "\\`|<>[]"})
-
-
-def md(value, limit=TEXT_MAX):
-    """shown() for a markdown document: also each character markdown acts
-    on inside a line backslash-escaped (GitHub's tables take \\| in a
-    code span too), so a run file's string stays one cell of plain text."""
-    return shown(value, limit).translate(MARKDOWN_ACTIVE)
-
-
-# what lstat's file type is called in a refusal
-FILE_KINDS = ((stat.S_ISLNK, "a symbolic link"), (stat.S_ISDIR, "a directory"),
-              (stat.S_ISCHR, "a character device"), (stat.S_ISBLK, "a block device"),
-              (stat.S_ISFIFO, "a FIFO"), (stat.S_ISSOCK, "a socket"))
-
-
-def refuse_unless_regular(path):
-    """NotRegularFile unless path is a regular file or nothing (as the
-    irqtune library's files.refuse_unless_regular)."""
-    try:
-        mode = os.lstat(path).st_mode
-    except FileNotFoundError:
-        return
-    if not stat.S_ISREG(mode):
-        kind = next((kind for test, kind in FILE_KINDS if test(mode)), "something")
-        raise NotRegularFile(errno.EEXIST, "%s is there, not a regular file; left as it is" % kind, str(path))
-
-
-def write_file(path, data, mode=RESULT_MODE):
-    """The bench's one writer (results, plots, the docs' markdown), as the
-    irqtune library's files.replace_file writes: path holds data (text as
-    UTF-8, or bytes) with mode afterwards, or is as it was.  The bench runs
-    as root in directories others may write (--out, the default "."), so a
-    symlink, device, FIFO or directory at path is refused (NotRegularFile),
-    the temporary file is made by mkstemp (O_EXCL: never through a link)
-    and renamed over path.  The bench does not import the library: it is
-    installed on hosts without it (the administrator's machine, the client)."""
-    refuse_unless_regular(path)
-    payload = data.encode() if isinstance(data, str) else data
-    directory = os.path.dirname(os.path.abspath(path))
-    fd, tmp = tempfile.mkstemp(prefix="." + os.path.basename(path) + ".", dir=directory)
-    try:
-        with os.fdopen(fd, "wb") as f:
-            f.write(payload)
-            f.flush()
-            os.fchmod(f.fileno(), mode)
-            os.fsync(f.fileno())
-        os.replace(tmp, path)
-    except BaseException:
-        with suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-def results_dir(out):
-    """Path of --out, made (mode RESULT_DIR_MODE) when missing."""
-    out = Path(out)
-    with suppress(FileExistsError):
-        out.mkdir(mode=RESULT_DIR_MODE, parents=True)
-    return out
 
 
 def checked_out(out):
@@ -274,7 +180,6 @@ def run_settings(args):
     if s.probe_start > s.probe_max:
         raise BadArgument("--probe-start %d / --probe-max %d: accepted 1 <= start <= max <= 2000000"
                           % (s.probe_start, s.probe_max))
-    from . import servervalues
     servervalues.service("--service", args.service)
     return s
 
@@ -296,91 +201,8 @@ def ssh_settings(args):
                       number("--generators", args.generators, 1, 64, unit=" or auto"),
                       remote_command=args.remote_command, mcload=args.mcload, shim=args.shim,
                       name=checked_name(args.name))
-    from . import servervalues
     servervalues.arguments(s)
     return s
-
-
-def logger():
-    t_start = time.monotonic()
-
-    def log(msg):
-        # what the runner logs holds the remote hosts' answers
-        print("[irqtune-bench %5.0fs] %s" % (time.monotonic() - t_start, shown(msg, LINE_MAX)), file=sys.stderr,
-              flush=True)
-    log.start = t_start
-    return log
-
-
-def check(settings):
-    """`irqtune-bench check`: the findings, one per line; 1 when one failed."""
-    from . import preflight
-    from .runner import BenchError
-    from .ssh import SshTestbed
-    tb = SshTestbed(settings)
-    try:
-        findings = tb.check()
-    except BenchError as err:
-        print("irqtune-bench check: %s" % shown(err, LINE_MAX), file=sys.stderr)
-        return 1
-    finally:
-        tb.finish()
-    # a finding quotes what the hosts answered
-    findings = [f._replace(what=shown(f.what, LINE_MAX), fix=f.fix and shown(f.fix, LINE_MAX)) for f in findings]
-    print("\n".join(preflight.lines(findings)))
-    return 1 if preflight.failed(findings) else 0
-
-
-def stop_on_signal(signum, frame):
-    # SIGTERM and SIGHUP end the bench as Ctrl-C does: through the finally
-    # blocks that put the server's files, profile and ntuple rule back
-    raise SystemExit(128 + signum)
-
-
-def execute(tb, args, name, command):
-    """Run the schedule on testbed tb and write the results; the exit code.
-    command: how the run was started, for the report."""
-    from . import report as rep
-    from .runner import BenchError, run_bench
-    for sig in (signal.SIGTERM, signal.SIGHUP):
-        signal.signal(sig, stop_on_signal)
-    try:
-        out = results_dir(args.out)
-        rep.check_results(out, name)        # refused before the run, not after it
-    except OSError as err:
-        print("irqtune-bench: %s" % written_error(err), file=sys.stderr)
-        tb.finish()
-        return 1
-    log = logger()
-    report = dict(settings=vars(args), profile=PROFILE, command=command,
-                  started=time.strftime("%Y-%m-%d %H:%M:%S UTC", time.gmtime()))
-
-    def save():
-        write_file(out / ("%s.json" % name), json.dumps(report, indent=1) + "\n")
-    try:
-        failed = run_bench(tb, args, log, report, save)
-        report["seconds_total"] = round(time.monotonic() - log.start)
-        rep.write_report(report, out, name)
-    except BenchError as err:
-        print("irqtune-bench: %s" % shown(err, LINE_MAX), file=sys.stderr)
-        return 1
-    except OSError as err:          # a result not written: the run stopped, the runner put the server back
-        print("irqtune-bench: %s" % written_error(err), file=sys.stderr)
-        return 1
-    finally:
-        tb.finish()
-    if failed:
-        print("irqtune-bench: %d run(s) failed (see %s)" % (len(failed), shown(out / ("%s.json" % name), TEXT_MAX)),
-              file=sys.stderr)
-        return 1
-    return 0
-
-
-def written_error(err):
-    """An OSError of the bench's files as a line's text."""
-    if err.filename is None:
-        return shown(err, LINE_MAX)
-    return "%s: %s" % (shown(err.filename, TEXT_MAX), shown(err.strerror or err, TEXT_MAX))
 
 
 def add_host_options(p):
@@ -478,13 +300,16 @@ def main(argv=None, mcload=MCLOAD, shim=SHIM):
 
 def dispatch(args, argv, mcload, shim):
     """The exit code of the command args name; BadArgument refusing one."""
-    if args.command == "check":
-        return check(ssh_settings(args))
-    if args.command == "run":
-        from .ssh import SshTestbed
+    # The orchestrator's commands and the saved runs' are imported here, by
+    # the command that runs them, not at the top: the commands the bench
+    # runs on its hosts (below) start between a run's two read-backs of the
+    # server, inside its CPU figures, and load only what they use.
+    if args.command in ("check", "run"):
+        from . import orchestrator
         settings = ssh_settings(args)
-        return execute(SshTestbed(settings), settings, settings.name,
-                       " ".join(["irqtune-bench"] + [shown(a, 200) for a in argv or sys.argv[1:]]))
+        if args.command == "check":
+            return orchestrator.check(settings)
+        return orchestrator.run(settings, " ".join(["irqtune-bench"] + [shown(a, 200) for a in argv or sys.argv[1:]]))
     if args.command == "report" and not args.verdicts_json:
         checked_out(args.out)
         checked_name(args.name if args.name is not None else Path(args.json).name.split(".", 1)[0])
@@ -497,9 +322,7 @@ def dispatch(args, argv, mcload, shim):
         print(json.dumps({"mcload": mcload, "shim": shim}))
         return 0
     if args.command == "hold":
-        from .client import hold
-        return hold(args.addr, args.port, args.source_ports)
-    from . import server
+        return client.hold(args.addr, args.port, args.source_ports)
     if args.command == "server-facts":
         json.dump(server.facts(args.nic, args.service, args.port, args.cpu), sys.stdout)
         return 0

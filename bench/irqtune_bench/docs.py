@@ -13,7 +13,8 @@ import statistics
 import sys
 
 from . import report as rep
-from .cli import BadArgument, md, refuse_unless_regular, results_dir, shown, write_file
+from .files import read_regular, refuse_unless_regular, results_dir, write_file
+from .guard import BadArgument, md, shown
 
 BEGIN = "<!-- irqtune-bench docs: generated from %s - edit the run, not this -->"
 END = "<!-- irqtune-bench docs: end -->"
@@ -97,9 +98,8 @@ def generated(report, source, images_rel):
 def regenerate(report, markdown, images, source=None):
     """Rewrite markdown's generated part from report and write its plots;
     exit code (1 when the markers are missing).  BadArgument when markdown
-    is not UTF-8 text; cli.NotRegularFile, before anything is written, when
+    is not UTF-8 text; files.NotRegularFile, before anything is written, when
     markdown or a plot's path is not a regular file."""
-    from .saved import read_regular
     try:
         text = read_regular(markdown).decode()
     except UnicodeDecodeError as err:

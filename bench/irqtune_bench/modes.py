@@ -33,6 +33,8 @@ recommend and auto with fullbusy: VERDICT_MODES is the set a judged run
 takes.
 """
 
+from .guard import shown
+
 MS, US = 1000000, 1000
 PROFILE = "latency-suspend"
 
@@ -98,7 +100,6 @@ WHO_SETS = {
 
 def parse_modes(text):
     """[mode names] of a --modes value; ValueError naming the unknown ones."""
-    from .cli import shown      # cli imports this module first
     modes = [m.strip() for m in text.split(",") if m.strip()]
     unknown = [m for m in modes if m not in MODES and m not in MEASURED]
     if unknown or not modes or len(set(modes)) != len(modes):

@@ -21,7 +21,8 @@ import statistics
 import sys
 
 from . import stats
-from .cli import TEXT_MAX, md, refuse_unless_regular, shown, write_file
+from .files import refuse_unless_regular, write_file
+from .guard import TEXT_MAX, md, shown
 from .modes import VERDICT_MODES
 
 KEYS = ("qps", "avg_us", "p50_us", "p99_us", "cpu_pct_serving", "cpu_pct_guest", "ipr_serving",
@@ -36,7 +37,7 @@ SPREAD_BOUND = 1.5          # issue 40: p99 spread at most this in 80 % of verdi
 
 
 def shown_text(value):
-    """cli.shown() of a string from a run file, for the report's text."""
+    """guard.shown() of a string from a run file, for the report's text."""
     return shown(value, TEXT_MAX)
 
 
@@ -395,7 +396,7 @@ def result_paths(out, name):
 
 
 def check_results(out, name):
-    """cli.NotRegularFile when a path write_report writes holds something
+    """files.NotRegularFile when a path write_report writes holds something
     else than a regular file: refused before anything is written (or run)."""
     for path in result_paths(out, name):
         refuse_unless_regular(path)
@@ -531,7 +532,7 @@ def markdown_report(report):
 def write_report(report, out, name):
     """Table, verdicts, plots (and, for a run that interleaved topologies,
     the before/after spread table) of a run; returns the text printed.
-    cli.NotRegularFile before anything is written when a result's path
+    files.NotRegularFile before anything is written when a result's path
     holds something else than a regular file."""
     check_results(out, name)
     modes, loads = report["settings"]["modes"], report["loads"]
@@ -567,7 +568,7 @@ def write_report(report, out, name):
 
 def recommend_lines(rec, escape=shown_text):
     """What the recommend mode ran with, and the doctor's figures for it;
-    escape: shown_text for the report's text, cli.md for markdown."""
+    escape: shown_text for the report's text, guard.md for markdown."""
     if not rec:
         return []
     if rec.get("failed"):

@@ -44,7 +44,7 @@ import threading
 import time
 
 from . import placement, servervalues
-from .cli import BadArgument, shown
+from .guard import BadArgument, BenchError, shown
 from .modes import AUTO, MODE_AUTO, MODES, PROFILE, RECOMMEND, WHO_SETS, check, recommended, variables_of
 from .report import saturation_text
 
@@ -60,10 +60,6 @@ WRITE = ('umask 077 && base64 -d > "$1.irqtune-bench" && chmod "$2" "$1.irqtune-
 # prints "absent", or the file's mode (octal) and its bytes in base64
 READ = ('if [ -e "$1" ] || [ -L "$1" ]; then stat -c %a -- "$1" && base64 -w 0 -- "$1"; '
         'else echo absent; fi')
-
-
-class BenchError(Exception):
-    """The server could not do what the bench asked."""
 
 
 # -- the server's changes and their undos -----------------------------------
@@ -202,7 +198,6 @@ class Bench:
         sb = self.tb.server_bench
         if self.nic is None:
             out = self.sh(["ip", "-j", "addr", "show"])
-            from .server import nic_of_address
             self.nic = nic_of_address(out, self.tb.server_addr)
             if not self.nic:
                 raise BenchError("no interface of the server holds %s (--server-addr)" % self.tb.server_addr)
@@ -307,6 +302,16 @@ class Bench:
             self.log("server: variables file, drop-in and profile %s put back"
                      % ("(automatic)" if self.saved["auto"] else " ".join(self.saved["active"] or ["off"])))
         return failed
+
+
+def nic_of_address(ip_json, address):
+    """The interface holding address, from the server's `ip -j addr show`
+    (read here, on the orchestrating host)."""
+    for link in json.loads(ip_json or "[]"):
+        for a in link.get("addr_info", []):
+            if a.get("local") == address:
+                return link["ifname"]
+    return None
 
 
 def tuned_active(text):

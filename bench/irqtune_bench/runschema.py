@@ -17,7 +17,7 @@ loaded 2-core machine (the bootstrap: 10,000 resamples per judged cell)."""
 
 import math
 
-from .cli import shown
+from .guard import shown
 from .modes import MEASURED, MODES
 from .report import KEYS
 

@@ -6,11 +6,11 @@ refused in one line naming the file and what is wrong (exit 2), before
 anything is computed from it.
 
 What a run file may cost is bounded before it is decoded, so a small
-crafted file cannot take gigabytes or minutes (issue 47): at most LIMIT
-bytes read and decompressed (xz's decoder at most XZ_MEMORY), at most
-MAX_ITEMS JSON values and keys (counted on the text: each but the first
-follows a , : [ or {), nested at most MAX_DEPTH deep (json's parser
-recurses); then runschema.problem() checks every field the code reads and
+crafted file cannot take gigabytes or minutes (issue 47): at most
+files.LIMIT bytes read and decompressed (files.read_regular; xz's decoder
+at most files.XZ_MEMORY), at most MAX_ITEMS JSON values and keys (counted
+on the text: each but the first follows a , : [ or {), nested at most
+MAX_DEPTH deep (json's parser recurses); then runschema.problem() checks every field the code reads and
 bounds the counts of modes, loads, runs, buckets and slices.  The real
 run docs/data/lab-bench.json.xz is 3.2 MB, 270,000 values, 7 deep.
 Measured (2 cores, issue 47): a refused file costs at most 0.4 s and
@@ -19,59 +19,21 @@ Measured (2 cores, issue 47): a refused file costs at most 0.4 s and
 compare's two files."""
 
 import json
-import lzma
-import os
 import re
-import stat
 import sys
 from pathlib import Path
 
-from . import runschema
-from .cli import BadArgument, results_dir, shown
+from . import docs, runschema
+from . import report as rep
+from .files import read_regular, results_dir
+from .guard import BadArgument, shown
 
-LIMIT = 32 << 20        # bytes read (decompressed) at most
-XZ_MEMORY = 128 << 20   # xz's decoder: xz -9's 64 MiB dictionary, twice over
 MAX_ITEMS = 4000000
 MAX_DEPTH = 20
 STRING = re.compile(rb'"[^"]*"?')        # once escaped quotes and backslashes are gone
 PAIR = re.compile(rb"\[\]|\{\}")
 OPENERS = re.compile(rb"[\[{]+")
 NOT_BRACKETS = bytes(sorted(set(range(256)) - set(b"[]{}")))
-
-
-def read_regular(path):
-    """The bytes of path if it is a regular file; never waits on a FIFO."""
-    try:
-        fd = os.open(path, os.O_RDONLY | os.O_NONBLOCK | os.O_CLOEXEC | os.O_NOCTTY)
-    except OSError as err:
-        raise BadArgument("%s: %s" % (shown(str(path), 300), err.strerror)) from None
-    try:
-        if not stat.S_ISREG(os.fstat(fd).st_mode):
-            raise BadArgument("%s: not a regular file" % shown(str(path), 300))
-        chunks, size = [], 0
-        while size <= LIMIT:
-            chunk = os.read(fd, 1 << 20)
-            if not chunk:
-                break
-            chunks.append(chunk)
-            size += len(chunk)
-        data = b"".join(chunks)
-    except OSError as err:
-        raise BadArgument("%s: %s" % (shown(str(path), 300), err.strerror)) from None
-    finally:
-        os.close(fd)
-    if str(path).endswith(".xz"):
-        xz = lzma.LZMADecompressor(lzma.FORMAT_XZ, memlimit=XZ_MEMORY)
-        try:
-            data = xz.decompress(data, max_length=LIMIT + 1)
-        except lzma.LZMAError as err:
-            raise BadArgument("%s: not xz data this reads (%s; at most %d MiB of decoder memory)"
-                              % (shown(str(path), 300), err, XZ_MEMORY >> 20)) from None
-        if len(data) <= LIMIT and not xz.eof:
-            raise BadArgument("%s: xz data cut short" % shown(str(path), 300))
-    if len(data) > LIMIT:
-        raise BadArgument("%s: larger than %d MiB" % (shown(str(path), 300), LIMIT >> 20))
-    return data
 
 
 def cost_problem(data):
@@ -114,9 +76,7 @@ def load(path):
 
 def main(args):
     """report, compare and docs of saved runs; the exit code."""
-    from . import report as rep
     if args.command == "docs":
-        from . import docs
         return docs.regenerate(load(args.json), Path(args.markdown), Path(args.images))
     runs = [load(p) for p in ([args.json] if args.command == "report" else args.json)]
     if args.command == "report":

@@ -24,8 +24,7 @@ under test, plus the counters a run's figures are differences of
              wait (schedstat, ns); CLOCK_MONOTONIC
 
 `irqtune-bench count` counts instructions per CPU with perf while the
-load runs (count_instructions()).  nic_of_address() is the bench's own
-(run on the administrator's machine on the server's `ip -j addr show`).
+load runs (count_instructions()).
 """
 
 import ctypes
@@ -281,15 +280,6 @@ def facts(nic, service, port, cpu):
     except OSError as err:
         out["napi_error"] = err.strerror or str(err)
     return out
-
-
-def nic_of_address(ip_json, address):
-    """The interface holding address, from `ip -j addr show`'s answer."""
-    for link in json.loads(ip_json or "[]"):
-        for a in link.get("addr_info", []):
-            if a.get("local") == address:
-                return link["ifname"]
-    return None
 
 
 # -- instructions per CPU with perf ------------------------------------------

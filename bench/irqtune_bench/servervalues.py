@@ -28,7 +28,7 @@ value's origin, the value (escaped, cut) and what is accepted."""
 
 import re
 
-from .cli import BadArgument, shown
+from .guard import BadArgument, shown
 from .modes import AUTO_VALUE
 
 IFNAME = re.compile(r"[A-Za-z0-9_.][A-Za-z0-9_.-]{0,14}")

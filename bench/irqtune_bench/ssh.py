@@ -23,9 +23,8 @@ import sys
 import tempfile
 
 from . import preflight, servervalues, stats
-from .cli import BadArgument
-from .runner import NIC, BenchError, UndoLog
-from .server import nic_of_address
+from .guard import BadArgument, BenchError
+from .runner import NIC, UndoLog, nic_of_address
 
 
 class SshHost:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 import pytest
 
-from irqtune_bench import cli
+from irqtune_bench import cli, guard
 
 REPO = Path(__file__).resolve().parents[2]
 CHECK = ["check", "--server", "root@server.invalid", "--client", "root@client.invalid",
@@ -67,7 +67,7 @@ def test_a_number_of_many_digits_is_one_refusal(option, value):
 @pytest.mark.parametrize("whole", [True, False])
 def test_the_number_parser_bounds_digits_before_converting(whole):
     for text in (HUGE, "0" * 4400 + "1", "1" * 21, "1." + "1" * 4400):
-        with pytest.raises(cli.BadArgument) as err:
+        with pytest.raises(guard.BadArgument) as err:
             cli.number("--x", text, 0, 10 ** 30, whole=whole)
         assert len(str(err.value)) < 200 and longest_run(str(err.value)) <= QUOTED_AT_MOST
 

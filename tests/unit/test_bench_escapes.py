@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The bench's one output guard (issue 47 item 6): every string from a run
-file, an argument or a remote host goes through cli.shown() before a
+file, an argument or a remote host goes through guard.shown() before a
 terminal, a log or a generated document - and, where it lands in
-markdown, through cli.md() too, so that a '|' cannot add a table cell
+markdown, through guard.md() too, so that a '|' cannot add a table cell
 and a backtick, '<' or '[' cannot start a code span, HTML or a link.
 
 Reproduced before: a run file whose mode names and testbed strings held a
@@ -20,7 +20,7 @@ from pathlib import Path
 
 import pytest
 
-from irqtune_bench import cli, preflight
+from irqtune_bench import guard, orchestrator, preflight
 
 REPO = Path(__file__).resolve().parents[2]
 TITLE = "\x1b]0;owned\x07"
@@ -160,7 +160,7 @@ def test_check_shows_what_the_hosts_said_escaped(monkeypatch, capsys):
         def finish(self):
             pass
     monkeypatch.setattr(ssh, "SshTestbed", Testbed)
-    assert cli.check(types.SimpleNamespace()) == 1
+    assert orchestrator.check(types.SimpleNamespace()) == 1
     out = capsys.readouterr().out
     assert_clean(out, "check")
     assert len(out.splitlines()) == 3, out       # two findings, one fix line
@@ -168,7 +168,7 @@ def test_check_shows_what_the_hosts_said_escaped(monkeypatch, capsys):
 
 def test_a_failed_check_and_the_log_show_remote_text_escaped(monkeypatch, capsys):
     from irqtune_bench import ssh
-    from irqtune_bench.runner import BenchError
+    from irqtune_bench.guard import BenchError
 
     class Testbed:
         def __init__(self, settings):
@@ -180,8 +180,8 @@ def test_a_failed_check_and_the_log_show_remote_text_escaped(monkeypatch, capsys
         def finish(self):
             pass
     monkeypatch.setattr(ssh, "SshTestbed", Testbed)
-    assert cli.check(types.SimpleNamespace()) == 1
-    log = cli.logger()
+    assert orchestrator.check(types.SimpleNamespace()) == 1
+    log = orchestrator.logger()
     log("round 1: mode %s could not be set: %s" % (EVIL, EVIL))
     err = capsys.readouterr().err
     assert_clean(err, "check and log")
@@ -210,7 +210,7 @@ def test_wrote_lines_show_out_and_name_escaped(tmp_path):
 
 
 def test_md_escapes_what_markdown_acts_on_and_leaves_plain_text():
-    assert cli.md("suspend20") == "suspend20"
-    assert cli.md("skew_tick=1 -cpu max,-erms (Debian 1:7.2+dfsg)") == "skew_tick=1 -cpu max,-erms (Debian 1:7.2+dfsg)"
-    assert cli.md("a|b`c<d>[e]\\f") == "a\\|b\\`c\\<d\\>\\[e\\]\\\\f"
-    assert cli.md("x" + TITLE) == "x\\\\x1b\\]0;owned\\\\x07"
+    assert guard.md("suspend20") == "suspend20"
+    assert guard.md("skew_tick=1 -cpu max,-erms (Debian 1:7.2+dfsg)") == "skew_tick=1 -cpu max,-erms (Debian 1:7.2+dfsg)"
+    assert guard.md("a|b`c<d>[e]\\f") == "a\\|b\\`c\\<d\\>\\[e\\]\\\\f"
+    assert guard.md("x" + TITLE) == "x\\\\x1b\\]0;owned\\\\x07"

@@ -32,7 +32,8 @@ import pytest
 from irqtune.kernel.values import parse_duration_ns
 from irqtune_bench import modes, runner
 from support.waiting import wait_for
-from irqtune_bench.server import nic_of_address, virtio_queue_irqs
+from irqtune_bench.runner import nic_of_address
+from irqtune_bench.server import virtio_queue_irqs
 
 FIX = json.loads((Path(__file__).resolve().parent / "bench_fixtures" / "server-state.json").read_text())
 DOCTOR = json.loads((Path(__file__).resolve().parent / "bench_fixtures" / "doctor-memcached.json").read_text())

@@ -16,7 +16,7 @@ import json
 import pytest
 
 from irqtune_bench import cli, runner
-from irqtune_bench.cli import BadArgument
+from irqtune_bench.guard import BadArgument, BenchError
 
 from test_bench_cli import RUN, bench
 from test_bench_runner import DOCTOR, FIX, FakeServer, FakeTestbed, args
@@ -90,7 +90,7 @@ def test_a_nic_name_the_server_gives_is_checked_before_any_change():
     real = server.run
     server.run = lambda argv, timeout=60, input=None: (0, json.dumps(crafted), "") if argv[:2] == ["ip", "-j"] \
         else real(argv, timeout, input)
-    with pytest.raises(runner.BenchError, match=r"ens3\\.*suspend_nics=\*: accepted an interface name"):
+    with pytest.raises(BenchError, match=r"ens3\\.*suspend_nics=\*: accepted an interface name"):
         runner.run_bench(FakeTestbed(server), args(modes="base", loads="500", repeats=1), lambda m: None, {},
                          lambda: None)
     no_change(server)
@@ -101,7 +101,7 @@ def test_a_shim_path_the_server_gives_is_checked_before_any_change():
     server = FakeServer()
     tb = FakeTestbed(server)
     tb.shim = '/usr/lib64/x.so"\nExecStartPre=/bin/sh -c id\n#'
-    with pytest.raises(runner.BenchError, match="accepted"):
+    with pytest.raises(BenchError, match="accepted"):
         runner.run_bench(tb, args(modes="fullbusy", loads="500", repeats=1), lambda m: None, {}, lambda: None)
     no_change(server)
 

@@ -18,7 +18,7 @@ from pathlib import Path
 import pytest
 
 from irqtune_bench import client, server
-from irqtune_bench.runner import BenchError
+from irqtune_bench.guard import BenchError
 from irqtune_bench.ssh import Steering
 
 from test_bench_mcload import StandIn, free_ports

@@ -18,8 +18,8 @@ import types
 
 import pytest
 
-from irqtune_bench import cli, runner, ssh
-from irqtune_bench.runner import BenchError
+from irqtune_bench import orchestrator, runner, ssh
+from irqtune_bench.guard import BenchError
 
 from test_bench_runner import FIX, NIC, ORIGINAL_VARIABLES, FakeServer, FakeTestbed, args
 
@@ -115,7 +115,7 @@ def settings(tmp_path, **kw):
 
 @pytest.fixture
 def handlers():
-    """cli.execute installs its SIGTERM/SIGHUP handlers; put pytest's back."""
+    """orchestrator.execute installs its SIGTERM/SIGHUP handlers; put pytest's back."""
     saved = {s: signal.getsignal(s) for s in (signal.SIGTERM, signal.SIGHUP, signal.SIGINT)}
     yield
     for s, h in saved.items():
@@ -124,7 +124,7 @@ def handlers():
 
 def execute(server, tmp_path, **kw):
     tb = FakeSsh(server, settings(tmp_path), **kw)
-    return cli.execute(tb, tb.args, "run", "irqtune-bench run")
+    return orchestrator.execute(tb, tb.args, "run", "irqtune-bench run")
 
 
 def put_back(server):
@@ -201,7 +201,7 @@ def test_every_undo_runs_when_the_first_fails_and_the_failure_is_named(tmp_path,
             return 1, "", "No space left on device"
         return real(argv, timeout, input)
     server.run = failing_restore
-    assert cli.execute(tb, tb.args, "run", "irqtune-bench run") == 1
+    assert orchestrator.execute(tb, tb.args, "run", "irqtune-bench run") == 1
     err = capsys.readouterr().err
     failed = [line for line in err.splitlines() if "put back FAILED" in line]
     assert len(failed) == 1 and runner.VARIABLES in failed[0] and "No space left on device" in failed[0], err
@@ -233,7 +233,7 @@ def test_each_failed_undo_is_named_on_its_own_line(tmp_path, handlers, capsys):
         return real(argv, timeout, input)
     server.run = failing
     tb.placement = lambda: state.update(restoring=True)
-    assert cli.execute(tb, tb.args, "run", "irqtune-bench run") == 1
+    assert orchestrator.execute(tb, tb.args, "run", "irqtune-bench run") == 1
     failed = [line for line in capsys.readouterr().err.splitlines() if "put back FAILED" in line]
     named = " ".join(failed)
     for what in (runner.VARIABLES, runner.DROPIN % "memcached", "daemon-reload", "profile", "restart",

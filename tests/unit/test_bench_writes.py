@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """irqtune-bench writes its results, plots and the docs' markdown through
-its one writer (cli.write_file; tests/unit/test_root_writes.py holds it to
+its one writer (files.write_file; tests/unit/test_root_writes.py holds it to
 the library's replace_file): in an --out directory another user can write
 (or the default `.` in a shared one), their symlink to a root-only file is
 refused in one line, exit non-zero, and the file stays as it was.
@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from irqtune_bench import cli, runner
+from irqtune_bench import orchestrator, runner
 
 REPO = Path(__file__).resolve().parents[2]
 SAVED = {"settings": {"modes": ["suspend20", "fullbusy"], "repeats": 2, "seconds": 2.0, "conns": 1,
@@ -92,7 +92,7 @@ def test_run_refuses_a_symlink_among_its_results_before_it_starts(tmp_path, vict
     os.symlink(victim, tmp_path / ("bench" + suffix))
     tb = types.SimpleNamespace(finish=lambda: None)
     args = types.SimpleNamespace(out=str(tmp_path))
-    assert cli.execute(tb, args, "bench", "irqtune-bench run") == 1
+    assert orchestrator.execute(tb, args, "bench", "irqtune-bench run") == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not a regular file" in err and "bench" + suffix in err, err
     assert untouched(victim)
@@ -112,7 +112,7 @@ def test_a_symlink_placed_during_the_run_stops_its_save(tmp_path, victim, monkey
     monkeypatch.setattr(runner, "run_bench", one_run)
     finished = []
     tb = types.SimpleNamespace(finish=lambda: finished.append(True))
-    assert cli.execute(tb, types.SimpleNamespace(out=str(tmp_path)), "bench", "irqtune-bench run") == 1
+    assert orchestrator.execute(tb, types.SimpleNamespace(out=str(tmp_path)), "bench", "irqtune-bench run") == 1
     err = capsys.readouterr().err
     assert err.count("\n") == 1 and "not a regular file" in err, err
     assert untouched(victim) and finished == [True]

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Root replaces regular files only (issue 47 items 2 and 3): the one
 writer of the library (irqtune.kernel.files.replace_file, behind `irqtune
-metrics --output`) and the one of the bench (irqtune_bench.cli.write_file:
+metrics --output`) and the one of the bench (irqtune_bench.files.write_file:
 the bench does not import the library) make a temporary file with O_EXCL
 in the target's directory and rename it over the target - and refuse, in
 one line and leaving it as it is, a symbolic link, a directory, a device,
@@ -21,7 +21,7 @@ import pytest
 import irqtune.__main__ as irqtune_cli
 from irqtune.frontends import metrics
 from irqtune.kernel import files
-from irqtune_bench import cli as bench_cli
+from irqtune_bench import files as bench_files
 
 # what a rename would have replaced -> how each is made in a directory
 KINDS = ("symlink", "symlink-to-device", "fifo", "directory", "character-device", "socket")
@@ -75,7 +75,7 @@ def place(tmp_path):
 
 def writers():
     return {"library": lambda path, data: files.replace_file(str(path), data, 0o644),
-            "bench": lambda path, data: bench_cli.write_file(path, data)}
+            "bench": lambda path, data: bench_files.write_file(path, data)}
 
 
 @pytest.mark.parametrize("writer", ["library", "bench"])

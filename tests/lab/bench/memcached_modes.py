@@ -34,8 +34,8 @@ import sys
 import time
 from pathlib import Path
 
-from irqtune_bench import cli, placement
-from irqtune_bench.runner import BenchError
+from irqtune_bench import cli, orchestrator, placement
+from irqtune_bench.guard import BadArgument, BenchError
 from support import labvm
 from support.host7 import COUNTED_BOOT_ARGS, COUNTED_CPU, GUEST_IP, KERNEL, Host7
 
@@ -218,7 +218,7 @@ def main(argv=None):
         return cli.main(["report", args.report, "--out", args.out, "--name", "lab-bench"])
     try:
         settings = lab_settings(args)
-    except cli.BadArgument as err:
+    except BadArgument as err:
         ap.exit(cli.EXIT_BAD_ARGUMENT, "lab-bench: %s\n" % err)
     reason = labvm.missing(KERNEL)
     for tool in ("mcload", "epoll_slice.so"):
@@ -232,7 +232,7 @@ def main(argv=None):
     with labvm.Guest(kernel=KERNEL, cmdline=COUNTED_BOOT_ARGS, cpu=COUNTED_CPU, smp=settings.vcpus,
                      count_insns=True) as g:
         print("[lab-bench] guest up in %.0fs, nic %s" % (g.boot_seconds, g.nic), file=sys.stderr)
-        return cli.execute(LabTestbed(g, settings), settings, "lab-bench",
+        return orchestrator.execute(LabTestbed(g, settings), settings, "lab-bench",
                            "make lab-bench LAB_BENCH_ARGS=\"%s\"" % " ".join(sys.argv[1:] if argv is None else argv))
 
 
@@ -242,10 +242,10 @@ def lab_settings(args):
     s.topology = args.topology
     s.vcpus = cli.number("--vcpus", args.vcpus, 2, 64)
     if not 0 <= s.memcached_cpu < s.vcpus:
-        raise cli.BadArgument("--memcached-cpu %d: accepted a vCPU of the guest, 0 to %d (--vcpus)"
+        raise BadArgument("--memcached-cpu %d: accepted a vCPU of the guest, 0 to %d (--vcpus)"
                               % (s.memcached_cpu, s.vcpus - 1))
     if s.memcached_cpu == 0:
-        raise cli.BadArgument("--memcached-cpu 0: accepted 1 to %d; vCPU 0 stays the guest's housekeeping "
+        raise BadArgument("--memcached-cpu 0: accepted 1 to %d; vCPU 0 stays the guest's housekeeping "
                               "CPU" % (s.vcpus - 1))
     return s
 
