@@ -1,0 +1,111 @@
+# SPDX-License-Identifier: GPL-2.0-or-later
+"""Named network namespaces (`ip netns`, /run/netns/NAME): work done
+inside one, and the id one namespace knows another by.
+
+A netlink socket belongs to the namespace its opener's thread was in, so
+work inside a namespace runs on a thread of its own that enters it and
+then ends: the caller's thread never changes namespace, whatever happens.
+"""
+
+import ctypes
+import os
+import socket
+import struct
+import threading
+
+from .errors import IrqtuneError, NetlinkRequestError
+from .netlink.genl import NLMSG_ERROR, netlink_messages, open_socket, _ack, parse_nlas
+
+NETNS_DIR = "/run/netns"
+CLONE_NEWNET = 0x40000000
+# rtnetlink namespace ids (include/uapi/linux/net_namespace.h)
+RTM_NEWNSID, RTM_GETNSID = 88, 90
+NETNSA_NSID, NETNSA_FD = 1, 3
+NSID_NOT_ASSIGNED = -1
+
+_libc = ctypes.CDLL(None, use_errno=True)
+
+
+def namespace_path(name):
+    """/run/netns/NAME; IrqtuneError for a name `ip netns` cannot have."""
+    if not name or name in (".", "..") or "/" in name or "\0" in name:
+        raise IrqtuneError("not a network namespace name")
+    return os.path.join(NETNS_DIR, name)
+
+
+def exists(name):
+    return os.path.exists(namespace_path(name))
+
+
+def inode(name):
+    """The namespace's inode (what /proc/PID/ns/net shows), None when gone."""
+    try:
+        return os.stat(namespace_path(name)).st_ino
+    except OSError:
+        return None
+
+
+def run_in(name, func):
+    """func(own_namespace_fd) on a thread inside the named namespace;
+    own_namespace_fd is an open fd of the caller's namespace (for the id
+    the other one knows it by).  Returns func's result or raises its
+    exception; IrqtuneError when the namespace cannot be entered."""
+    result = {}
+    own = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
+
+    def enter_and_run():
+        try:
+            fd = os.open(namespace_path(name), os.O_RDONLY | os.O_CLOEXEC)
+            try:
+                if _libc.setns(fd, CLONE_NEWNET) != 0:
+                    raise IrqtuneError("cannot enter network namespace %s: %s"
+                                       % (name, os.strerror(ctypes.get_errno())))
+            finally:
+                os.close(fd)
+            result["value"] = func(own)
+        except BaseException as err:      # handed to the caller's thread
+            result["error"] = err
+
+    try:
+        worker = threading.Thread(target=enter_and_run, name="irqtune-netns", daemon=True)
+        worker.start()
+        worker.join()
+    finally:
+        os.close(own)
+    if "error" in result:
+        raise result["error"]
+    return result["value"]
+
+
+def peer_id(namespace_fd, assign=False):
+    """The id this thread's namespace knows the namespace of namespace_fd
+    by (RTM_GETNSID), None when it has none; with assign, one is given to
+    it first (RTM_NEWNSID: an id only names a namespace, it changes nothing
+    in it; the kernel gives one itself whenever it shows a link's peer)."""
+    with open_socket(socket.NETLINK_ROUTE) as sock:
+        nsid = _nsid_request(sock, RTM_GETNSID, namespace_fd)
+        if nsid is None and assign:
+            _nsid_request(sock, RTM_NEWNSID, namespace_fd, NSID_NOT_ASSIGNED)
+            nsid = _nsid_request(sock, RTM_GETNSID, namespace_fd)
+        return nsid
+
+
+def _nsid_request(sock, msg_type, namespace_fd, nsid=None):
+    attrs = struct.pack("=HHI", 8, NETNSA_FD, namespace_fd)
+    if nsid is not None:
+        attrs += struct.pack("=HHi", 8, NETNSA_NSID, nsid)
+    flags = 0x1 | 0x4         # NLM_F_REQUEST | NLM_F_ACK
+    payload = struct.pack("=B3x", socket.AF_UNSPEC) + attrs
+    sock.send(struct.pack("=IHHII", 16 + len(payload), msg_type, flags, 1, 0) + payload)
+    found = None
+    while True:
+        for kind, msg_flags, _seq, msg in netlink_messages(sock.recv(65536)):
+            if kind == RTM_NEWNSID:
+                values = dict(parse_nlas(msg[20:]))
+                if NETNSA_NSID in values:
+                    found = struct.unpack("=i", values[NETNSA_NSID])[0]
+            elif kind == NLMSG_ERROR:
+                code, extack = _ack(kind, msg_flags, msg)
+                if code:
+                    raise NetlinkRequestError("namespace id request", code, extack)
+                return None if found is None or found < 0 else found
