@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Named network namespaces (`ip netns`, /run/netns/NAME): work done
-inside one, and the id one namespace knows another by.
+inside one, the id one namespace knows another by, deleting a device.
 
 A netlink socket belongs to the namespace its opener's thread was in, so
 work inside a namespace runs on a thread of its own that enters it and
@@ -14,12 +14,13 @@ import struct
 import threading
 
 from .errors import IrqtuneError, NetlinkRequestError
-from .netlink.genl import NLMSG_ERROR, netlink_messages, open_socket, _ack, parse_nlas
+from .netlink.genl import (NLM_F_ACK, NLM_F_REQUEST, NLMSG_ERROR, ack_of, netlink_messages,
+                           open_socket, parse_nlas)
 
 NETNS_DIR = "/run/netns"
 CLONE_NEWNET = 0x40000000
 # rtnetlink namespace ids (include/uapi/linux/net_namespace.h)
-RTM_NEWNSID, RTM_GETNSID = 88, 90
+RTM_DELLINK, RTM_NEWNSID, RTM_GETNSID = 17, 88, 90
 NETNSA_NSID, NETNSA_FD = 1, 3
 NSID_NOT_ASSIGNED = -1
 
@@ -82,30 +83,45 @@ def peer_id(namespace_fd, assign=False):
     by (RTM_GETNSID), None when it has none; with assign, one is given to
     it first (RTM_NEWNSID: an id only names a namespace, it changes nothing
     in it; the kernel gives one itself whenever it shows a link's peer)."""
+    fd_attr = struct.pack("=HHI", 8, NETNSA_FD, namespace_fd)
+    request = struct.pack("=B3x", socket.AF_UNSPEC) + fd_attr
+    nsid = _nsid(_rtnl(RTM_GETNSID, request, "reading a namespace id"))
+    if nsid is None and assign:
+        _rtnl(RTM_NEWNSID, request + struct.pack("=HHi", 8, NETNSA_NSID, NSID_NOT_ASSIGNED),
+              "giving a namespace id")
+        nsid = _nsid(_rtnl(RTM_GETNSID, request, "reading a namespace id"))
+    return nsid
+
+
+def delete_link(ifindex):
+    """Unregister a device of this thread's namespace (RTM_DELLINK)."""
+    _rtnl(RTM_DELLINK, struct.pack("=BxHiII", socket.AF_UNSPEC, 0, ifindex, 0, 0),
+          "deleting ifindex %d" % ifindex)
+
+
+def _nsid(replies):
+    for kind, msg in replies:
+        if kind == RTM_NEWNSID:
+            values = dict(parse_nlas(msg[20:]))
+            if NETNSA_NSID in values:
+                nsid = struct.unpack("=i", values[NETNSA_NSID])[0]
+                return nsid if nsid >= 0 else None
+    return None
+
+
+def _rtnl(msg_type, payload, what):
+    """One acked rtnetlink request on a socket of this thread's namespace:
+    [(type, message bytes)] of its replies; NetlinkRequestError when refused."""
+    replies = []
     with open_socket(socket.NETLINK_ROUTE) as sock:
-        nsid = _nsid_request(sock, RTM_GETNSID, namespace_fd)
-        if nsid is None and assign:
-            _nsid_request(sock, RTM_NEWNSID, namespace_fd, NSID_NOT_ASSIGNED)
-            nsid = _nsid_request(sock, RTM_GETNSID, namespace_fd)
-        return nsid
-
-
-def _nsid_request(sock, msg_type, namespace_fd, nsid=None):
-    attrs = struct.pack("=HHI", 8, NETNSA_FD, namespace_fd)
-    if nsid is not None:
-        attrs += struct.pack("=HHi", 8, NETNSA_NSID, nsid)
-    flags = 0x1 | 0x4         # NLM_F_REQUEST | NLM_F_ACK
-    payload = struct.pack("=B3x", socket.AF_UNSPEC) + attrs
-    sock.send(struct.pack("=IHHII", 16 + len(payload), msg_type, flags, 1, 0) + payload)
-    found = None
-    while True:
-        for kind, msg_flags, _seq, msg in netlink_messages(sock.recv(65536)):
-            if kind == RTM_NEWNSID:
-                values = dict(parse_nlas(msg[20:]))
-                if NETNSA_NSID in values:
-                    found = struct.unpack("=i", values[NETNSA_NSID])[0]
-            elif kind == NLMSG_ERROR:
-                code, extack = _ack(kind, msg_flags, msg)
+        sock.send(struct.pack("=IHHII", 16 + len(payload), msg_type, NLM_F_REQUEST | NLM_F_ACK,
+                              1, 0) + payload)
+        while True:
+            for kind, flags, _seq, msg in netlink_messages(sock.recv(65536)):
+                if kind != NLMSG_ERROR:
+                    replies.append((kind, msg))
+                    continue
+                code, extack = ack_of(kind, flags, msg)
                 if code:
-                    raise NetlinkRequestError("namespace id request", code, extack)
-                return None if found is None or found < 0 else found
+                    raise NetlinkRequestError(what, code, extack)
+                return replies
