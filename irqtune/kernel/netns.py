@@ -46,6 +46,41 @@ def inode(name):
         return None
 
 
+def named_ids():
+    """{id: name} of the namespaces under /run/netns that this thread's
+    namespace knows by an id (a lender's queue-get names a lessee's
+    namespace only by that id)."""
+    try:
+        names = sorted(os.listdir(NETNS_DIR))
+    except OSError:
+        return {}
+    found = {}
+    for name in names:
+        try:
+            fd = os.open(os.path.join(NETNS_DIR, name), os.O_RDONLY | os.O_CLOEXEC)
+        except OSError:
+            continue
+        try:
+            nsid = peer_id(fd)
+        except OSError:
+            nsid = None
+        finally:
+            os.close(fd)
+        if nsid is not None:
+            found.setdefault(nsid, name)
+    return found
+
+
+def device_name(name, ifindex):
+    """The name of ifindex in the named namespace, None when it has none."""
+    def find(_own):
+        try:
+            return socket.if_indextoname(ifindex)
+        except OSError:
+            return None
+    return run_in(name, find)
+
+
 def run_in(name, func):
     """func(own_namespace_fd) on a thread inside the named namespace;
     own_namespace_fd is an open fd of the caller's namespace (for the id

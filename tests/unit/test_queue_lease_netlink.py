@@ -97,7 +97,8 @@ def test_leases_of_a_lender_come_from_the_lease_nests_of_its_rx_queues():
             + queue(1, 0, nest(8, nest(2, u32(1, 1), u32(3, 0)), u32(1, 9), s32(3, 0)))
             + queue(2, 0, nest(8, nest(2, u32(1, 2), u32(3, 0)), u32(1, 11)))
             + queue(1, 1) + done(1))
-    assert Scripted(dump).leases(3) == {1: QueueLease(9, 1, 0), 2: QueueLease(11, 2, None)}
+    assert Scripted(dump).leases(3) == {1: QueueLease(9, 1, 0, 8193),
+                                        2: QueueLease(11, 2, None, 8194)}
 
 
 def test_the_kernel_has_queue_create_when_the_family_lists_its_policy(monkeypatch):

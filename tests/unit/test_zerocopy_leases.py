@@ -268,3 +268,79 @@ def test_bad_lease_values_name_the_option_value_and_what_is_accepted(value):
     assert len(errors) == 1 and config.leases == ()
     text = str(errors[0])
     assert text.startswith("queue_leases: invalid value") and "QUEUE:NAMESPACE/DEVICE" in text
+
+
+class LenderQueues:
+    """LeaseFamily's place for held_leases: the lender's leases by ifindex."""
+
+    def __init__(self, by_ifindex):
+        self.by_ifindex = by_ifindex
+
+    def __call__(self):
+        return self
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc):
+        pass
+
+    def leases(self, ifindex):
+        return self.by_ifindex.get(ifindex, {})
+
+
+def test_held_leases_name_the_namespace_and_device_where_they_can(monkeypatch):
+    from irqtune.features.zerocopy import leases as module
+    monkeypatch.setattr(module.netdev, "LeaseFamily", LenderQueues({7: {
+        2: QueueLease(5, 1, 3, 8194), 3: QueueLease(6, 1, 9, 8195)}}))
+    monkeypatch.setattr(module.netns, "named_ids", lambda: {3: "pod-a"})
+    monkeypatch.setattr(module.netns, "device_name", lambda ns, i: {("pod-a", 5): "nk0"}[ns, i])
+    held = [lease.describe() for lease in module.held_leases({"eth0": 7})]
+    assert held == ["eth0 rx queue 2 -> pod-a/nk0 rx queue 1, NAPI 8194",
+                    "eth0 rx queue 3 -> ifindex 6 in namespace id 9 rx queue 1, NAPI 8195"]
+
+
+def test_status_shows_each_lease_on_one_line_with_names_escaped(monkeypatch, capsys):
+    import irqtune.__main__ as cli
+    from irqtune.features.zerocopy import HeldLease
+    from irqtune.kernel.caps import NapiCapabilities
+
+    class NoNapis(LenderQueues):
+        def napis(self, ifindex):
+            return []
+    monkeypatch.setattr(cli, "detect_napi_capabilities",
+                        lambda: NapiCapabilities(netdev_family=True, napi_get=True))
+    monkeypatch.setattr(cli, "interfaces", lambda: {"eth0": 7})
+    monkeypatch.setattr(cli, "NapiFamily", NoNapis({}))
+    monkeypatch.setattr(cli, "held_leases", lambda devices: [
+        HeldLease("eth0", 2, 8194, "pod\x1b[2J", 3, "nk0", 5, 1)] if devices == {"eth0": 7} else [])
+    assert cli.status([]) == 0
+    leases = [l for l in capsys.readouterr().out.splitlines() if l.startswith("lease: ")]
+    assert leases == ["lease: eth0 rx queue 2 -> pod\\x1b[2J/nk0 rx queue 1, NAPI 8194"]
+
+
+def test_metrics_export_one_sample_per_leased_queue_and_no_family_without(monkeypatch):
+    from irqtune.features.zerocopy import HeldLease
+    from irqtune.frontends import metrics
+    held = [HeldLease("eth0", 2, 8194, "pod-a", 3, "nk0", 5, 1),
+            HeldLease("eth0", 3, None, None, 9, None, 6, 1)]
+    monkeypatch.setattr(metrics, "held_leases", lambda devices: held if devices else [])
+    fam = {}
+    metrics._lease_state(fam, {}, "init")
+    assert fam == {}
+    metrics._lease_state(fam, {"eth0": 7}, "init")
+    text = metrics.render(list(fam.values()))
+    assert ('irqtune_queue_lease_info{device="eth0",lessee="nk0",lessee_netns="pod-a",'
+            'lessee_queue="1",napi="8194",netns="init",queue="2"} 1') in text, text
+    assert 'lessee="ifindex 6",lessee_netns="id 9"' in text
+
+
+def test_the_doctor_names_each_leased_queue_in_one_info_line(monkeypatch):
+    from irqtune.features.zerocopy import HeldLease
+    from irqtune.frontends import doctor
+    monkeypatch.setattr(doctor, "held_leases", lambda devices: [
+        HeldLease("eth0", 2, 8194, "pod-a", 3, "nk0", 5, 1)] if devices == {"eth0": 7} else [])
+    report = doctor.Report()
+    doctor._leases(report, {"eth0": 7})
+    assert doctor.format_text(report).splitlines()[0] == (
+        "info    napi     eth0: leased: eth0 rx queue 2 -> pod-a/nk0 rx queue 1, NAPI 8194")

@@ -28,11 +28,12 @@ import errno
 import logging
 import os
 import socket
+from dataclasses import dataclass
 
 from ...kernel import netns
 from ...kernel.caps import queue_leases_missing
 from ...kernel.errors import NOT_PERMITTED, IrqtuneError, describe_os_error
-from ...kernel.netlink.netdev import LeaseFamily
+from ...kernel.netlink import netdev
 from ...kernel.values import format_index_list
 from ...services.tuner import Check
 from .plan import Refused
@@ -50,7 +51,7 @@ class LeaseKernel:
     @staticmethod
     def lender_leases(ifindex):
         """{lender rx queue: QueueLease} as the lender's queue-get shows them."""
-        with LeaseFamily() as fam:
+        with netdev.LeaseFamily() as fam:
             return fam.leases(ifindex)
 
     @staticmethod
@@ -83,7 +84,7 @@ class LeaseKernel:
         """queue-create from inside the namespace: the lessee's new queue id."""
         def lease(own):
             nsid = netns.peer_id(own, assign=True)
-            with LeaseFamily() as fam:
+            with netdev.LeaseFamily() as fam:
                 return fam.create(ifindex, lender, queue, nsid)
         return netns.run_in(namespace, lease)
 
@@ -108,6 +109,58 @@ MEANINGS = {
     errno.ENODEV: "a device went away meanwhile (%s)",
     errno.ENONET: "the lender's namespace is unknown there (%s)",
 }
+
+
+@dataclass(frozen=True)
+class HeldLease:
+    """A lease of a device's rx queue as irqtune status, the doctor and the
+    metrics show it; netns and lessee are None when they have no name here."""
+    device: str
+    queue: int
+    napi: int
+    netns: str
+    netns_id: int
+    lessee: str
+    lessee_ifindex: int
+    lessee_queue: int
+
+    def describe(self):
+        if self.netns_id is None:
+            where = self.lessee or "ifindex %d" % self.lessee_ifindex
+        elif self.netns is None:
+            where = "ifindex %d in namespace id %d" % (self.lessee_ifindex, self.netns_id)
+        else:
+            where = "%s/%s" % (self.netns, self.lessee or "ifindex %d" % self.lessee_ifindex)
+        return "%s rx queue %d -> %s rx queue %s, NAPI %s" % (
+            self.device, self.queue, where, self.lessee_queue,
+            "-" if self.napi is None else self.napi)
+
+
+def held_leases(devices):
+    """[HeldLease] of the rx queues of devices ({name: ifindex}) that are
+    leased (Linux 7.1), whoever made them; [] on older kernels."""
+    names = netns.named_ids()
+    found = []
+    with netdev.LeaseFamily() as fam:
+        for device, ifindex in sorted(devices.items()):
+            for queue, lease in sorted(fam.leases(ifindex).items()):
+                where = names.get(lease.netns_id) if lease.netns_id is not None else None
+                if lease.netns_id is None:
+                    lessee = _own_name(lease.ifindex)
+                elif where is not None:
+                    lessee = netns.device_name(where, lease.ifindex)
+                else:
+                    lessee = None
+                found.append(HeldLease(device, queue, lease.napi, where, lease.netns_id, lessee,
+                                       lease.ifindex, lease.queue))
+    return found
+
+
+def _own_name(ifindex):
+    try:
+        return socket.if_indextoname(ifindex)
+    except OSError:
+        return None
 
 
 def _far(lease):

@@ -95,11 +95,13 @@ class lease_msg(netdev_genlmsg_base):
 class QueueLease:
     """The far end of a lease as the lender's queue-get shows it: the
     lessee's ifindex and queue in the lessee's namespace, and that
-    namespace's id in the lender's (None when both share one)."""
+    namespace's id in the lender's (None when both share one); napi is the
+    lender queue's NAPI."""
 
     ifindex: int
     queue: int
     netns_id: int = None
+    napi: int = None
 
 
 class qstats_msg(netdev_genlmsg_base):
@@ -209,5 +211,6 @@ class LeaseFamily(GenlFamily):
             far = lease.get_attr("NETDEV_A_LEASE_QUEUE")
             found[q["id"]] = QueueLease(lease.get_attr("NETDEV_A_LEASE_IFINDEX"),
                                         far.get_attr("NETDEV_A_QUEUE_ID") if far else None,
-                                        lease.get_attr("NETDEV_A_LEASE_NETNS_ID"))
+                                        lease.get_attr("NETDEV_A_LEASE_NETNS_ID"),
+                                        q.get("napi-id"))
         return found
