@@ -83,7 +83,11 @@ def test_a_container_started_after_the_profile_gets_its_lease_on_the_recheck(hos
     assert check.ok and check.current == "waiting for pod-a/nk0"
     host.kernel.add("pod-a", "nk0", ifindex=5)
     assert tuner.apply_new("eth0") == "rx queues 2 leased"
+    saved = []
+    tuner._save_state = lambda **kw: saved.append(kw)
     assert tuner.apply_new("eth0") == ""
+    assert saved == []                    # a re-check that finds the lease writes nothing
+    del tuner._save_state
     assert lease_checks(tuner)["rx queue 2 lease"].ok
     tuner.restore_all()
     assert host.kernel.deleted == [("pod-a", "nk0")] and host.nic.count == 2

@@ -194,20 +194,18 @@ class LeaseSteps:
         specs = self._lease_specs(ifname, target)
         entries = saved.setdefault("leases", [])
         present = self._leases.lender_leases(ifindex)
-        self._settle_leases(ifname, entries, present)
+        if self._settle_leases(ifname, entries, present):
+            self._save_state()
         held = 0
         for spec in specs:
             entry = next((e for e in entries if e["queue"] == spec.queue), None)
             if entry is not None and (entry["netns"], entry["device"]) != (spec.netns, spec.device):
                 # another profile's lease of this queue: not ours to keep or end
                 entries.remove(entry)
+                self._save_state()
                 entry = None
-            if entry is not None:
+            if entry is not None or self._lease_one(ifname, ifindex, spec, entries, present):
                 held += 1
-                continue
-            if self._lease_one(ifname, ifindex, spec, entries, present):
-                held += 1
-        self._save_state()
         return held
 
     def _lease_one(self, ifname, ifindex, spec, entries, present):
@@ -256,17 +254,22 @@ class LeaseSteps:
     def _settle_leases(self, ifname, entries, present):
         """Pending entries (a process killed during queue-create) are kept
         when the lease is there, dropped when not; leases that ended (the
-        netkit device or its namespace went away) are forgotten."""
+        netkit device or its namespace went away) are forgotten.  Returns
+        whether an entry changed."""
+        changed = False
         for entry in list(entries):
             if self._ours(entry, present):
                 if entry["lessee_queue"] is None:
                     entry["lessee_queue"] = present[entry["queue"]].queue
+                    changed = True
                 continue
             entries.remove(entry)
+            changed = True
             if entry["lessee_queue"] is not None:
                 log.info("%s: the lease of rx queue %d to %s/%s ended (the device or its "
                          "namespace went away); forgotten", ifname, entry["queue"],
                          entry["netns"], entry["device"])
+        return changed
 
     def _leases_unsupported(self):
         if not hasattr(self, "_lease_support"):
