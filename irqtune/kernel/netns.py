@@ -85,7 +85,7 @@ def run_in(name, func):
     """func(own_namespace_fd) on a thread inside the named namespace;
     own_namespace_fd is an open fd of the caller's namespace (for the id
     the other one knows it by).  Returns func's result or raises its
-    exception; IrqtuneError when the namespace cannot be entered."""
+    exception; OSError when the namespace cannot be entered."""
     result = {}
     own = os.open("/proc/thread-self/ns/net", os.O_RDONLY | os.O_CLOEXEC)
 
@@ -94,8 +94,9 @@ def run_in(name, func):
             fd = os.open(namespace_path(name), os.O_RDONLY | os.O_CLOEXEC)
             try:
                 if _libc.setns(fd, CLONE_NEWNET) != 0:
-                    raise IrqtuneError("cannot enter network namespace %s: %s"
-                                       % (name, os.strerror(ctypes.get_errno())))
+                    code = ctypes.get_errno()
+                    raise OSError(code, "cannot enter network namespace %s: %s"
+                                  % (name, os.strerror(code)))
             finally:
                 os.close(fd)
             result["value"] = func(own)
