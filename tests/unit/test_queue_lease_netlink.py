@@ -1,17 +1,31 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Queue leases in the netlink layer: queue-create's request and reply, the
-lease nest of a lender's queue-get, and whether the kernel has queue-create.
+lease nest of a lender's queue-get, the kernel's refusals, and whether the
+kernel has queue-create.
 
-The wire shapes are built here by hand with struct from
-include/uapi/linux/netdev.h of Linux 7.2.13 (Debian's linux-source-7.2):
-queue attributes id 1, ifindex 2, type 3, napi-id 4, lease 8 (nested);
-lease attributes ifindex 1, queue 2 (nested queue-id: id 1, type 3),
-netns-id 3 (s32); NETDEV_CMD_QUEUE_CREATE 16.  The reply's layout follows
-net/core/netdev-genl.c: queue-create answers with the id only,
-netdev_nl_queue_fill_lease() writes queue, then ifindex, then netns-id.
+Replies are the kernel's, recorded in the 7.2 lab guest (Linux 7.2.13,
+netdevsim lending, netkit peers in a namespace) with
+netdev_replies/record_leases.py into netdev_replies/netdevsim-netkit-7.2/
+(each file names its source, kernel, devices and ifindexes).  The requests
+are checked against bytes built here with struct from
+include/uapi/linux/netdev.h of that kernel: queue attributes id 1,
+ifindex 2, type 3, napi-id 4, lease 8 (nested); lease attributes ifindex
+1, queue 2 (nested queue-id: id 1, type 3), netns-id 3 (s32);
+NETDEV_CMD_QUEUE_CREATE 16.
 """
 
+import errno
+import json
+import os
 import struct
+
+import pytest
+from test_ethtool_rx import Replay
+
+from irqtune.features.zerocopy.leases import MEANINGS
+from irqtune.features.zerocopy.plan import refusal
+from irqtune.kernel.errors import NetlinkRequestError, describe_os_error
+from irqtune.kernel.netlink.ethtool_rx import RxConfigFamily
 
 from irqtune.kernel import caps
 from irqtune.kernel.netlink.genl import NLA_F_NESTED
@@ -19,6 +33,20 @@ from irqtune.kernel.netlink.netdev import (CMD_QUEUE_CREATE, CMD_QUEUE_GET, Leas
                                            QueueLease)
 
 FAMILY_ID = 30
+HERE = os.path.join(os.path.dirname(__file__), "netdev_replies", "netdevsim-netkit-7.2")
+
+
+def recorded(name):
+    with open(os.path.join(HERE, name + ".json")) as f:
+        return json.load(f)
+
+
+class ReplayedLeases(Replay, LeaseFamily):
+    pass
+
+
+class ReplayedEthtool(Replay, RxConfigFamily):
+    pass
 
 
 def u32(kind, value):
@@ -71,22 +99,67 @@ class Scripted(LeaseFamily):
         pass
 
 
-def test_queue_create_sends_the_lease_nest_the_kernel_parses():
-    fam = Scripted(genl_message(CMD_QUEUE_CREATE, 1, u32(1, 1)) + ack(1))
-    assert fam.create(7, 3, 2, netns_id=0) == 1
-    sent = fam.sent[0]
-    assert struct.unpack_from("=HBB", sent, 4)[0] == FAMILY_ID
-    assert sent[16] == CMD_QUEUE_CREATE
-    attrs = sent[20:]
-    assert attrs == (u32(2, 7) + u32(3, 0)
-                     + nest(8, u32(1, 3), nest(2, u32(1, 2), u32(3, 0)), s32(3, 0)))
-
-
 def test_queue_create_without_a_namespace_id_leaves_the_attribute_out():
     fam = Scripted(genl_message(CMD_QUEUE_CREATE, 1, u32(1, 2)) + ack(1))
     assert fam.create(7, 3, 5) == 2
     assert fam.sent[0][20:] == u32(2, 7) + u32(3, 0) + nest(8, u32(1, 3), nest(2, u32(1, 5),
                                                                                u32(3, 0)))
+
+
+def test_the_kernels_reply_to_queue_create_is_the_lessees_new_queue():
+    rec = recorded("queue_create")
+    fam = ReplayedLeases(rec)
+    assert fam.create(rec["lessee_ifindex"], rec["lender_ifindex"], 1, rec["netns_id"]) == 1
+    assert fam.sent[0][20:] == (u32(2, 5) + u32(3, 0) + nest(8, u32(1, 4), nest(2, u32(1, 1),
+                                                                                u32(3, 0)),
+                                                             s32(3, 0)))
+
+
+def test_the_lenders_queue_get_shows_the_lease_with_the_lessees_namespace_id():
+    rec = recorded("queue_get_leased")
+    assert ReplayedLeases(rec).leases(rec["lender_ifindex"]) == {1: QueueLease(5, 1, 0, 14)}
+    rec = recorded("queue_get_after_delete")           # the netkit device deleted
+    assert ReplayedLeases(rec).leases(rec["lender_ifindex"]) == {}
+
+
+@pytest.mark.parametrize("name, code, words", [
+    ("queue_create_busy", errno.EBUSY,
+     "the queue is in use (EBUSY: Device queue in use due to queue leasing): leased already"),
+    ("queue_create_range", errno.ERANGE, "the NIC has no such rx queue (ERANGE"),
+    ("queue_create_veth", errno.EINVAL,
+     "refused (EINVAL: Device does not support queue creation): the lessee must be a netkit "
+     "device"),
+    ("queue_create_limit", errno.EINVAL,
+     "refused (EINVAL: netkit maximum queue limit reached): the lessee must be a netkit device "
+     "with a free rx queue (ip link add ... type netkit numrxqueues N)"),
+    ("queue_create_no_queue_ops", errno.EINVAL,
+     "refused (EINVAL: Lease device does not support queue management operations): the "
+     "lessee must be"),
+    ("queue_create_virtual_lender", errno.EINVAL,
+     "refused (EINVAL: Lease device is a virtual device)"),
+    ("queue_create_primary", errno.EOPNOTSUPP,
+     "not possible (EOPNOTSUPP: netkit can only lease against the peer device): name the "
+     "netkit peer inside the container"),
+])
+def test_each_refusal_of_queue_create_becomes_one_line_saying_what_to_do(name, code, words):
+    rec = recorded(name)
+    with pytest.raises(NetlinkRequestError) as err:
+        ReplayedLeases(rec).create(5, rec.get("lender_ifindex", 2), 1, 0)
+    assert err.value.errno == code == rec["error"]["errno"]
+    assert err.value.extack.message == rec["error"]["extack"]
+    line = describe_os_error(err.value, MEANINGS)
+    assert line.startswith(words) and "\n" not in line, line
+
+
+def test_a_channel_change_that_drops_a_leased_queue_is_one_line():
+    rec = recorded("channels_set_leased")
+    with pytest.raises(NetlinkRequestError) as err:
+        ReplayedEthtool(rec).set_channels(rec["lender_ifindex"], combined=1)
+    assert (err.value.errno, err.value.extack.message) == (
+        errno.EINVAL, "Device queue in use due to queue leasing")
+    assert str(refusal("combined channels 1", err.value)) == (
+        "a leased rx queue is in the way (EINVAL: Device queue in use due to queue leasing): "
+        "the kernel ends a lease only with its netkit device")
 
 
 def test_leases_of_a_lender_come_from_the_lease_nests_of_its_rx_queues():
