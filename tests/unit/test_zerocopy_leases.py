@@ -15,6 +15,7 @@ import os
 import pytest
 
 from irqtune.features.zerocopy import ZeroCopyConfig, ZeroCopyRxTuner
+from irqtune.kernel.errors import Extack
 from irqtune.kernel.netlink.genl import NetlinkRequestError
 from irqtune.kernel.netlink.netdev import QueueLease
 from irqtune.services.ledger import Ledger
@@ -192,10 +193,12 @@ def test_a_device_that_also_holds_someone_elses_lease_is_not_deleted(host, caplo
 
 @pytest.mark.parametrize("setup, expected", [
     (dict(kind="veth"), "refused (EINVAL: Device does not support queue creation): the lessee "
-                        "must be a netkit device"),
+                        "must be a netkit device; left as it is"),
     (dict(kind="netkit-primary"), "not possible (EOPNOTSUPP: netkit can only lease against the "
-                                  "peer device): name the netkit peer inside the container"),
-    (dict(rx_max=1), "refused (EINVAL: netkit maximum queue limit reached)"),
+                                  "peer device): name the netkit peer inside the container, not "
+                                  "the pair's primary; left as it is"),
+    (dict(rx_max=1), "refused (EINVAL: netkit maximum queue limit reached): the netkit device "
+                     "has no rx queue left"),
 ])
 def test_kernel_refusals_are_one_line_naming_the_lease_and_what_to_do(host, caplog, setup,
                                                                        expected):
@@ -218,9 +221,9 @@ def test_a_lender_without_queue_management_ops_is_one_line(tmp_path, caplog):
     host.tuner().apply("eth0")
     assert [m for m in caplog.messages if "lease" in m] == [
         "eth0: rx queue 2 lease to pod-a/nk0: refused (EINVAL: Lease device does not support "
-        "queue management operations): the lessee must be a netkit device with a free rx queue "
-        "(ip link add ... type netkit numrxqueues N), the lender a NIC whose driver has queue "
-        "management ops (mlx5, bnxt, fbnic, gve; netdevsim); left as it is"]
+        "queue management operations): the NIC's driver has no queue management ops "
+        "(virtio-net, igb): lease from one that has them (mlx5, bnxt, fbnic, gve; netdevsim); "
+        "left as it is"]
 
 
 def test_a_queue_not_among_the_reserved_ones_is_refused_and_the_others_leased(host, caplog):
@@ -255,13 +258,12 @@ def test_a_kernel_without_queue_create_is_one_line_and_the_rest_applies(tmp_path
 def test_a_busy_queue_is_one_line(host, caplog):
     host.kernel.add("pod-a", "nk0", ifindex=5)
     host.kernel.fail_create = NetlinkRequestError(
-        "leasing", errno.EBUSY, "Device queue in use by memory provider")
+        "leasing", errno.EBUSY, Extack("Device queue in use by memory provider"))
     caplog.set_level(logging.WARNING, "irqtune")
     host.tuner().apply("eth0")
     assert caplog.messages == [
         "eth0: rx queue 2 lease to pod-a/nk0: the queue is in use (EBUSY: Device queue in use "
-        "by memory provider): leased already, or bound to a memory provider or AF_XDP; left as "
-        "it is"]
+        "by memory provider): memory is bound to it (devmem, io_uring zcrx); left as it is"]
 
 
 @pytest.mark.parametrize("value", ["2:pod a/nk0", "2:pod-a", "x:pod-a/nk0", "2:../nk0",

@@ -95,20 +95,45 @@ class LeaseKernel:
 
 
 # What the kernel's refusals of queue-create mean to the administrator
-# (net/core/netdev-genl.c, netdev_queues.c, drivers/net/netkit.c of 7.2).
+# (net/core/netdev-genl.c, netdev_queues.c, drivers/net/netkit.c of 7.2):
+# by the kernel's message where it gives one, else by errno.
+ADVICE = {
+    "Lease device does not support queue management operations":
+        "the NIC's driver has no queue management ops (virtio-net, igb): lease from one "
+        "that has them (mlx5, bnxt, fbnic, gve; netdevsim)",
+    "Lease device is a virtual device": "lease from a physical NIC",
+    "Device does not support queue creation": "the lessee must be a netkit device",
+    "Device is not a virtual device": "the lessee must be a netkit device",
+    "netkit maximum queue limit reached":
+        "the netkit device has no rx queue left: create it with more (ip link add ... type "
+        "netkit peer name DEV numrxqueues N)",
+    "netkit can only lease against the peer device":
+        "name the netkit peer inside the container, not the pair's primary",
+    "Leasing queues from different devices not supported":
+        "lease to this netkit device from one NIC only",
+    "Device queue in use due to queue leasing": "it is leased already",
+    "Device queue in use by memory provider": "memory is bound to it (devmem, io_uring zcrx)",
+    "Device queue in use by AF_XDP": "an AF_XDP socket uses it",
+}
 MEANINGS = {
     **NOT_PERMITTED,
-    errno.EBUSY: "the queue is in use (%s): leased already, or bound to a memory provider "
-                 "or AF_XDP",
-    errno.EINVAL: "refused (%s): the lessee must be a netkit device with a free rx queue "
-                  "(ip link add ... type netkit numrxqueues N), the lender a NIC whose driver "
-                  "has queue management ops (mlx5, bnxt, fbnic, gve; netdevsim)",
-    errno.EOPNOTSUPP: "not possible (%s): name the netkit peer inside the container, and lease "
-                      "to it from one NIC only",
-    errno.ERANGE: "the NIC has no such rx queue (%s)",
+    errno.EBUSY: "the queue is in use (%s)",
+    errno.EINVAL: "refused (%s)",
+    errno.EOPNOTSUPP: "not possible (%s)",
+    errno.ERANGE: "the NIC has no such rx queue (%s): lease one below its channel count",
     errno.ENODEV: "a device went away meanwhile (%s)",
     errno.ENONET: "the lender's namespace is unknown there (%s)",
 }
+
+
+def lease_refusal(err):
+    """One line: what the kernel said (errno, its message) and what to do."""
+    words = describe_os_error(err, MEANINGS)
+    message = getattr(getattr(err, "extack", None), "message", None)
+    advice = ADVICE.get(message)
+    return "%s: %s" % (words, advice) if advice else words
+
+
 
 
 @dataclass(frozen=True)
@@ -182,7 +207,8 @@ class LeaseSteps:
             else:
                 self._report(ifname, spec.feature, Refused(
                     "queue %d is not among the reserved rx queues (%s): lease one of those, "
-                    "or reserve more (queues)" % (spec.queue, format_index_list(reserved) or "none")))
+                    "or reserve more (queues)" % (spec.queue,
+                                                  format_index_list(reserved) or "none")))
         return specs
 
     def _apply_leases(self, ifname, ifindex, saved, target):
@@ -232,7 +258,7 @@ class LeaseSteps:
         except (OSError, IrqtuneError) as err:
             entries.remove(entry)
             self._save_state()
-            self._report(ifname, feature, Refused(describe_os_error(err, MEANINGS)))
+            self._report(ifname, feature, Refused(lease_refusal(err)))
             return False
         self._save_state()
         for book in (self.problems, self.lacking):

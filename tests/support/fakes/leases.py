@@ -13,6 +13,7 @@ goes away.  Its errnos and extack texts are the kernel's.
 
 import errno
 
+from irqtune.kernel.errors import Extack
 from irqtune.kernel.netlink.genl import NetlinkRequestError
 from irqtune.kernel.netlink.netdev import QueueLease
 
@@ -59,20 +60,21 @@ class FakeLeases:
         nsid, devices = self.namespaces[namespace]
         dev = next(d for d in devices.values() if d.ifindex == ifindex)
         what = "leasing rx queue %d of ifindex %d to ifindex %d" % (queue, lender, ifindex)
+
+        def refused(code, message=None):
+            return NetlinkRequestError(what, code, Extack(message))
         if dev.kind == "veth":
-            raise NetlinkRequestError(what, errno.EINVAL, "Device does not support queue creation")
+            raise refused(errno.EINVAL, "Device does not support queue creation")
         if not self.lender_ops:
-            raise NetlinkRequestError(what, errno.EINVAL,
-                                      "Lease device does not support queue management operations")
+            raise refused(errno.EINVAL, "Lease device does not support queue management operations")
         if queue >= self.nic.count:
-            raise NetlinkRequestError(what, errno.ERANGE, None)
+            raise refused(errno.ERANGE)
         if queue in self.leases:
-            raise NetlinkRequestError(what, errno.EBUSY, "Device queue in use due to queue leasing")
+            raise refused(errno.EBUSY, "Device queue in use due to queue leasing")
         if dev.kind == "netkit-primary":
-            raise NetlinkRequestError(what, errno.EOPNOTSUPP,
-                                      "netkit can only lease against the peer device")
+            raise refused(errno.EOPNOTSUPP, "netkit can only lease against the peer device")
         if dev.rx_real + 1 > dev.rx_max:
-            raise NetlinkRequestError(what, errno.EINVAL, "netkit maximum queue limit reached")
+            raise refused(errno.EINVAL, "netkit maximum queue limit reached")
         dev.rx_real += 1
         self.leases[queue] = QueueLease(ifindex, dev.rx_real - 1, nsid)
         self.created.append((namespace, ifindex, queue))
