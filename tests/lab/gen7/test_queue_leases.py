@@ -60,14 +60,15 @@ def combined(h, dev):
     return int(re.search(r"^Combined:\s+(\d+)", out, re.M).group(1))
 
 
-def start_pod(h, ns, dev="nk0", rxqueues=2, kind="netkit"):
+def start_pod(h, ns, dev="nk0", rxqueues=2, kind="netkit", new_ns=True):
     """A container's network: namespace ns with the peer of a netkit pair
-    (its host end <dev>h stays here), or of a veth pair."""
+    (its host end <dev>h-<ns> stays here), or of a veth pair."""
     link = ("type netkit mode l2 peer name %s numrxqueues %d" % (dev, rxqueues)
             if kind == "netkit" else "type veth peer name %s" % dev)
-    h.sh("ip netns add {ns} && ip link add {dev}h-{ns} {link} && ip link set {dev} netns {ns} "
+    h.sh("{add}ip link add {dev}h-{ns} {link} && ip link set {dev} netns {ns} "
          "&& ip link set {dev}h-{ns} up && ip -n {ns} link set {dev} up && "
-         "ip -n {ns} link set lo up".format(ns=ns, dev=dev, link=link))
+         "ip -n {ns} link set lo up".format(ns=ns, dev=dev, link=link,
+                                            add="ip netns add %s && " % ns if new_ns else ""))
 
 
 LEDGER_LEASES = ("import glob, json; print(json.dumps({dev: e['leases'] "
@@ -146,6 +147,15 @@ def test_a_container_started_after_the_profile_gets_the_queue_and_off_ends_it(ho
     # the lender, whose missing DMA device stops it (the data path needs a NIC)
     rc, out = h.run("ip", "netns", "exec", "pod-a", *GUEST_PYTHON, BIND, "nk0", "1")
     print("bind-rx on pod-a/nk0 queue 1:", out)
+    # the pod ends: the lease ends with its netkit device and the re-check
+    # forgets it; a pod of the same names comes back and gets it again
+    mark = h.log_size()
+    h.sh("ip link del nk0h-pod-a")
+    wait_for(lambda: ledger(h) == {}, timeout=90, interval=1, what="the ended lease forgotten")
+    assert "lease of rx queue 2 to pod-a/nk0 ended" in h.log_since(mark)
+    start_pod(h, "pod-a", new_ns=False)
+    wait_for(lambda: 2 in leases(h, dev), timeout=90, interval=1, what="queue 2 leased again")
+    assert leases(h, dev)[2]["ifindex"] == ifindex(h, "pod-a", "nk0")
     mark = h.log_size()
     h.off()
     print(h.log_since(mark))
