@@ -197,6 +197,18 @@ def test_kill9_restart_and_off_end_exactly_the_leases_irqtune_made(host7, nsim):
     h.sh("ip link del nk0h-pod-b && ethtool -L %s combined 2" % dev)
 
 
+def test_a_profile_switch_ends_the_lease_like_off(host7, nsim):
+    """latency-suspend + the overlay, then latency-suspend alone: TuneD
+    unapplies the overlay's instance, which ends its lease."""
+    h, dev = host7, nsim
+    start_pod(h, "pod-a")
+    apply(h, dev, "2:pod-a/nk0")
+    wait_for(lambda: 2 in leases(h, dev), timeout=90, interval=1, what="queue 2 leased")
+    h.profile(BASE, variables={BASE: {"suspend_nics": dev, "suspend_queues": "0-1"}})
+    assert leases(h, dev) == {} and combined(h, dev) == 2 and ledger(h) == {}
+    assert h.run("ip", "-n", "pod-a", "link", "show", "nk0")[0] != 0
+
+
 def test_refusals_are_one_line_each_and_the_rest_applies(host7, nsim):
     h, dev = host7, nsim
     start_pod(h, "pod-a")
