@@ -350,3 +350,19 @@ def test_the_doctor_names_each_leased_queue_in_one_info_line(monkeypatch):
     doctor._leases(report, {"eth0": 7})
     assert doctor.format_text(report).splitlines()[0] == (
         "info    napi     eth0: leased: eth0 rx queue 2 -> pod-a/nk0 rx queue 1, NAPI 8194")
+
+
+def test_a_lease_made_for_an_earlier_value_stays_ours_and_ends_on_unapply(host, caplog):
+    host.kernel.add("pod-a", "nk0", ifindex=5)
+    host.kernel.add("pod-b", "nk0", ifindex=6, nsid=4)
+    host.tuner(leases="2:pod-a/nk0").apply("eth0")
+    # the daemon restarts with the option changed: queue 2 to pod-b now
+    caplog.set_level(logging.WARNING, "irqtune")
+    second = host.tuner(leases="2:pod-b/nk0")
+    second.apply("eth0")
+    assert caplog.messages == [
+        "eth0: rx queue 2 lease to pod-b/nk0: queue 2 is leased to pod-a/nk0, as irqtune set it "
+        "before the option changed; that lease ends when the profile is unapplied; left as it is"]
+    assert host.kernel.created == [("pod-a", 5, 2)]
+    second.restore_all()
+    assert host.kernel.deleted == [("pod-a", "nk0")] and host.nic.count == 2

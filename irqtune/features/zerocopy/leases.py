@@ -134,8 +134,6 @@ def lease_refusal(err):
     return "%s: %s" % (words, advice) if advice else words
 
 
-
-
 @dataclass(frozen=True)
 class HeldLease:
     """A lease of a device's rx queue as irqtune status, the doctor and the
@@ -226,11 +224,13 @@ class LeaseSteps:
         for spec in specs:
             entry = next((e for e in entries if e["queue"] == spec.queue), None)
             if entry is not None and (entry["netns"], entry["device"]) != (spec.netns, spec.device):
-                # another profile's lease of this queue: not ours to keep or end
-                entries.remove(entry)
-                self._save_state()
-                entry = None
-            if entry is not None or self._lease_one(ifname, ifindex, spec, entries, present):
+                # made by irqtune for an earlier value of the option: still
+                # ours to end on unapply, and in the way until then
+                self._report(ifname, spec.feature, Refused(
+                    "queue %d is leased to %s/%s, as irqtune set it before the option changed; "
+                    "that lease ends when the profile is unapplied"
+                    % (spec.queue, entry["netns"], entry["device"])))
+            elif entry is not None or self._lease_one(ifname, ifindex, spec, entries, present):
                 held += 1
         return held
 
