@@ -21,6 +21,7 @@ from contextlib import suppress
 
 from .frontends import (doctor as doctor_report, metrics as metrics_export, verify_report,
                         watch as status_watch)
+from .features.zerocopy import held_leases
 from .kernel.caps import detect_napi_capabilities
 from .kernel.errors import IrqtuneError, describe_os_error
 from .kernel.names import LINE_MAX, SHOWN_MAX, shown
@@ -146,6 +147,9 @@ def status(devices):
             for napi in nl.napis(known[dev]):
                 print("%-12s %6d " % (shown(dev), napi["id"])
                       + " ".join("%20s" % napi.get(c, "-") for c in COLUMNS))
+    # rx queues leased to containers' netkit devices (Linux 7.1), by anyone
+    for lease in held_leases({dev: known[dev] for dev in devices or known}):
+        print("lease: %s" % shown(lease.describe(), LINE_MAX))
     return 0
 
 

@@ -49,6 +49,19 @@ class ZerocopyRxPlugin(netdev.NetDevicePlugin):
 	reserved queues only; exclude those queues from other `napi`
 	instances (their [option]`queues`).
 	+
+	[option]`queue_leases` leases reserved queues to containers (Linux
+	7.1 queue leases, netdev `queue-create`): `QUEUE:NAMESPACE/DEVICE`
+	items such as `3:pod-a/nk0` name a reserved rx queue and a netkit
+	device by name in a named network namespace (`/run/netns/NAME`,
+	`ip netns`), so they can be written before the container exists; the
+	lease is made when both exist, also when the container starts later.
+	The container then binds devmem or io_uring zero-copy receive to the
+	netkit device's new queue. The kernel ends a lease only with its
+	netkit device: unapplying the profile deletes the netkit devices
+	holding the leases this plugin made (never one holding someone
+	else's), so the container loses that interface. The lender's driver
+	needs queue management ops (mlx5, bnxt, fbnic, gve; netdevsim).
+	+
 	Binding memory to the reserved queues is the application's part.
 	Instances of this plugin should run before `napi` instances
 	(`priority=` lower than theirs): the channel change recreates NAPIs.

@@ -29,8 +29,9 @@ from ..kernel import files
 from ..kernel.errors import IrqtuneError, describe_os_error
 from ..kernel.kfs import KFS
 from ..kernel.names import shown
-from ..kernel.netdevs import ifname_of, net_namespace
+from ..kernel.netdevs import ifindex_of, ifname_of, net_namespace
 from ..kernel.netlink import netdev
+from ..features.zerocopy import held_leases
 from ..services import counters, epoll, systemd
 from . import activeprofile
 
@@ -148,7 +149,29 @@ def collect(devices=(), kfs=KFS, etc="/etc/tuned", systemctl=None):
                                              unit=unit.name, netns=netns)
     fam["irqtune_busy_poll_rx_packets"].add(counters.busy_poll_rx_packets(kfs), netns=netns)
     _optin_state(fam["irqtune_optin_preload_loaded"], etc, kfs, systemctl)
+    _lease_state(fam, {dev: ifindex_of(dev) for dev in by_dev}, netns)
     return list(fam.values())
+
+
+def _lease_state(fam, devices, netns):
+    """irqtune_queue_lease_info: one sample per leased rx queue (Linux 7.1),
+    whoever made the lease; the lessee by name where /run/netns names it.
+    The family is there only when a queue is leased."""
+    try:
+        held = held_leases({dev: i for dev, i in devices.items() if i is not None})
+    except (OSError, IrqtuneError):
+        return
+    if not held:
+        return
+    family = fam["irqtune_queue_lease_info"] = Family(
+        "irqtune_queue_lease_info", "gauge",
+        "1 for each rx queue leased to a container's netkit device: the queue, its NAPI, "
+        "the lessee's namespace, device and rx queue")
+    for lease in held:
+        family.add(1, device=lease.device, queue=str(lease.queue), napi=str(lease.napi or ""),
+                   netns=netns, lessee_netns=lease.netns or "id %s" % lease.netns_id,
+                   lessee=lease.lessee or "ifindex %d" % lease.lessee_ifindex,
+                   lessee_queue=str(lease.lessee_queue))
 
 
 def _optin_state(family, etc, kfs, systemctl):

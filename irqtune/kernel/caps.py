@@ -20,7 +20,7 @@ from .errors import UnsupportedError
 from .kfs import KFS
 from .netdevs import net_namespace
 from .netlink.genl import NetlinkRequestError, attr_table
-from .netlink.netdev import CMD_NAPI_GET, CMD_NAPI_SET, NapiFamily, napi_msg
+from .netlink.netdev import CMD_NAPI_GET, CMD_NAPI_SET, CMD_QUEUE_CREATE, NapiFamily, napi_msg
 from .netlink.policy import ControlFamily
 
 log = logging.getLogger(__name__)
@@ -128,6 +128,20 @@ def detect_napi_capabilities(kfs=KFS):
                             settable=settable,
                             threaded_busy_poll=(set_policy.get(8, {}).get("max") or 0) >= 2,
                             kernel=kernel)
+
+
+# What a kernel without queue leases lacks, in one line.
+NO_QUEUE_CREATE = ("the kernel has no netdev queue-create operation (queue leases to netkit "
+                   "devices need Linux >= 7.1)")
+
+
+def queue_leases_missing():
+    """None when the kernel can lease rx queues (the netdev family lists
+    queue-create), else why not, in one line."""
+    if not _family_exists():
+        return "the kernel has no netdev generic netlink family (Linux >= 6.8)"
+    with ControlFamily() as ctrl:
+        return None if _op_policy(ctrl, CMD_QUEUE_CREATE) is not None else NO_QUEUE_CREATE
 
 
 def _op_policy(ctrl, op):

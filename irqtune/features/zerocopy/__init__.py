@@ -2,4 +2,5 @@
 """Zero-copy receive (devmem TCP, io_uring zcrx): NIC preparation."""
 
 from .config import OPTIONS, OVERLAY_PREFIX, ZeroCopyConfig  # noqa: F401
+from .leases import HeldLease, held_leases  # noqa: F401
 from .tuner import ZeroCopyRxTuner  # noqa: F401

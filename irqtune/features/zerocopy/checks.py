@@ -3,7 +3,7 @@
 
 One Check per feature applied to the device (channels, header split,
 hds-thresh, rx-ntuple-filter, the RSS table, the per-NAPI values of the
-reserved queues, each flow rule); a feature the driver lacks is left out,
+reserved queues, each queue lease (leases.py), each flow rule); a feature the driver lacks is left out,
 a refused value carries its refusal as the Check's note.  NicChecks is
 ZeroCopyRxTuner's mixin and uses its config, targets, problems, lacking,
 originals, napi, _nic, _rules and _ifindex (tuner.py).
@@ -69,6 +69,8 @@ class NicChecks:
                           "queues " + ranges(set(target["indir"])), table == target["indir"])
         if ifname in self.napi:
             checks.extend(self.napi[ifname].verify(ifname))
+        if self.config.leases and target.get("reserved"):
+            checks.extend(self._verify_leases(ifname, ifindex, target))
         if target.get("rules") and "flow rules" not in skip:
             rules = self._rules(ifname)
             at = {rule_key(e): e["location"] for e in self.originals.get(ifname, {}).get("rules", [])}

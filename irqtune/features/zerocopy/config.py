@@ -20,6 +20,46 @@ RULE_ACCEPTED = ("a list of FLOW:PORT or FLOW:ADDRESS:PORT with FLOW one of %s, 
                  "addresses in brackets (tcp6:[2001:db8::1]:9000)" % ", ".join(FLOW_TYPES))
 
 
+_LEASE = re.compile(r"^([0-9]{1,5}):([A-Za-z0-9_.-]{1,64})/([^\s,:/]{1,15})$")
+LEASE_ACCEPTED = ("a list of QUEUE:NAMESPACE/DEVICE: a reserved rx queue, a network namespace "
+                  "under /run/netns (ip netns: letters, digits, . _ -), a netkit device in it "
+                  "(3:pod-a/nk0)")
+
+
+@dataclass(frozen=True)
+class LeaseSpec:
+    """A reserved rx queue leased to a device by name in a named network
+    namespace: both may appear after the profile (a container started later)."""
+    queue: int
+    netns: str
+    device: str
+
+    @property
+    def lessee(self):
+        return "%s/%s" % (self.netns, self.device)
+
+    @property
+    def feature(self):
+        """What the lease is called in log lines and refusal books."""
+        return "rx queue %d lease to %s" % (self.queue, self.lessee)
+
+
+def parse_leases(option, text):
+    """'3:pod-a/nk0, 4:pod-b/eth0' -> (LeaseSpec, ...); a queue leased once."""
+    leases = []
+    for item in re.split(r"[\s,]+", str(text).strip()):
+        if not item:
+            continue
+        match = _LEASE.match(item)
+        if not match or match.group(2) in (".", ".."):
+            raise OptionError(option, text, LEASE_ACCEPTED)
+        spec = LeaseSpec(int(match.group(1)), match.group(2), match.group(3))
+        if spec.queue > 65535 or any(l.queue == spec.queue for l in leases):
+            raise OptionError(option, text, LEASE_ACCEPTED + "; each queue 0-65535 once")
+        leases.append(spec)
+    return tuple(leases)
+
+
 @dataclass(frozen=True)
 class RuleSpec:
     """A configured flow rule before a reserved queue is assigned to it."""
@@ -69,6 +109,9 @@ OPTIONS = (
            "remaining: the RSS table spreads over the queues not reserved", default="remaining"),
     Option("flow_rules", parse_rules, "FLOW:PORT or FLOW:ADDRESS:PORT, FLOW tcp4/udp4/tcp6/udp6",
            "destinations steered to the reserved queues, in turn"),
+    Option("queue_leases", parse_leases, "QUEUE:NAMESPACE/DEVICE, e.g. 3:pod-a/nk0",
+           "reserved rx queues leased to netkit devices in named network namespaces "
+           "(Linux >= 7.1 queue-create; released by deleting that device)"),
     Option("nics", None, "TuneD device expression (empty: no device)",
            "the devices, replacing the instance's devices="),
     Option("variables_file", None, "path", "a file of zerocopy_<option>=value lines "
@@ -91,6 +134,7 @@ class ZeroCopyConfig:
     ntuple: bool = True
     rss: str = "remaining"          # spread RSS over the queues not reserved
     rules: tuple = ()
+    leases: tuple = ()              # LeaseSpec: reserved queues leased to netkit devices
 
     @classmethod
     def from_options(cls, options):
@@ -106,4 +150,6 @@ class ZeroCopyConfig:
                 values[name] = None
         if "flow_rules" in values:
             values["rules"] = values.pop("flow_rules")
+        if "queue_leases" in values:
+            values["leases"] = values.pop("queue_leases")
         return cls(**values), errors

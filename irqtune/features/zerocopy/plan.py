@@ -29,6 +29,10 @@ def refusal(feature, err):
         **NOT_PERMITTED, errno.EOPNOTSUPP: "the driver does not support %s (%%s)" % feature,
         errno.EINVAL: "the driver refused %s (%%s)" % feature,
         errno.EBUSY: "the device is busy (%s): a queue in use by a memory provider or AF_XDP"}
+    if "queue leasing" in str(getattr(err, "extack", "") or ""):
+        # net/ethtool/channels.c: a channel change would drop a leased queue
+        meanings[errno.EINVAL] = ("a leased rx queue is in the way (%s): the kernel ends a lease "
+                                  "only with its netkit device")
     words = describe_os_error(err, meanings)
     if err.errno in meanings:
         return Refused(words, err.errno == errno.EOPNOTSUPP)

@@ -33,48 +33,57 @@ from ...kernel.netlink.ethtool_rx import RxConfigFamily
 from ...services.ledger import take_device
 from ...services.tuner import Check, DeviceTuner, Refusals, on_kernel_name, verify_on_kernel_name
 from .checks import NicChecks
+from .leases import LEASES, LeaseKernel, LeaseSteps
 from .plan import Refused, ranges, refusal, reserve
 from .steps import NTUPLE, NicSteps
 
 log = logging.getLogger(__name__)
 
 
-class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
+class ZeroCopyRxTuner(LeaseSteps, NicSteps, NicChecks, DeviceTuner):
     """Applies one ZeroCopyConfig to devices; see the module text.
 
     originals: {ifname: {"ifindex": n, "channels": {"combined": 2},
         "rings": {"tcp-data-split": 0, "hds-thresh": 256},
         "features": {"rx-ntuple-filter": False},
         "rss": {"default": True} | {"indir": [...]},
-        "rules": [{"location": n, "flow": ..., "dst_port": ..., "queue": ...}]}}
+        "rules": [{"location": n, "flow": ..., "dst_port": ..., "queue": ...}],
+        "leases": [{"queue": n, "netns": ..., "device": ..., "ifindex": n,
+                    "lessee_queue": n or None (requested, not confirmed)}]}}
 
     nic: a factory returning a context manager with the RxConfigFamily
     methods; rules: ifname -> NtupleRules; both are fakes in unit tests.
     napi: None, or (ifname, reserved queue list) -> a NapiTuner scoped to
     those queues, for per-NAPI values on the reserved queues only.
+    leases: the kernel side of queue leases (leases.LeaseKernel; a fake in
+    unit tests).
     """
 
     def __init__(self, config, ledger=None, nic=None, rules=None, ifindex=None, napi=None,
-                 ifname=None):
+                 ifname=None, leases=None):
         super().__init__(ledger, ifindex, ifname)
         self.config = config
         self._nic = nic or RxConfigFamily
         self._rules = rules or NtupleRules
         self._napi_factory = napi
+        self._leases = leases or LeaseKernel
         self.napi = {}          # ifname -> NapiTuner of its reserved queues
         self.targets = {}       # ifname -> {"channels": {...}, "reserved": [..], "indir": [...]}
         self.problems = Refusals(log)     # refused values (verify fails)
         self.lacking = Refusals(log)      # features missing in the driver
+        self.waiting = Refusals(log)      # leases whose container is not there yet
         self.originals = self._load_state()
 
     @property
     def needs_watching(self):
-        """Flow rules are lost on driver resets, and NAPIs of some drivers
-        are recreated with defaults (see apply_new)."""
-        return bool(self.config.rules) or self._napi_factory is not None
+        """Flow rules are lost on driver resets, NAPIs of some drivers are
+        recreated with defaults, and containers to lease queues to start
+        later (see apply_new)."""
+        return bool(self.config.rules or self.config.leases) or self._napi_factory is not None
 
     def _books(self):
-        return [self.napi, self.targets, self.problems.by_device, self.lacking.by_device]
+        return [self.napi, self.targets, self.problems.by_device, self.lacking.by_device,
+                self.waiting.by_device]
 
     def _drop(self, ifname):
         napi = self.napi.pop(ifname, None)
@@ -160,6 +169,10 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
                 done.append("%d flow rules" % len(self.config.rules))
         if self._napi_factory is not None and target.get("reserved"):
             done.append("%d NAPIs of reserved queues set" % self._apply_napi(ifname, target))
+        if self.config.leases and target.get("reserved"):
+            held = self._step(ifname, LEASES, self._apply_leases, ifname, ifindex, saved, target)
+            if held:
+                done.append("%d rx queues leased" % held)
         self._save_state()
         return ", ".join(done) or "nothing applied"
 
@@ -187,22 +200,36 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
         if saved is None or saved.get("ifindex") != ifindex:
             return self.apply(ifname)
         target = self.targets.get(ifname, {})
+        again = self._lease_again(ifname, ifindex, saved, target)
         retuned = self.napi[ifname].apply_new(ifname) if ifname in self.napi else 0
+        if retuned:
+            again.append("%d NAPIs of reserved queues set again" % retuned)
         if (not (self.config.rules and target.get("reserved"))
                 or "flow rules" in self.lacking.of(ifname)):
             # nothing to put back; and a read that succeeds on a driver
             # without flow rules must not clear that it has none
-            return "%d NAPIs of reserved queues set again" % retuned if retuned else ""
+            return ", ".join(again)
         rules = self._rules(ifname)
         self._step(ifname, "flow rules", self._settle_pending_rules, rules,
                    saved.get("rules", []))
         missing = [e for e in saved.get("rules", [])
                    if self._step(ifname, "flow rules", self._rule_at, rules, e["location"]) is None]
-        if not missing:
-            return ""
-        self._step(ifname, "flow rules", self._apply_rules, ifname, saved, target)
-        self._save_state()
-        return "%d flow rules inserted again" % len(missing)
+        if missing:
+            self._step(ifname, "flow rules", self._apply_rules, ifname, saved, target)
+            self._save_state()
+            again.append("%d flow rules inserted again" % len(missing))
+        return ", ".join(again)
+
+    def _lease_again(self, ifname, ifindex, saved, target):
+        """Leases to containers that appeared since, and forgetting those
+        that ended: [what changed]."""
+        if (not (self.config.leases and target.get("reserved"))
+                or LEASES in self.lacking.of(ifname)):
+            return []
+        before = {e["queue"] for e in saved.get("leases", [])}
+        self._step(ifname, LEASES, self._apply_leases, ifname, ifindex, saved, target)
+        made = {e["queue"] for e in saved.get("leases", [])} - before
+        return ["rx queues %s leased" % ranges(sorted(made))] if made else []
 
     @verify_on_kernel_name
     def verify(self, ifname):
@@ -233,6 +260,8 @@ class ZeroCopyRxTuner(NicSteps, NicChecks, DeviceTuner):
         if saved is None:
             self._save_state(before_change=False)
             return
+        if saved.get("leases"):       # before channels: a leased queue cannot be dropped
+            self._undo(ifname, "queue leases", self._release_leases, ifname, ifindex, saved)
         if saved.get("rules"):
             self._undo(ifname, "flow rules", self._restore_rules, ifname, saved["rules"])
         with self._nic() as nic:

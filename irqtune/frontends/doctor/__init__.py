@@ -22,6 +22,7 @@ from ...kernel.kfs import KFS
 from ...kernel.names import LINE_MAX, shown
 from ...kernel.netdevs import ifname_of
 from ...kernel.netlink import netdev
+from ...features.zerocopy import held_leases
 from ...services import counters, epoll
 from .. import activeprofile
 from . import chain, recommend, targets
@@ -91,6 +92,7 @@ def diagnose(pids=(), devices=(), seconds=3.0, unit=None, kfs=KFS):
             report.add("napi", shown(dev), "broken", "has no NAPI (link down, or a driver "
                        "without NAPI such as veth with GRO off)", "bring it up / `ethtool -K %s "
                        "gro on` for veth" % shown(dev))
+    _leases(report, {dev: socket.if_nametoindex(dev) for dev in device_napis})
     for nid in napi_ids:
         if nid not in dev_names:
             report.add("napi", "NAPI %d" % nid, "unknown", "a socket received from it, but "
@@ -108,6 +110,17 @@ def diagnose(pids=(), devices=(), seconds=3.0, unit=None, kfs=KFS):
     _window(report, pids, [d for d in scope if d in device_napis] if scope else None, seconds,
             unit, kfs)
     return report
+
+
+def _leases(report, devices):
+    """An info link per rx queue of devices leased to a container (Linux 7.1):
+    its NAPI serves the container's sockets, not this host's."""
+    try:
+        held = held_leases(devices)
+    except (OSError, IrqtuneError):
+        return
+    for lease in held:
+        report.add("napi", shown(lease.device), "info", "leased: " + shown(lease.describe()))
 
 
 def _window(report, pids, devices, seconds, unit, kfs):

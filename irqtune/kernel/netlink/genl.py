@@ -204,7 +204,7 @@ def netlink_messages(data):
         offset += (length + 3) & ~3
 
 
-def _ack(msg_type, flags, msg, msg_class=None):
+def ack_of(msg_type, flags, msg, msg_class=None):
     """(errno, Extack or None) of an NLMSG_ERROR, or of an NLMSG_DONE
     that ends a dump (its payload is the dump's error code too, with no
     request echoed).  A missing attribute of the request's own level is
@@ -364,7 +364,7 @@ class GenlFamily:
                     if msg_type == self.family_id:
                         replies.append(msg)
                     continue
-                code, extack = _ack(msg_type, msg_flags, msg, msg_class)
+                code, extack = ack_of(msg_type, msg_flags, msg, msg_class)
                 if code:
                     errors[seq - first] = (code, extack)
                 if seq == last:

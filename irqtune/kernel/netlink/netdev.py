@@ -1,6 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Client for the netdev generic netlink family: NAPI and queue objects,
-and per-queue packet counters (qstats-get, 6.10+).
+per-queue packet counters (qstats-get, 6.10+) and queue leases
+(queue-create, 7.1+).
 
 Attribute numbers follow Documentation/netlink/specs/netdev.yaml; pyroute2
 names attributes by their position in nla_map, so the tables below must
@@ -8,12 +9,17 @@ keep the kernel's order (with placeholders for the gap before qstats'
 rx-packets).
 """
 
+from dataclasses import dataclass
+
+from pyroute2.netlink import NLA_F_NESTED, nla
+
 from .genl import GenlFamily, NetlinkRequestError, netdev_genlmsg_base
 
 CMD_NAPI_GET = 11
 CMD_QUEUE_GET = 10
 CMD_QSTATS_GET = 12
 CMD_NAPI_SET = 14
+CMD_QUEUE_CREATE = 16
 
 QUEUE_TYPE_RX = 0
 SCOPE_QUEUE = 1
@@ -45,6 +51,57 @@ class queue_msg(netdev_genlmsg_base):
         ("NETDEV_A_QUEUE_TYPE", "uint32"),
         ("NETDEV_A_QUEUE_NAPI_ID", "uint32"),
     )
+
+
+class lease_msg(netdev_genlmsg_base):
+    """The queue attribute set with its lease nest (Linux 7.1): queue-get
+    replies of a lender's queues and queue-create.  queue_msg leaves the
+    nests out, so that the queue dumps keep the struct codec."""
+
+    nla_prefix = "NETDEV_A_QUEUE_"
+    nla_map = (
+        ("NETDEV_A_QUEUE_UNSPEC", "none"),
+        ("NETDEV_A_QUEUE_ID", "uint32"),
+        ("NETDEV_A_QUEUE_IFINDEX", "uint32"),
+        ("NETDEV_A_QUEUE_TYPE", "uint32"),
+        ("NETDEV_A_QUEUE_NAPI_ID", "uint32"),
+        ("NETDEV_A_QUEUE_DMABUF", "uint32"),
+        ("NETDEV_A_QUEUE_IO_URING", "none"),
+        ("NETDEV_A_QUEUE_XSK", "none"),
+        ("NETDEV_A_QUEUE_LEASE", "lease"),
+    )
+
+    class lease(nla):
+        nla_flags = NLA_F_NESTED
+        nla_map = (
+            ("NETDEV_A_LEASE_UNSPEC", "none"),
+            ("NETDEV_A_LEASE_IFINDEX", "uint32"),
+            ("NETDEV_A_LEASE_QUEUE", "queue_id"),
+            ("NETDEV_A_LEASE_NETNS_ID", "int32"),
+        )
+
+        class queue_id(nla):
+            """The queue-id subset: the queue set's numbers (id 1, type 3)."""
+            nla_flags = NLA_F_NESTED
+            nla_map = (
+                ("NETDEV_A_QUEUE_UNSPEC", "none"),
+                ("NETDEV_A_QUEUE_ID", "uint32"),
+                ("NETDEV_A_QUEUE_IFINDEX", "none"),
+                ("NETDEV_A_QUEUE_TYPE", "uint32"),
+            )
+
+
+@dataclass(frozen=True)
+class QueueLease:
+    """The far end of a lease as the lender's queue-get shows it: the
+    lessee's ifindex and queue in the lessee's namespace, and that
+    namespace's id in the lender's (None when both share one); napi is the
+    lender queue's NAPI."""
+
+    ifindex: int
+    queue: int
+    netns_id: int = None
+    napi: int = None
 
 
 class qstats_msg(netdev_genlmsg_base):
@@ -116,3 +173,44 @@ class QstatsFamily(GenlFamily):
                 for q in self.dump("dumping queue statistics of ifindex %d" % ifindex,
                                    CMD_QSTATS_GET, ifindex=ifindex, scope=SCOPE_QUEUE)
                 if q.get("queue-type") == QUEUE_TYPE_RX and "rx-packets" in q}
+
+
+class LeaseFamily(GenlFamily):
+    """Queue leases (Linux 7.1): queue-create gives a virtual device
+    (netkit) a new rx queue backed by a physical device's rx queue, and the
+    physical device's queue-get shows the lease.  The request is made in
+    the lessee's network namespace: its ifindex is looked up there, the
+    lender's in the namespace netns_id names there (the caller's own when
+    None).  The kernel has no operation that ends a lease: it ends when the
+    lessee device is unregistered (or its namespace, or the lender)."""
+
+    family = "netdev"
+    message = lease_msg
+    set_commands = frozenset({CMD_QUEUE_CREATE})
+
+    def create(self, ifindex, lender, queue, netns_id=None):
+        """The lessee's new rx queue id, backed by lender's rx queue."""
+        lease = [["NETDEV_A_LEASE_IFINDEX", lender],
+                 ["NETDEV_A_LEASE_QUEUE", {"attrs": [["NETDEV_A_QUEUE_ID", queue],
+                                                     ["NETDEV_A_QUEUE_TYPE", QUEUE_TYPE_RX]]}]]
+        if netns_id is not None:
+            lease.append(["NETDEV_A_LEASE_NETNS_ID", netns_id])
+        reply = self.do("leasing rx queue %d of ifindex %d to ifindex %d" % (queue, lender, ifindex),
+                        CMD_QUEUE_CREATE, ifindex=ifindex, type=QUEUE_TYPE_RX,
+                        lease={"attrs": lease})
+        return reply["id"]
+
+    def leases(self, ifindex):
+        """{rx queue index: QueueLease} of a lender's leased rx queues."""
+        found = {}
+        for q in self.dump("dumping queues of ifindex %d" % ifindex, CMD_QUEUE_GET,
+                           ifindex=ifindex):
+            lease = q.get("lease")
+            if q.get("type") != QUEUE_TYPE_RX or lease is None:
+                continue
+            far = lease.get_attr("NETDEV_A_LEASE_QUEUE")
+            found[q["id"]] = QueueLease(lease.get_attr("NETDEV_A_LEASE_IFINDEX"),
+                                        far.get_attr("NETDEV_A_QUEUE_ID") if far else None,
+                                        lease.get_attr("NETDEV_A_LEASE_NETNS_ID"),
+                                        q.get("napi-id"))
+        return found

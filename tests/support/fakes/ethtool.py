@@ -38,6 +38,7 @@ class FakeNic:
         self.rss_size = 16 if rss else 0
         self.indir = None             # None: the driver's default spread
         self.refuse = refuse or {}    # method name -> (errno, extack)
+        self.leased = {}              # rx queue -> its lease (support.fakes.leases)
         self.calls = []
 
     def __enter__(self):
@@ -58,6 +59,10 @@ class FakeNic:
         self._check("set_channels")
         if combined > self.max:
             raise NetlinkRequestError("channels", errno.EINVAL, "requested channel count exceeds maximum")
+        if any(queue >= combined for queue in self.leased):
+            # net/ethtool/channels.c: netdev_queue_busy() on each dropped queue
+            raise NetlinkRequestError("channels", errno.EINVAL,
+                                      "Device queue in use due to queue leasing")
         if self.indir is not None and max(self.indir) >= combined:
             raise NetlinkRequestError("channels", errno.EINVAL,
                                       "requested channel counts are too low for existing "

@@ -29,6 +29,7 @@ class FakeNetdev:
         self.devices = {}       # ifindex -> [NAPI dict], oldest first
         self.queues = {}        # ifindex -> {rx queue: NAPI id}
         self.qstats = {}        # ifindex -> {rx queue: packets received}
+        self.leased = {}        # ifindex -> {rx queue: QueueLease} (queue-get's lease nests)
         self.sets = []          # [(NAPI id, {attr: value})] napi-set requests
         self.fail = {}          # method name -> errno, injected
         self._next_id = 257
@@ -105,18 +106,22 @@ class FakeNetdev:
             raise NetlinkRequestError("dumping queues of ifindex %d" % ifindex, errno.ENODEV)
         return dict(self.queues[ifindex])
 
+    def leases(self, ifindex):
+        return dict(self.leased.get(ifindex, {}))
+
     def rx_packets(self, ifindex):
         return dict(self.qstats.get(ifindex, {}))
 
     # -- wiring ----------------------------------------------------------------
 
     def install(self, monkeypatch):
-        """The library's NapiFamily, QueueFamily and QstatsFamily are this fake."""
+        """The library's NapiFamily, QueueFamily, QstatsFamily and LeaseFamily
+        are this fake."""
         from irqtune.features.napi import tuner
         from irqtune.kernel.netlink import netdev
         family = lambda: self                              # noqa: E731
         for module, name in ((tuner, "NapiFamily"), (tuner, "QueueFamily"),
                              (netdev, "NapiFamily"), (netdev, "QueueFamily"),
-                             (netdev, "QstatsFamily")):
+                             (netdev, "QstatsFamily"), (netdev, "LeaseFamily")):
             monkeypatch.setattr(module, name, family)
         return self
