@@ -13,7 +13,8 @@ import socket
 import struct
 import threading
 
-from .errors import IrqtuneError, NetlinkRequestError
+from .errors import IrqtuneError, NetlinkRequestError, describe_os_error, errno_error
+from .names import shown
 from .netlink.genl import (NLM_F_ACK, NLM_F_REQUEST, NLMSG_ERROR, ack_of, netlink_messages,
                            open_socket, parse_nlas)
 
@@ -96,7 +97,7 @@ def run_in(name, func):
                 if _libc.setns(fd, CLONE_NEWNET) != 0:
                     code = ctypes.get_errno()
                     raise OSError(code, "cannot enter network namespace %s: %s"
-                                  % (name, os.strerror(code)))
+                                  % (shown(name), describe_os_error(errno_error(code))))
             finally:
                 os.close(fd)
             result["value"] = func(own)

@@ -328,7 +328,7 @@ def test_status_shows_each_lease_on_one_line_with_names_escaped(monkeypatch, cap
         HeldLease("eth0", 2, 8194, "pod\x1b[2J", 3, "nk0", 5, 1)] if devices == {"eth0": 7} else [])
     assert cli.status([]) == 0
     leases = [l for l in capsys.readouterr().out.splitlines() if l.startswith("lease: ")]
-    assert leases == ["lease: eth0 rx queue 2 -> pod\\x1b[2J/nk0 rx queue 1, NAPI 8194"]
+    assert leases == ["lease: eth0 rx queue 2 -> $'pod\\x1b[2J'/nk0 rx queue 1, NAPI 8194"]
 
 
 def test_metrics_export_one_sample_per_leased_queue_and_no_family_without(monkeypatch):

@@ -33,6 +33,7 @@ from dataclasses import dataclass
 from ...kernel import netns
 from ...kernel.caps import queue_leases_missing
 from ...kernel.errors import NOT_PERMITTED, IrqtuneError, describe_os_error
+from ...kernel.names import shown
 from ...kernel.netlink import netdev
 from ...kernel.values import format_index_list
 from ...services.tuner import Check
@@ -149,13 +150,14 @@ class HeldLease:
 
     def describe(self):
         if self.netns_id is None:
-            where = self.lessee or "ifindex %d" % self.lessee_ifindex
+            where = shown(self.lessee) if self.lessee else "ifindex %d" % self.lessee_ifindex
         elif self.netns is None:
             where = "ifindex %d in namespace id %d" % (self.lessee_ifindex, self.netns_id)
         else:
-            where = "%s/%s" % (self.netns, self.lessee or "ifindex %d" % self.lessee_ifindex)
+            where = "%s/%s" % (shown(self.netns), shown(self.lessee) if self.lessee
+                               else "ifindex %d" % self.lessee_ifindex)
         return "%s rx queue %d -> %s rx queue %s, NAPI %s" % (
-            self.device, self.queue, where, self.lessee_queue,
+            shown(self.device), self.queue, where, self.lessee_queue,
             "-" if self.napi is None else self.napi)
 
 

@@ -26,7 +26,7 @@ reads and comparisons in checks.py (NicChecks).
 
 import logging
 
-from ...kernel.errors import IrqtuneError
+from ...kernel.errors import IrqtuneError, describe_os_error
 from ...kernel.netlink.ethtool import change_channels
 from ...kernel.netlink.ethtool_ntuple import NtupleRules
 from ...kernel.netlink.ethtool_rx import RxConfigFamily
@@ -126,7 +126,7 @@ class ZeroCopyRxTuner(LeaseSteps, NicSteps, NicChecks, DeviceTuner):
             try:
                 done.append("%s: %s" % (name, self._apply_device(name)))
             except (IrqtuneError, OSError) as err:
-                self._report(name, "ethtool netlink", Refused(str(err), True))
+                self._report(name, "ethtool netlink", Refused(describe_os_error(err), True))
                 done.append("%s: nothing applied" % name)
         return "; ".join(done)
 
@@ -240,14 +240,16 @@ class ZeroCopyRxTuner(LeaseSteps, NicSteps, NicChecks, DeviceTuner):
         try:
             return self._verify(ifname)
         except (IrqtuneError, OSError) as err:
-            return [Check("zero-copy receive preparation", None, "readable", False, str(err))]
+            return [Check("zero-copy receive preparation", None, "readable", False,
+                          describe_os_error(err))]
 
     @on_kernel_name
     def restore(self, ifname):
         try:
             self._restore(ifname)
         except (IrqtuneError, OSError) as err:
-            log.error("%s: cannot restore the zero-copy receive preparation: %s", ifname, err)
+            log.error("%s: cannot restore the zero-copy receive preparation: %s", ifname,
+                      describe_os_error(err))
 
     def _restore(self, ifname):
         # NAPI values first: drivers with persistent NAPI config keep a

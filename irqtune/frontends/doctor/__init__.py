@@ -120,7 +120,7 @@ def _leases(report, devices):
     except (OSError, IrqtuneError):
         return
     for lease in held:
-        report.add("napi", shown(lease.device), "info", "leased: " + shown(lease.describe()))
+        report.add("napi", shown(lease.device), "info", "leased: " + shown(lease.describe(), LINE_MAX))
 
 
 def _window(report, pids, devices, seconds, unit, kfs):
