@@ -93,7 +93,7 @@ LAB7_TESTS  ?= tests/lab/gen7
 LAB7_SERIES_TESTS ?= tests/lab/gen6/test_gsim.py tests/lab/gen6/test_vectors.py
 LAB7RT_TESTS ?= tests/lab/gen7rt
 LAB7_DEB_DEPS := mmdebstrap python3-matplotlib
-.PHONY: lab7 lab7-deps lab7-kernel lab7-kernel-base lab7-rootfs lab7-series lab-bench \
+.PHONY: lab7 lab7-deps lab7-kernel lab7-kernel-base lab7-rootfs lab7-series lab-bench lab-leases \
 	lab-bench-hosts lab7-rt lab7-rt-kernel lab-plugin lab-bench-tools lab-kernel-base-systemd
 
 lab7-deps: lab-deps
@@ -147,6 +147,12 @@ lab-bench: lab7-kernel lab7-rootfs lab-plugin lab-bench-tools
 lab-bench-hosts: lab7-kernel lab7-rootfs lab-kernel-base-systemd
 	$(LAB_LOCK) env $(LAB_ENV) $(PYTHON) -m pytest -p no:cacheprovider $(LAB_PYTEST) \
 		$(LAB_DIR)/bench/test_bench_hosts.py
+
+# Queue leases to netkit devices: the 7.2 guest lends netdevsim's queues;
+# the 6.12 kernel (base-systemd) has no queue-create.
+lab-leases: lab7-kernel lab7-rootfs lab-kernel-base-systemd
+	$(LAB_LOCK) env $(LAB_ENV) $(PYTHON) -m pytest -p no:cacheprovider $(LAB_PYTEST) \
+		$(LAB_DIR)/gen7/test_queue_leases.py
 
 # The generation-6 series tests on the 7.2 kernels (the guest fixture boots
 # 7.2-lab; the unpatched comparison boots 7.2-base).
