@@ -14,7 +14,6 @@ commands print go through irqtune.kernel.names.shown (escaped, cut)."""
 import argparse
 import json
 import os
-import re
 import socket
 import sys
 from contextlib import suppress
@@ -22,9 +21,10 @@ from contextlib import suppress
 from .frontends import (doctor as doctor_report, metrics as metrics_export, verify_report,
                         watch as status_watch)
 from .kernel.caps import detect_napi_capabilities
-from .kernel.errors import IrqtuneError, describe_os_error
+from .kernel.errors import IrqtuneError, OptionError, describe_os_error
 from .kernel.names import LINE_MAX, SHOWN_MAX, shown
 from .kernel.netlink.netdev import NapiFamily
+from .kernel.values import parse_number
 
 COLUMNS = ("defer-hard-irqs", "gro-flush-timeout", "irq-suspend-timeout", "threaded", "irq")
 DEBUG_ENV = "IRQTUNE_DEBUG"
@@ -36,13 +36,6 @@ SECONDS_MIN, SECONDS_MAX = 0.5, 60.0      # doctor --seconds
 LISTED_DEVICES = 12
 STDOUT = "-"            # metrics --output: standard output, as without --output
 
-# Numbers are ASCII digits only: Python's int() and float() also take
-# digits of other scripts ("--pid \u0661\u0663\u0661\u0660\u0662" inspected pid 13102), "_"
-# separators, a "+", surrounding blanks and exponents, none of which
-# anyone means.  A leading "-" is parsed, so that "--count -1" is refused
-# by its range, in the range's words.
-_INTEGER = re.compile(r"-?[0-9]{1,20}\Z")
-_DECIMAL = re.compile(r"-?(?:[0-9]{1,20}(?:\.[0-9]{0,20})?|\.[0-9]{1,20})\Z")
 # Each numeric option: (command, attribute) -> (option, integer?, lowest,
 # highest or None, what is accepted).  The ranges include their ends.
 NUMBERS = {
@@ -92,11 +85,10 @@ def unknown_device(names, known):
 
 def number(text, option, integer, low, high, accepted):
     """(the number text spells, None) or (None, the line refusing it)."""
-    if (_INTEGER if integer else _DECIMAL).match(text):
-        value = int(text) if integer else float(text)
-        if low <= value and (high is None or value <= high):
-            return value, None
-    return None, "%s %s: %s" % (option, shown(text, quote=True), accepted)
+    try:
+        return parse_number(option, text, low, high, accepted, decimal=not integer), None
+    except OptionError:
+        return None, "%s %s: %s" % (option, shown(text, quote=True), accepted)
 
 
 def with_numbers(args):

@@ -157,9 +157,9 @@ def test_doctor_service_name_is_never_a_systemctl_option(tmp_path, unit):
 
 # What Python's int() and float() take and nobody types on purpose: digits
 # of other scripts (the probe's "doctor --pid ١٣١٠٢" inspected pid 13102),
-# "_" separators, a "+" sign, surrounding blanks, a Unicode minus, exponents.
-NOT_ASCII_NUMBERS = ["\u0661\u0663\u0661\u0660\u0662", "\u0663", "\uff11", "1_000", "+5", " 5",
-                     "5 ", "\u22121", "1e3", "0x10", "", "5\n"]
+# "_" separators, a "+" sign, a Unicode minus, exponents.
+NOT_ASCII_NUMBERS = ["\u0661\u0663\u0661\u0660\u0662", "\u0663", "\uff11", "1_000", "+5",
+                     "\u22121", "1e3", "0x10", "", " ", "\n"]
 NUMERIC_OPTIONS = [
     (["doctor", "--pid", "{}"], "--pid", "accepted a process id"),
     (["doctor", "--seconds", "{}"], "--seconds", "accepted 0.5 to 60"),
@@ -186,6 +186,32 @@ def test_numbers_take_ascii_digits_only(never_run, capsys, template, option, acc
     assert_refused(code, out, err, "irqtune %s: " % args[0], option, accepted)
     assert "'%s'" % value.encode("unicode_escape").decode() in err or \
         "%s %s:" % (option, value) in err, err       # the value, escaped where it must be
+
+
+@pytest.mark.parametrize("value", [" 5", "5 ", "5\n"], ids=ascii)
+@pytest.mark.parametrize("template,option,accepted", NUMERIC_OPTIONS,
+                         ids=[o[1] for o in NUMERIC_OPTIONS])
+def test_numbers_follow_the_profiles_rules(monkeypatch, capsys, template, option, accepted, value):
+    """issue 50 item 6: one number parser, values.parse_number (parse_int's
+    rules): blanks around a number are dropped, as in a profile's value."""
+    ran = []
+    monkeypatch.setattr(cli, "run", lambda a: ran.append(a) or 0)
+    code, out, err = main(capsys, [a.format(value) for a in template])
+    assert (code, err) == (0, ""), err
+    assert getattr(ran[0], option[2:]) == 5
+
+
+def test_the_cli_leaves_numbers_to_values():
+    """No int() or float() in the command's modules: the one number parser
+    is irqtune.kernel.values.parse_number."""
+    import ast
+    for path in ("irqtune/__main__.py", "irqtune/cli.py", "irqtune/frontends/status.py"):
+        path = os.path.join(REPO, path)
+        if not os.path.exists(path):
+            continue
+        calls = [node.func.id for node in ast.walk(ast.parse(open(path).read()))
+                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)]
+        assert not {"int", "float"} & set(calls), path
 
 
 @pytest.mark.parametrize("args,attr,value", [
