@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-import irqtune.__main__ as cli
+import irqtune.cli as cli
 from irqtune.frontends.doctor import targets
 from irqtune.kernel.errors import IrqtuneError
 from irqtune.kernel.kfs import KernelFs
@@ -29,7 +29,7 @@ def irqtune(*args, stdout=subprocess.PIPE):
 
 
 def main(capsys, args):
-    """(exit status, stdout, stderr) of irqtune.__main__.main(args)."""
+    """(exit status, stdout, stderr) of irqtune.cli.main(args)."""
     try:
         code = cli.main(args)
     except SystemExit as e:     # argparse's own refusals
@@ -360,3 +360,35 @@ def test_doctor_pid_of_fixture_stats(tmp_path):
     assert targets.check_pid(30, kfs) == [30]
     with pytest.raises(IrqtuneError, match="no such process"):
         targets.check_pid(99, kfs)
+
+
+# -- the command split like the bench's (issue 50 item 6) ---------------------
+
+def imported(path):
+    """The modules a file imports, relative imports made absolute."""
+    import ast
+    package = os.path.dirname(path).replace(os.sep, ".")
+    names = set()
+    for node in ast.walk(ast.parse(open(os.path.join(REPO, path)).read())):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+            names.add(".".join(p for p in (base, node.module) if p))
+    return names
+
+
+def test_the_command_parses_in_one_module_and_works_in_front_ends():
+    """irqtune.cli parses the arguments and dispatches; each command's work
+    is a front end (irqtune.frontends); `python3 -m irqtune` and the
+    installed command only call irqtune.cli.main."""
+    assert imported("irqtune/__main__.py") == {"sys", "irqtune.cli"}
+    assert not [m for m in imported("irqtune/cli.py") if m.startswith(
+        ("irqtune.services", "irqtune.features", "irqtune.kernel.netlink", "irqtune.kernel.caps"))]
+    with open(os.path.join(REPO, "pyproject.toml")) as f:
+        assert 'irqtune = "irqtune.cli:main"' in f.read()
+    with open(os.path.join(REPO, "Makefile")) as f:
+        assert "cat irqtune/__main__.py; } > build/irqtune.cmd" in f.read()
+    from irqtune.frontends import doctor, metrics, status
+    assert callable(status.table) and callable(status.watch)
+    assert callable(status.command) and callable(doctor.command) and callable(metrics.command)
