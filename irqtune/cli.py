@@ -27,16 +27,16 @@ INTERVAL_MIN, INTERVAL_MAX, INTERVAL_DEFAULT = 0.1, 3600.0, 1.0
 SECONDS_MIN, SECONDS_MAX = 0.5, 60.0      # doctor --seconds
 LISTED_DEVICES = 12
 
-# Each numeric option: (command, attribute) -> (option, integer?, lowest,
+# Each numeric option: (command, attribute) -> (option, decimal?, lowest,
 # highest or None, what is accepted).  The ranges include their ends.
 NUMBERS = {
-    ("status", "interval"): ("--interval", False, INTERVAL_MIN, INTERVAL_MAX,
+    ("status", "interval"): ("--interval", True, INTERVAL_MIN, INTERVAL_MAX,
                              "accepted %g to %g (seconds)" % (INTERVAL_MIN, INTERVAL_MAX)),
-    ("status", "count"): ("--count", True, 1, None,
+    ("status", "count"): ("--count", False, 1, None,
                           "accepted 1 or more (without --count: until interrupted)"),
-    ("doctor", "seconds"): ("--seconds", False, SECONDS_MIN, SECONDS_MAX,
+    ("doctor", "seconds"): ("--seconds", True, SECONDS_MIN, SECONDS_MAX,
                             "accepted %g to %g" % (SECONDS_MIN, SECONDS_MAX)),
-    ("doctor", "pid"): ("--pid", True, 1, None, "accepted a process id (1 or more)"),
+    ("doctor", "pid"): ("--pid", False, 1, None, "accepted a process id (1 or more)"),
 }
 
 
@@ -69,24 +69,17 @@ def unknown_device(names, known):
     return None
 
 
-def number(text, option, integer, low, high, accepted):
-    """(the number text spells, None) or (None, the line refusing it)."""
-    try:
-        return parse_number(option, text, low, high, accepted, decimal=not integer), None
-    except OptionError:
-        return None, "%s %s: %s" % (option, shown(text, quote=True), accepted)
-
-
 def with_numbers(args):
     """(a copy of args whose numeric options hold their numbers, None), or
     (None, the line refusing the first that is not one)."""
     values = {}
-    for (command, attr), spec in NUMBERS.items():
+    for (command, attr), (option, decimal, low, high, accepted) in NUMBERS.items():
         text = getattr(args, attr) if args.command == command else None
         if text is not None:
-            values[attr], problem = number(text, *spec)
-            if problem:
-                return None, problem
+            try:
+                values[attr] = parse_number(option, text, low, high, accepted, decimal)
+            except OptionError:
+                return None, "%s %s: %s" % (option, shown(text, quote=True), accepted)
     return argparse.Namespace(**dict(vars(args), **values)), None
 
 

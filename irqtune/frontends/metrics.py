@@ -236,9 +236,7 @@ def write_atomically(path, text):
 
 
 def command(devices, output=None, fmt=None):
-    """The command: the metrics to standard output or written to output
-    (in the Prometheus format by default when it is named *.prom); exit 0,
-    or 1 with one line on stderr."""
+    """The command: exit 0, or 1 with one line on stderr."""
     try:
         fmt = fmt or ("prometheus" if (output or "").endswith(".prom") else "openmetrics")
         text = render(collect(devices), openmetrics=fmt == "openmetrics")

@@ -75,8 +75,7 @@ def watch(devices, interval=1.0, count=None, out=print):
 
 
 def command(devices, watch_interval=None, count=None):
-    """The table, or with watch_interval the watch; exit 0, or 1 with one
-    line on stderr."""
+    """The table or the watch: exit 0, or 1 with one line on stderr."""
     try:
         if watch_interval is None:
             return table(devices)

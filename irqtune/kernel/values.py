@@ -69,10 +69,8 @@ def parse_duration_ns(option, text, maximum=MAX_TIMEOUT_NS):
 
 
 def parse_number(option, text, minimum, maximum, accepted, decimal=False):
-    """A number in ASCII digits, blanks around it dropped, a leading "-"
-    taken (refused by the range, in its words): an int, or where decimal a
-    float ("0.5", "2.", ".5"; no exponent, nan or inf).  The range includes
-    its ends; maximum None: no upper bound."""
+    """An int, or where decimal a float ("2.", ".5"; no exponent, nan, inf):
+    a leading "-" is refused by the range's words; maximum None: unbounded."""
     stripped = str(text).strip()
     if not (_DECIMAL if decimal else _INT).match(stripped):
         raise OptionError(option, text, accepted)

@@ -147,8 +147,7 @@ def resolve_targets(service=None, pid=None):
 
 
 def command(service, pid, devices, seconds, as_json=False):
-    """The command: exit 0 engaged, 1 not engaged, 2 could not tell (bad
-    input included)."""
+    """The command: exit 0 engaged, 1 not, 2 could not tell (bad input too)."""
     try:
         pids = resolve_targets(service, pid)
         report = diagnose(pids, devices, seconds, unit=service)
