@@ -97,7 +97,7 @@ install-library:
 	find $(DESTDIR)$(PYTHON_SITELIB)/irqtune -type d -exec chmod 0755 {} +
 	find $(DESTDIR)$(PYTHON_SITELIB)/irqtune -type f -exec chmod 0644 {} +
 	install -d build
-	{ echo '#!$(PYTHON)'; cat irqtune/cli.py; } > build/irqtune.cmd
+	{ echo '#!$(PYTHON)'; cat irqtune/__main__.py; } > build/irqtune.cmd
 	install -D -m 0755 build/irqtune.cmd $(DESTDIR)$(BINDIR)/irqtune
 
 # TuneD imports the plugins from its own package: their bytecode goes

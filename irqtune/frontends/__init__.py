@@ -1,3 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Front ends over the features: the doctor, metrics, status --watch, verify,
-TuneD's active profile, the plugins' option table (docs/architecture.md)."""
+"""The front ends, over the kernel, services and features layers: the
+`irqtune` commands (doctor, metrics, status, verify_report), TuneD's active
+profile (activeprofile) and the plugins' option table (plugin_options);
+docs/architecture.md."""

@@ -23,17 +23,20 @@ libraries of the services the profile opts in to busy polling.
 
 import hashlib
 import os
+import sys
 from dataclasses import dataclass, field
 
 from ..kernel import files
 from ..kernel.errors import IrqtuneError, describe_os_error
 from ..kernel.kfs import KFS
-from ..kernel.names import shown
+from ..kernel.names import LINE_MAX, shown
 from ..kernel.netdevs import ifindex_of, ifname_of, net_namespace
 from ..kernel.netlink import netdev
 from ..features.zerocopy import held_leases
 from ..services import counters, epoll, systemd
 from . import activeprofile
+
+STDOUT = "-"            # --output: standard output, as without --output
 
 
 @dataclass
@@ -253,3 +256,18 @@ def write_atomically(path, text):
     except OSError as err:
         raise IrqtuneError("cannot write %s: %s"
                            % (path, describe_os_error(err, with_path=False))) from None
+
+
+def command(devices, output=None, fmt=None):
+    """The command: exit 0, or 1 with one line on stderr."""
+    try:
+        fmt = fmt or ("prometheus" if (output or "").endswith(".prom") else "openmetrics")
+        text = render(collect(devices), openmetrics=fmt == "openmetrics")
+        if output and output != STDOUT:
+            write_atomically(output, text)
+        else:
+            sys.stdout.write(text)
+    except (IrqtuneError, OSError) as err:
+        print("irqtune metrics: %s" % shown(describe_os_error(err), LINE_MAX), file=sys.stderr)
+        return 1
+    return 0

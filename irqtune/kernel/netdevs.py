@@ -15,6 +15,11 @@ def ifindex_of(ifname):
         return None
 
 
+def interfaces():
+    """{name: ifindex} of this network namespace, in ifindex order."""
+    return {name: index for index, name in sorted(socket.if_nameindex())}
+
+
 def ifname_of(ifindex):
     """The device's name now, None when no device has that ifindex (or
     none is given)."""

@@ -32,6 +32,7 @@ MAX_TIMEOUT_NS = 10**9
 # that no text is long enough to cost anything before it is refused.
 _NUMBER = r"[0-9]{1,20}"
 _INT = re.compile(r"^-?" + _NUMBER + r"$")
+_DECIMAL = re.compile(r"^-?(?:" + _NUMBER + r"(?:\.[0-9]{0,20})?|\.[0-9]{1,20})$")
 # "20us" and "20 us" (a space or tab between number and unit is taken
 # deliberately: it reads the same, and "20 ms" is how people write it).
 _DURATION = re.compile(r"^(" + _NUMBER + r")[ \t]*(ns|us|ms|s)?$")
@@ -67,16 +68,22 @@ def parse_duration_ns(option, text, maximum=MAX_TIMEOUT_NS):
     return value
 
 
-def parse_int(option, text, minimum, maximum):
-    """A decimal integer in ASCII digits (leading "-" allowed)."""
-    accepted = "an integer from %d to %d" % (minimum, maximum)
+def parse_number(option, text, minimum, maximum, accepted, decimal=False):
+    """An int, or where decimal a float ("2.", ".5"; no exponent, nan, inf):
+    a leading "-" is refused by the range's words; maximum None: unbounded."""
     stripped = str(text).strip()
-    if not _INT.match(stripped):
+    if not (_DECIMAL if decimal else _INT).match(stripped):
         raise OptionError(option, text, accepted)
-    value = int(stripped, 10)
-    if not minimum <= value <= maximum:
+    value = float(stripped) if decimal else int(stripped, 10)
+    if value < minimum or (maximum is not None and value > maximum):
         raise OptionError(option, text, accepted)
     return value
+
+
+def parse_int(option, text, minimum, maximum):
+    """A decimal integer from minimum to maximum (parse_number)."""
+    return parse_number(option, text, minimum, maximum,
+                        "an integer from %d to %d" % (minimum, maximum))
 
 
 def parse_choice(option, text, choices):

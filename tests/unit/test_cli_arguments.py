@@ -13,7 +13,7 @@ import time
 
 import pytest
 
-import irqtune.__main__ as cli
+import irqtune.cli as cli
 from irqtune.frontends.doctor import targets
 from irqtune.kernel.errors import IrqtuneError
 from irqtune.kernel.kfs import KernelFs
@@ -29,7 +29,7 @@ def irqtune(*args, stdout=subprocess.PIPE):
 
 
 def main(capsys, args):
-    """(exit status, stdout, stderr) of irqtune.__main__.main(args)."""
+    """(exit status, stdout, stderr) of irqtune.cli.main(args)."""
     try:
         code = cli.main(args)
     except SystemExit as e:     # argparse's own refusals
@@ -157,9 +157,9 @@ def test_doctor_service_name_is_never_a_systemctl_option(tmp_path, unit):
 
 # What Python's int() and float() take and nobody types on purpose: digits
 # of other scripts (the probe's "doctor --pid ١٣١٠٢" inspected pid 13102),
-# "_" separators, a "+" sign, surrounding blanks, a Unicode minus, exponents.
-NOT_ASCII_NUMBERS = ["\u0661\u0663\u0661\u0660\u0662", "\u0663", "\uff11", "1_000", "+5", " 5",
-                     "5 ", "\u22121", "1e3", "0x10", "", "5\n"]
+# "_" separators, a "+" sign, a Unicode minus, exponents.
+NOT_ASCII_NUMBERS = ["\u0661\u0663\u0661\u0660\u0662", "\u0663", "\uff11", "1_000", "+5",
+                     "\u22121", "1e3", "0x10", "", " ", "\n"]
 NUMERIC_OPTIONS = [
     (["doctor", "--pid", "{}"], "--pid", "accepted a process id"),
     (["doctor", "--seconds", "{}"], "--seconds", "accepted 0.5 to 60"),
@@ -186,6 +186,32 @@ def test_numbers_take_ascii_digits_only(never_run, capsys, template, option, acc
     assert_refused(code, out, err, "irqtune %s: " % args[0], option, accepted)
     assert "'%s'" % value.encode("unicode_escape").decode() in err or \
         "%s %s:" % (option, value) in err, err       # the value, escaped where it must be
+
+
+@pytest.mark.parametrize("value", [" 5", "5 ", "5\n"], ids=ascii)
+@pytest.mark.parametrize("template,option,accepted", NUMERIC_OPTIONS,
+                         ids=[o[1] for o in NUMERIC_OPTIONS])
+def test_numbers_follow_the_profiles_rules(monkeypatch, capsys, template, option, accepted, value):
+    """issue 50 item 6: one number parser, values.parse_number (parse_int's
+    rules): blanks around a number are dropped, as in a profile's value."""
+    ran = []
+    monkeypatch.setattr(cli, "run", lambda a: ran.append(a) or 0)
+    code, out, err = main(capsys, [a.format(value) for a in template])
+    assert (code, err) == (0, ""), err
+    assert getattr(ran[0], option[2:]) == 5
+
+
+def test_the_cli_leaves_numbers_to_values():
+    """No int() or float() in the command's modules: the one number parser
+    is irqtune.kernel.values.parse_number."""
+    import ast
+    for path in ("irqtune/__main__.py", "irqtune/cli.py", "irqtune/frontends/status.py"):
+        path = os.path.join(REPO, path)
+        if not os.path.exists(path):
+            continue
+        calls = [node.func.id for node in ast.walk(ast.parse(open(path).read()))
+                 if isinstance(node, ast.Call) and isinstance(node.func, ast.Name)]
+        assert not {"int", "float"} & set(calls), path
 
 
 @pytest.mark.parametrize("args,attr,value", [
@@ -334,3 +360,35 @@ def test_doctor_pid_of_fixture_stats(tmp_path):
     assert targets.check_pid(30, kfs) == [30]
     with pytest.raises(IrqtuneError, match="no such process"):
         targets.check_pid(99, kfs)
+
+
+# -- the command split like the bench's (issue 50 item 6) ---------------------
+
+def imported(path):
+    """The modules a file imports, relative imports made absolute."""
+    import ast
+    package = os.path.dirname(path).replace(os.sep, ".")
+    names = set()
+    for node in ast.walk(ast.parse(open(os.path.join(REPO, path)).read())):
+        if isinstance(node, ast.Import):
+            names.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            base = package.rsplit(".", node.level - 1)[0] if node.level else ""
+            names.add(".".join(p for p in (base, node.module) if p))
+    return names
+
+
+def test_the_command_parses_in_one_module_and_works_in_front_ends():
+    """irqtune.cli parses the arguments and dispatches; each command's work
+    is a front end (irqtune.frontends); `python3 -m irqtune` and the
+    installed command only call irqtune.cli.main."""
+    assert imported("irqtune/__main__.py") == {"sys", "irqtune.cli"}
+    assert not [m for m in imported("irqtune/cli.py") if m.startswith(
+        ("irqtune.services", "irqtune.features", "irqtune.kernel.netlink", "irqtune.kernel.caps"))]
+    with open(os.path.join(REPO, "pyproject.toml")) as f:
+        assert 'irqtune = "irqtune.cli:main"' in f.read()
+    with open(os.path.join(REPO, "Makefile")) as f:
+        assert "cat irqtune/__main__.py; } > build/irqtune.cmd" in f.read()
+    from irqtune.frontends import doctor, metrics, status
+    assert callable(status.table) and callable(status.watch)
+    assert callable(status.command) and callable(doctor.command) and callable(metrics.command)

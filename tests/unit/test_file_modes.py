@@ -133,7 +133,7 @@ def test_metrics_output_into_a_missing_directory_is_one_line(tmp_path):
 
 
 def test_metrics_command_reports_a_missing_directory_and_fails(tmp_path, monkeypatch, capsys):
-    from irqtune.__main__ import main
+    from irqtune.cli import main
     monkeypatch.setattr(metrics, "collect", lambda devices: [])
     path = tmp_path / "missing" / "irqtune.prom"
     assert main(["metrics", "--output", str(path)]) == 1

@@ -23,7 +23,7 @@ import pytest
 from irqtune.kernel import caps
 from irqtune.features import gsim
 from irqtune.features import service_optin as so
-from irqtune.__main__ import status
+from irqtune.frontends.status import table as status
 from irqtune.kernel.caps import KernelFeatures, NapiCapabilities, detect_kernel_features
 from irqtune.kernel.errors import UnsupportedError
 from irqtune.kernel.kfs import KernelFs
@@ -118,7 +118,7 @@ def test_status_names_what_is_missing(monkeypatch, capsys):
     """A 6.12 PREEMPT_RT kernel built without busy polling (no napi-set)."""
     found = NapiCapabilities(netdev_family=True, napi_get=False,
                              kernel=KernelFeatures(busy_poll=False, preempt_rt=True))
-    monkeypatch.setattr("irqtune.__main__.detect_napi_capabilities", lambda: found)
+    monkeypatch.setattr("irqtune.frontends.status.detect_napi_capabilities", lambda: found)
     assert status([]) == 0
     out = capsys.readouterr().out.splitlines()
     assert out[1] == "kernel: PREEMPT_RT: yes, busy polling: no"
@@ -131,7 +131,7 @@ def test_status_names_what_is_missing(monkeypatch, capsys):
 def test_status_says_nothing_is_missing_on_a_full_kernel(monkeypatch, capsys):
     found = NapiCapabilities(netdev_family=True, napi_get=False, napi_set=True,
                              settable=ALL_ATTRS, kernel=KernelFeatures(busy_poll=True))
-    monkeypatch.setattr("irqtune.__main__.detect_napi_capabilities", lambda: found)
+    monkeypatch.setattr("irqtune.frontends.status.detect_napi_capabilities", lambda: found)
     status([])
     assert "missing" not in capsys.readouterr().out
 

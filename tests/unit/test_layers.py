@@ -37,3 +37,25 @@ def test_the_import_contracts_hold():
 def test_the_bench_import_contracts_hold():
     rc, out = lint_imports(os.path.join(REPO, "bench"))
     assert rc == 0, out
+
+
+def test_the_front_ends_docstring_names_its_modules_and_the_layers_they_use():
+    """issue 50 item 4: it said "front ends over the features" while most of
+    its modules import no feature."""
+    import ast
+    import irqtune.frontends
+    folder = os.path.join(REPO, "irqtune", "frontends")
+    modules = sorted(n[:-3] if n.endswith(".py") else n for n in os.listdir(folder)
+                     if not n.startswith("_") and (n.endswith(".py") or os.path.isfile(
+                         os.path.join(folder, n, "__init__.py"))))
+    layers = set()
+    for root, _, files in os.walk(folder):
+        for name in files:
+            if name.endswith(".py"):
+                tree = ast.parse(open(os.path.join(root, name)).read())
+                layers.update(n.module.split(".")[0] for n in ast.walk(tree)
+                              if isinstance(n, ast.ImportFrom) and n.level > 1 and n.module)
+    doc = irqtune.frontends.__doc__
+    assert modules and layers == {"kernel", "services", "features"}, (modules, layers)
+    assert [m for m in modules if m not in doc] == [], doc
+    assert [layer for layer in sorted(layers) if layer not in doc] == [], doc

@@ -18,7 +18,7 @@ import stat
 
 import pytest
 
-import irqtune.__main__ as irqtune_cli
+import irqtune.cli as irqtune_cli
 from irqtune.frontends import metrics
 from irqtune.kernel import files
 from irqtune_bench import files as bench_files

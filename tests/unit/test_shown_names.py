@@ -16,7 +16,7 @@ import sys
 import pytest
 
 from irqtune.kernel import cpus, names
-from irqtune.frontends import metrics, verify_report, watch
+from irqtune.frontends import metrics, status, verify_report
 from irqtune.frontends.doctor import chain, targets
 from irqtune.services.epoll import EpollInstance, EpollParams, EpollTarget
 from irqtune.frontends.doctor.links import Report, format_text
@@ -250,7 +250,7 @@ def test_doctor_report_of_a_real_process_with_a_hostile_comm(hostile_process):
 def test_watch_lines_of_a_hostile_device_name():
     rows = [{"napi": 8193, "queue": 0, "irq": None, "irq_s": 1.0, "rx_s": 2.0,
              "pkts_per_irq": 2.0}]
-    text = watch.format_rates(HIDE, rows, {"rx_s": 2.0, "busy_poll_s": 0.0, "busy_share": 0.0})
+    text = status.format_rates(HIDE, rows, {"rx_s": 2.0, "busy_poll_s": 0.0, "busy_share": 0.0})
     assert_safe_lines(text, lines=3)
     assert "\\x1b[2J\\x1b[8m" in text
 

@@ -4,7 +4,7 @@ import pytest
 from irqtune.kernel.errors import OptionError
 from irqtune.kernel.names import shown
 from irqtune.kernel.values import (format_index_list, parse_choice, parse_duration_ns,
-                                   parse_index_list, parse_int)
+                                   parse_index_list, parse_int, parse_number)
 
 U64_MAX = 2**64 - 1
 
@@ -53,6 +53,29 @@ def test_int_bounds():
     assert parse_int("x", "2147483647", 0, 2**31 - 1) == 2**31 - 1
     assert parse_int("x", " 0 ", 0, 1) == 0
     assert parse_int("x", "-3", -5, 5) == -3
+
+
+@pytest.mark.parametrize("text,value", [
+    ("0.1", 0.1), ("2.", 2.0), (".5", 0.5), ("3600", 3600.0), (" 1.5 ", 1.5)])
+def test_decimals(text, value):
+    """The command line's seconds (status --interval, doctor --seconds):
+    parse_int's rules with a fraction, a float whatever is written."""
+    number = parse_number("--interval", text, 0.1, 3600, "0.1 to 3600", decimal=True)
+    assert number == value and type(number) is float
+
+
+@pytest.mark.parametrize("text", ["nan", "inf", "-inf", "1e3", "0x10", "1_0.5", "+1", ".", "-.",
+                                  "1..2", "\u0661.5", "0.05", "3600.5", "-1", ""])
+def test_bad_decimals(text):
+    with pytest.raises(OptionError, match=r"^--interval: invalid value .* \(accepted: 0.1 to "
+                                          r"3600\)$"):
+        parse_number("--interval", text, 0.1, 3600, "0.1 to 3600", decimal=True)
+
+
+def test_a_number_without_upper_bound():
+    assert parse_number("--count", "9" * 20, 1, None, "1 or more") == int("9" * 20)
+    with pytest.raises(OptionError, match="accepted: 1 or more"):
+        parse_number("--count", "0", 1, None, "1 or more")
 
 
 def test_choices():

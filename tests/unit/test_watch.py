@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""irqtune.services.counters and irqtune.frontends.watch: queue numbers from IRQ names, rates
+"""irqtune.services.counters and irqtune.frontends.status: queue numbers from IRQ names, rates
 and their summary."""
 
 import pytest
 
 from irqtune.kernel.kfs import KernelFs
 from irqtune.services.counters import NapiCounters, busy_poll_rx_packets, rates, rx_queue_of
-from irqtune.frontends.watch import format_rates
+from irqtune.frontends.status import format_rates
 
 
 @pytest.mark.parametrize("name,queue", [

@@ -313,20 +313,20 @@ def test_held_leases_name_the_namespace_and_device_where_they_can(monkeypatch):
 
 
 def test_status_shows_each_lease_on_one_line_with_names_escaped(monkeypatch, capsys):
-    import irqtune.__main__ as cli
+    from irqtune.frontends import status
     from irqtune.features.zerocopy import HeldLease
     from irqtune.kernel.caps import NapiCapabilities
 
     class NoNapis(LenderQueues):
         def napis(self, ifindex):
             return []
-    monkeypatch.setattr(cli, "detect_napi_capabilities",
+    monkeypatch.setattr(status, "detect_napi_capabilities",
                         lambda: NapiCapabilities(netdev_family=True, napi_get=True))
-    monkeypatch.setattr(cli, "interfaces", lambda: {"eth0": 7})
-    monkeypatch.setattr(cli, "NapiFamily", NoNapis({}))
-    monkeypatch.setattr(cli, "held_leases", lambda devices: [
+    monkeypatch.setattr(status, "interfaces", lambda: {"eth0": 7})
+    monkeypatch.setattr(status, "NapiFamily", NoNapis({}))
+    monkeypatch.setattr(status, "held_leases", lambda devices: [
         HeldLease("eth0", 2, 8194, "pod\x1b[2J", 3, "nk0", 5, 1)] if devices == {"eth0": 7} else [])
-    assert cli.status([]) == 0
+    assert status.table([]) == 0
     leases = [l for l in capsys.readouterr().out.splitlines() if l.startswith("lease: ")]
     assert leases == ["lease: eth0 rx queue 2 -> $'pod\\x1b[2J'/nk0 rx queue 1, NAPI 8194"]
 

@@ -12,8 +12,10 @@ keeps running.
 """
 
 import errno
+import json
 import os
 import socket
+import sys
 import time
 
 from ...kernel import caps as kernel_caps
@@ -155,3 +157,18 @@ def resolve_targets(service=None, pid=None):
     pids = targets.service_pids(service) if service else targets.check_pid(pid)
     epoll.check_pidfd_getfd()
     return pids
+
+
+def command(service, pid, devices, seconds, as_json=False):
+    """The command: exit 0 engaged, 1 not, 2 could not tell (bad input too)."""
+    try:
+        pids = resolve_targets(service, pid)
+        report = diagnose(pids, devices, seconds, unit=service)
+    except IrqtuneError as err:
+        print("irqtune doctor: %s" % shown(err, LINE_MAX), file=sys.stderr)
+        return EXIT_CANNOT_TELL
+    if as_json:
+        print(json.dumps(report.as_dict(), indent=1, sort_keys=True))
+    else:
+        print(format_text(report))
+    return report.verdict()[0]
