@@ -216,7 +216,7 @@ def test_a_pid_taken_over_sets_nothing_and_is_said_once(tuned, bed, server_for_n
         # control: the same process, the file now written after it started,
         # is measured - what kept the values was the refusal alone
         write_pid_file(TAKEN_PIDFILE, pid)
-        line = wait_for(lambda: CHANGE.search(tuned.log_since(mark)), timeout=40, interval=1,
+        line = wait_for(lambda: CHANGE.search(tuned.log_since(mark)), timeout=90, interval=1,
                         what="the change once the pid file names its writer")
         print(line.group(0))
         assert not netns.napis_have([DEV], SERIES)
