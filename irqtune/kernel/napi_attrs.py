@@ -1,8 +1,8 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The NAPI attributes irqtune tunes, declared once, as the kernel declares
 them once (Documentation/netlink/specs/netdev.yaml, attribute-set napi):
-napi_msg's nla_map, caps, the napi options and their sysfs fallback
-derive from NAPI_ATTRS."""
+napi_msg's nla_map, caps, the napi options and their sysfs fallback,
+auto and the recommendation derive from NAPI_ATTRS."""
 
 from dataclasses import dataclass
 
