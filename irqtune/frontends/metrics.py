@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 from ..kernel import files
 from ..kernel.errors import IrqtuneError, describe_os_error
 from ..kernel.kfs import KFS
+from ..kernel.napi_attrs import NAPI_ATTRS
 from ..kernel.names import LINE_MAX, shown
 from ..kernel.netdevs import ifindex_of, ifname_of, net_namespace
 from ..kernel.netlink import netdev
@@ -52,17 +53,11 @@ class Family:
 
 
 def _families():
-    """{name: Family} of every metric, empty, in the order they are printed."""
-    return {name: Family(name, kind, text, unit) for name, kind, unit, text in (
-            ("irqtune_napi_defer_hard_irqs", "gauge", "",
-             "defer-hard-irqs the NAPI holds: polls that keep its IRQ masked"),
-            ("irqtune_napi_gro_flush_timeout_seconds", "gauge", "seconds",
-             "gro-flush-timeout the NAPI holds: the deferral re-poll timer"),
-            ("irqtune_napi_irq_suspend_timeout_seconds", "gauge", "seconds",
-             "irq-suspend-timeout the NAPI holds: longest IRQ suspension while an "
-             "epoll loop finds events (0: never suspended)"),
-            ("irqtune_napi_threaded", "gauge", "",
-             "threaded mode of the NAPI: 0 softirq, 1 kthread, 2 busy-poll kthread"),
+    """{name: Family} of every metric, empty, in the order they are printed:
+    first a gauge per NAPI attribute (irqtune.kernel.napi_attrs)."""
+    return {name: Family(name, kind, text, unit) for name, kind, unit, text in tuple(
+            (a.metric, "gauge", a.metric_unit, a.help)
+            for a in NAPI_ATTRS) + (
             ("irqtune_napi_interrupts", "counter", "",
              "interrupts of the NAPI's queue vector, all CPUs (/proc/interrupts)"),
             ("irqtune_napi_rx_packets", "counter", "",
@@ -127,12 +122,8 @@ def collect(devices=(), kfs=KFS, etc="/etc/tuned", systemctl=None):
             fam["irqtune_device_rx_packets"].add(rx_dev[dev], device=dev, netns=netns)
         for n in sorted(by_dev[dev], key=lambda n: n["id"]):
             labels = dict(device=dev, napi=str(n["id"]), netns=netns)
-            fam["irqtune_napi_defer_hard_irqs"].add(n.get("defer-hard-irqs", 0), **labels)
-            fam["irqtune_napi_gro_flush_timeout_seconds"].add(
-                n.get("gro-flush-timeout", 0) / 1e9, **labels)
-            fam["irqtune_napi_irq_suspend_timeout_seconds"].add(
-                n.get("irq-suspend-timeout", 0) / 1e9, **labels)
-            fam["irqtune_napi_threaded"].add(n.get("threaded", 0), **labels)
+            for a in NAPI_ATTRS:
+                fam[a.metric].add(a.metric_value(n.get(a.name, 0)), **labels)
             c = counted.get(n["id"])
             if c is not None and c.irq is not None:
                 fam["irqtune_napi_interrupts"].add(c.interrupts, irq=str(c.irq), **labels)

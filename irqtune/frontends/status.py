@@ -11,11 +11,12 @@ from ..features.zerocopy import held_leases
 from ..kernel.caps import detect_napi_capabilities
 from ..kernel.errors import IrqtuneError
 from ..kernel.names import LINE_MAX, shown
+from ..kernel.napi_attrs import NAPI_ATTRS
 from ..kernel.netdevs import interfaces
 from ..kernel.netlink.netdev import NapiFamily
 from ..services.counters import busy_poll_rx_packets, rates, sample
 
-COLUMNS = ("defer-hard-irqs", "gro-flush-timeout", "irq-suspend-timeout", "threaded", "irq")
+COLUMNS = tuple(a.name for a in NAPI_ATTRS) + ("irq",)
 
 
 def table(devices):

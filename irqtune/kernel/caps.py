@@ -18,6 +18,7 @@ from dataclasses import dataclass, field
 
 from .errors import UnsupportedError
 from .kfs import KFS
+from .napi_attrs import BY_NAME, IRQ_SUSPEND_TIMEOUT, THREADED, THREADED_BUSY_POLL_SINCE
 from .netdevs import net_namespace
 from .netlink.genl import NetlinkRequestError, attr_table
 from .netlink.netdev import CMD_NAPI_GET, CMD_NAPI_SET, CMD_QUEUE_CREATE, NapiFamily, napi_msg
@@ -46,8 +47,8 @@ class KernelFeatures:
     def lacking(self):
         """One line per missing feature that some irqtune option needs."""
         if self.busy_poll is False:
-            return [NO_BUSY_POLL + ": IRQ suspension (irq_suspend_timeout), threaded=busy-poll "
-                    "and the busy_poll_optin plugin have no effect"]
+            return [NO_BUSY_POLL + ": IRQ suspension (%s), %s=busy-poll and the busy_poll_optin "
+                    "plugin have no effect" % (IRQ_SUSPEND_TIMEOUT.option, THREADED.option)]
         return []
 
     def describe(self):
@@ -73,24 +74,25 @@ class NapiCapabilities:
     netdev_family: bool = False
     napi_get: bool = False
     napi_set: bool = False
-    # attributes napi-set accepts, by name ("defer-hard-irqs", ...)
+    # attributes napi-set accepts, by name (irqtune.kernel.napi_attrs)
     settable: frozenset = field(default_factory=frozenset)
     threaded_busy_poll: bool = False
     kernel: KernelFeatures = field(default_factory=KernelFeatures)
 
     def missing(self, attr, value=None):
         """Why attr (set to value) cannot be set per NAPI, or cannot act,
-        or None when it can; the kernel versions are named here only."""
+        or None when it can."""
         why = self._missing(attr)
-        if why is not None and attr == "irq-suspend-timeout":
-            return "IRQ suspension needs Linux >= 6.13 (napi-set with irq-suspend-timeout): " + why
-        if why is None and attr == "threaded" and value == 2 and not self.threaded_busy_poll:
-            return "the kernel's threaded NAPI has no busy-poll mode (Linux >= 6.19)"
-        if why is None and self.kernel.busy_poll is False and (
-                (attr == "irq-suspend-timeout" and value) or (attr == "threaded" and value == 2)):
+        suspends, busy_polls = attr == IRQ_SUSPEND_TIMEOUT.name, attr == THREADED.name and value == 2
+        if why is not None and suspends:
+            return "IRQ suspension needs Linux >= %s (napi-set with %s): %s" % (
+                IRQ_SUSPEND_TIMEOUT.since, attr, why)
+        if why is None and busy_polls and not self.threaded_busy_poll:
+            return "the kernel's %s NAPI has no busy-poll mode (Linux >= %s)" % (
+                attr, THREADED_BUSY_POLL_SINCE)
+        if why is None and self.kernel.busy_poll is False and (suspends and value or busy_polls):
             return "%s acts only through busy polling, and %s" % (
-                "IRQ suspension" if attr == "irq-suspend-timeout" else "threaded busy-poll",
-                NO_BUSY_POLL)
+                "IRQ suspension" if suspends else attr + " busy-poll", NO_BUSY_POLL)
         return why
 
     def lacking(self):
@@ -107,7 +109,7 @@ class NapiCapabilities:
         if not self.napi_set:
             return "the kernel has no napi-set operation (Linux >= 6.13)"
         if attr not in self.settable:
-            since = {"irq-suspend-timeout": "6.13", "threaded": "6.17"}.get(attr, "?")
+            since = BY_NAME[attr].since if attr in BY_NAME else "?"
             return "the kernel's napi-set does not accept %s (Linux >= %s)" % (attr, since)
         return None
 
@@ -119,14 +121,16 @@ def detect_napi_capabilities(kfs=KFS):
     with ControlFamily() as ctrl:
         get_policy = _op_policy(ctrl, CMD_NAPI_GET)
         set_policy = _op_policy(ctrl, CMD_NAPI_SET)
-    names = {number: name for name, (number, _) in attr_table(napi_msg).items()}
+    numbers = {name: number for name, (number, _) in attr_table(napi_msg).items()}
+    names = {number: name for name, number in numbers.items()}
     set_policy = set_policy or {}
     settable = frozenset(names[a] for a in set_policy if a in names and names[a] != "id")
     return NapiCapabilities(netdev_family=True,
                             napi_get=get_policy is not None,
                             napi_set=bool(set_policy),
                             settable=settable,
-                            threaded_busy_poll=(set_policy.get(8, {}).get("max") or 0) >= 2,
+                            threaded_busy_poll=(set_policy.get(numbers[THREADED.name], {})
+                                                .get("max") or 0) >= 2,
                             kernel=kernel)
 
 

@@ -12,26 +12,14 @@ the values (zerocopy_rx's napi_* options) measure nothing and refuse it.
 from dataclasses import dataclass, fields
 
 from ...kernel.names import attr_name
-from ...kernel.netlink.netdev import THREADED_VALUES
-from ...kernel.values import (MAX_QUEUE, S32_MAX, parse_choice, parse_duration_ns, parse_index_list,
-                              parse_int)
+from ...kernel.napi_attrs import NAPI_ATTRS
+from ...kernel.values import MAX_QUEUE, parse_index_list, parse_int
 from ...services.measure import auto as measured
 from ...services.options import AUTO, Option, parse_options
 
-THREADED_CHOICES = dict(THREADED_VALUES, **{"0": 0, "1": 1, "2": 2, "off": 0, "on": 1})
-DURATION = "duration (ns, or with unit ns/us/ms/s), at most 1s"
-
-VALUES = (
-    Option("defer_hard_irqs", lambda o, v: parse_int(o, v, 0, S32_MAX),
-           "0-2147483647", "polls in a row that find work and keep the device IRQ masked"),
-    Option("gro_flush_timeout", parse_duration_ns, DURATION,
-           "the timer that polls again while the IRQ stays masked", auto="auto_services"),
-    Option("irq_suspend_timeout", parse_duration_ns, DURATION,
-           "the longest a busy polling application keeps the IRQ suspended",
-           auto="auto_services"),
-    Option("threaded", lambda o, v: parse_choice(o, v, THREADED_CHOICES),
-           "disabled, enabled or busy-poll", "threaded NAPI polling (busy-poll: Linux 6.19)"),
-)
+# One option per attribute (irqtune.kernel.napi_attrs), named as it is.
+VALUES = tuple(Option(a.option, a.parse, a.accepted, a.doc,
+                      auto=None if a.auto_start is None else "auto_services") for a in NAPI_ATTRS)
 
 
 def parse_queues(text, option="queues"):

@@ -14,6 +14,7 @@ from dataclasses import replace
 from ...kernel.errors import describe_os_error
 from ...kernel.kfs import KFS
 from ...kernel.names import option_name
+from ...kernel.napi_attrs import BY_NAME, DEFER_HARD_IRQS, GRO_FLUSH_TIMEOUT, IRQ_SUSPEND_TIMEOUT
 from ...kernel.netlink.genl import NetlinkRequestError
 from ...kernel.netlink.netdev import NapiFamily, QueueFamily
 from ...kernel.values import format_index_list
@@ -21,13 +22,6 @@ from ...services.ledger import positioned
 from ...services.tuner import Check, DeviceTuner, on_kernel_name, verify_on_kernel_name
 
 log = logging.getLogger(__name__)
-
-# Device-wide sysfs files standing in for napi-set attributes.
-SYSFS_FILES = {
-    "defer-hard-irqs": "napi_defer_hard_irqs",
-    "gro-flush-timeout": "gro_flush_timeout",
-    "threaded": "threaded",
-}
 
 
 class NapiTuner(DeviceTuner):
@@ -69,14 +63,14 @@ class NapiTuner(DeviceTuner):
         per_napi, per_device, unsupported = {}, {}, {}
         fallback_why = None
         for attr, value in self.config.attrs().items():
-            missing = self.caps.missing(attr, value)
+            missing, spec = self.caps.missing(attr, value), BY_NAME[attr]
             if missing is None:
                 per_napi[attr] = value
-            elif attr in SYSFS_FILES and self.queues is None and \
-                    not (attr == "threaded" and value > 1):
+            elif spec.sysfs_file and self.queues is None and \
+                    (spec.sysfs_max is None or value <= spec.sysfs_max):
                 per_device[attr] = value
                 fallback_why = missing
-            elif self.queues is not None and attr in SYSFS_FILES:
+            elif self.queues is not None and spec.sysfs_file:
                 unsupported[attr] = "queues= needs per-NAPI control, but " + missing
             else:
                 unsupported[attr] = missing
@@ -86,10 +80,11 @@ class NapiTuner(DeviceTuner):
             log.warning("%s: no per-NAPI control on this kernel (%s), using the device-wide "
                         "sysfs files", ", ".join(option_name(a) for a in per_device), fallback_why)
         effective = dict(per_napi, **per_device)
-        if effective.get("irq-suspend-timeout") and not (
-                effective.get("defer-hard-irqs") and effective.get("gro-flush-timeout")):
-            log.warning("irq_suspend_timeout is set without both defer_hard_irqs and "
-                        "gro_flush_timeout: suspension has no effect without deferral")
+        if effective.get(IRQ_SUSPEND_TIMEOUT.name) and not (
+                effective.get(DEFER_HARD_IRQS.name) and effective.get(GRO_FLUSH_TIMEOUT.name)):
+            log.warning("%s is set without both %s and %s: suspension has no effect without "
+                        "deferral", IRQ_SUSPEND_TIMEOUT.option, DEFER_HARD_IRQS.option,
+                        GRO_FLUSH_TIMEOUT.option)
         return per_napi, per_device, unsupported
 
     def _from_ledger(self, originals):
@@ -330,7 +325,7 @@ class NapiTuner(DeviceTuner):
                               describe_os_error(err, with_path=False))
 
     def _sysfs_path(self, ifname, attr):
-        return self.kfs.net_path(ifname, SYSFS_FILES[attr])
+        return self.kfs.net_path(ifname, BY_NAME[attr].sysfs_file)
 
 
 def _napis_of(nl, ifindexes):

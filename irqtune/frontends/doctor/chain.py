@@ -20,6 +20,8 @@ window   under the current traffic, busy polling takes a share of the
 """
 
 from ...kernel.names import shown
+from ...kernel.napi_attrs import DEFER_HARD_IRQS as DEFER, GRO_FLUSH_TIMEOUT as GRO
+from ...kernel.napi_attrs import IRQ_SUSPEND_TIMEOUT as SUSPEND, THREADED
 from ...kernel.netdevs import netdev_names
 from ...kernel.values import format_duration_ns
 from ...services.epoll import LIBRARY_NAME
@@ -31,9 +33,11 @@ from .links import BROKEN, INFO, OK, UNKNOWN
 # deferral but no suspension < 2.5 % (tests/lab/gen7/test_optin_effect.py).
 MIN_BUSY_SHARE = 0.05
 
+# The values IRQ suspension needs, which the chain judges.
+SUSPENSION = (DEFER, GRO, SUSPEND)
 PROFILE_FIX = ("set it in /etc/tuned/latency-suspend-variables.conf (suspend_nics=%s, "
-               "defer_hard_irqs, gro_flush_timeout, irq_suspend_timeout) and run "
-               "`tuned-adm profile latency-suspend`")
+               + ", ".join(a.option for a in SUSPENSION)
+               + ") and run `tuned-adm profile latency-suspend`")
 OPTIN_FIX = ("opt the service in: optin_services=%s and optin_restart=true in "
              "/etc/tuned/latency-suspend-variables.conf, then `tuned-adm profile "
              "latency-suspend` (a program outside systemd: start it with "
@@ -47,15 +51,15 @@ STEERING_FIX = ("give each epoll instance the sockets of one rx queue: one liste
 def check_kernel(report, caps, epoll_params):
     """epoll_params: (available, why not)."""
     if not caps.netdev_family or not caps.napi_set:
-        report.add("kernel", "napi-set", BROKEN, caps.missing("defer-hard-irqs") or "no napi-set",
+        report.add("kernel", "napi-set", BROKEN, caps.missing(DEFER.name) or "no napi-set",
                    "boot a kernel >= 6.13 (per-NAPI values and IRQ suspension)")
     else:
         report.add("kernel", "napi-set", OK, "per-NAPI values can be set (netdev napi-set)")
-    why = caps.missing("irq-suspend-timeout") if caps.napi_set else None
+    why = caps.missing(SUSPEND.name) if caps.napi_set else None
     if caps.napi_set and why:
-        report.add("kernel", "irq-suspend-timeout", BROKEN, why, "boot a kernel >= 6.13")
+        report.add("kernel", SUSPEND.name, BROKEN, why, "boot a kernel >= %s" % SUSPEND.since)
     elif caps.napi_set:
-        report.add("kernel", "irq-suspend-timeout", OK, "napi-set accepts irq-suspend-timeout")
+        report.add("kernel", SUSPEND.name, OK, "napi-set accepts " + SUSPEND.name)
     available, reason = epoll_params
     if available:
         report.add("kernel", "EPIOCSPARAMS", OK, "epoll instances take busy-poll parameters")
@@ -71,22 +75,19 @@ def check_napi(report, napi, ifname, units, profile, judged=True):
     """Links for one NAPI (a napi-get dict); judged=False only lists it
     (a NAPI of the device no epoll instance of the target uses)."""
     subject = "NAPI %d (%s)" % (napi["id"], shown(ifname))
-    defer = napi.get("defer-hard-irqs", 0)
-    gro = napi.get("gro-flush-timeout", 0)
-    suspend = napi.get("irq-suspend-timeout", 0)
-    held = "defer-hard-irqs=%d gro-flush-timeout=%s irq-suspend-timeout=%s" % (
-        defer, format_duration_ns(gro), format_duration_ns(suspend))
-    values = dict(defer_hard_irqs=defer, gro_flush_timeout=gro, irq_suspend_timeout=suspend)
+    defer, gro, suspend = (napi.get(a.name, 0) for a in SUSPENSION)
+    held = " ".join("%s=%s" % (a.name, a.format(napi.get(a.name, 0))) for a in SUSPENSION)
+    values = {a.option: napi.get(a.name, 0) for a in SUSPENSION}
     problem = None
     if not defer or not gro:
         problem = ("deferral is off (%s is 0): an idle epoll loop re-enables the IRQ at "
                    "once and suspension has nothing to hand over to"
-                   % ("defer-hard-irqs" if not defer else "gro-flush-timeout"))
+                   % (DEFER.name if not defer else GRO.name))
     elif not suspend:
-        problem = "irq-suspend-timeout is 0: this NAPI never suspends its IRQ"
+        problem = "%s is 0: this NAPI never suspends its IRQ" % SUSPEND.name
     elif suspend <= gro:
-        problem = ("irq-suspend-timeout (%s) is not above gro-flush-timeout (%s): the "
-                   "deferral timer fires first" % (format_duration_ns(suspend), format_duration_ns(gro)))
+        problem = ("%s (%s) is not above %s (%s): the deferral timer fires first"
+                   % (SUSPEND.name, format_duration_ns(suspend), GRO.name, format_duration_ns(gro)))
     if not judged:
         report.add("napi", subject, INFO, held + " (no socket of the target receives from it)",
                    **values)
@@ -94,8 +95,8 @@ def check_napi(report, napi, ifname, units, profile, judged=True):
         report.add("napi", subject, BROKEN, "%s: %s" % (held, problem), PROFILE_FIX % shown(ifname),
                    **values)
     else:
-        report.add("napi", subject, OK, held + ": deferral on, irq-suspend-timeout above "
-                   "gro-flush-timeout", **values)
+        report.add("napi", subject, OK, "%s: deferral on, %s above %s"
+                   % (held, SUSPEND.name, GRO.name), **values)
     _check_drift(report, subject, napi, ifname, units, profile, judged)
 
 
@@ -113,7 +114,7 @@ def _check_drift(report, subject, napi, ifname, units, profile, judged):
         if unit.queues is not None and napi.get("_queue") not in unit.queues:
             continue
         drift = {a: (napi.get(a, 0), v) for a, v in unit.expected().items()
-                 if a != "threaded" and napi.get(a, 0) != v}
+                 if a != THREADED.name and napi.get(a, 0) != v}
         if not drift:
             report.add("napi", subject, OK, "holds what profile %s [%s] sets"
                        % (profile_shown, shown(unit.name)))

@@ -6,13 +6,16 @@ per-queue packet counters (qstats-get, 6.10+) and queue leases
 Attribute numbers follow Documentation/netlink/specs/netdev.yaml; pyroute2
 names attributes by their position in nla_map, so the tables below must
 keep the kernel's order (with placeholders for the gap before qstats'
-rx-packets).
+rx-packets); the NAPI attributes irqtune tunes come from
+irqtune.kernel.napi_attrs.
 """
 
 from dataclasses import dataclass
 
 from pyroute2.netlink import NLA_F_NESTED, nla
 
+from ..names import nla_name
+from ..napi_attrs import NAPI_ATTRS
 from .genl import GenlFamily, NetlinkRequestError, netdev_genlmsg_base
 
 CMD_NAPI_GET = 11
@@ -24,8 +27,6 @@ CMD_QUEUE_CREATE = 16
 QUEUE_TYPE_RX = 0
 SCOPE_QUEUE = 1
 
-THREADED_VALUES = {"disabled": 0, "enabled": 1, "busy-poll": 2}
-
 
 class napi_msg(netdev_genlmsg_base):
     nla_prefix = "NETDEV_A_NAPI_"
@@ -35,11 +36,7 @@ class napi_msg(netdev_genlmsg_base):
         ("NETDEV_A_NAPI_ID", "uint32"),
         ("NETDEV_A_NAPI_IRQ", "uint32"),
         ("NETDEV_A_NAPI_PID", "uint32"),
-        ("NETDEV_A_NAPI_DEFER_HARD_IRQS", "uint32"),
-        ("NETDEV_A_NAPI_GRO_FLUSH_TIMEOUT", "uint"),
-        ("NETDEV_A_NAPI_IRQ_SUSPEND_TIMEOUT", "uint"),
-        ("NETDEV_A_NAPI_THREADED", "uint32"),
-    )
+    ) + tuple((nla_name("NETDEV_A_NAPI_", a.name), a.nla_type) for a in NAPI_ATTRS)
 
 
 class queue_msg(netdev_genlmsg_base):

@@ -42,6 +42,7 @@ from ...kernel import files
 from ...kernel.errors import IrqtuneError, OptionError
 from ...kernel.kfs import KFS
 from ...kernel.names import SHOWN_PATH_MAX, option_name, shown
+from ...kernel.napi_attrs import GRO_FLUSH_TIMEOUT, IRQ_SUSPEND_TIMEOUT, NAPI_ATTRS
 from ...kernel.values import MAX_TIMEOUT_NS, format_duration_ns, parse_int
 from .. import systemd
 from ..options import Option, parse_options
@@ -49,9 +50,9 @@ from . import epolltrace, procstat, recommend
 
 log = logging.getLogger(__name__)
 
-AUTO_ATTRS = ("gro-flush-timeout", "irq-suspend-timeout")
 # The series' values (latency-suspend's defaults), set until a window says otherwise.
-START = {"gro-flush-timeout": 20000, "irq-suspend-timeout": 20000000}
+START = {a.name: a.auto_start for a in NAPI_ATTRS if a.auto_start is not None}
+AUTO_ATTRS = tuple(START)
 WINDOW_SECONDS = 3.0
 INTERVAL_DEFAULT, INTERVAL_MIN, INTERVAL_MAX = 600, 10, 86400
 RETRY = 60
@@ -394,8 +395,7 @@ class AutoValues:
             return None
         self._retry = RETRY
         self.next_at = now + self.interval
-        wanted = self._bounded({"gro-flush-timeout": found.gro_flush_timeout_ns,
-                                "irq-suspend-timeout": found.irq_suspend_timeout_ns})
+        wanted = self._bounded({a.name: v for a, v in found.values().items() if a.name in START})
         moved = {a: (self.values[a], wanted[a]) for a in self.auto
                  if not self.values[a] / BAND <= wanted[a] <= self.values[a] * BAND}
         why = ("%d busy periods in %.1f s: per event p99 %s, per batch p99 %s, up to %d events"
@@ -414,12 +414,10 @@ class AutoValues:
         """The rule's values, kept consistent with a fixed partner (the
         suspension timeout at least twice the deferral timeout) and within
         what a profile may set (irqtune.kernel.values.MAX_TIMEOUT_NS)."""
-        gro = self.fixed.get("gro-flush-timeout")
-        suspend = self.fixed.get("irq-suspend-timeout")
-        if gro is not None and "irq-suspend-timeout" in self.auto:
-            wanted["irq-suspend-timeout"] = max(wanted["irq-suspend-timeout"],
-                                                recommend.SUSPEND_MIN_FACTOR * gro)
-        if suspend is not None and "gro-flush-timeout" in self.auto:
-            wanted["gro-flush-timeout"] = min(wanted["gro-flush-timeout"],
-                                              suspend // recommend.SUSPEND_MIN_FACTOR)
+        gro, suspend = GRO_FLUSH_TIMEOUT.name, IRQ_SUSPEND_TIMEOUT.name
+        if self.fixed.get(gro) is not None and suspend in self.auto:
+            wanted[suspend] = max(wanted[suspend],
+                                  recommend.SUSPEND_MIN_FACTOR * self.fixed[gro])
+        if self.fixed.get(suspend) is not None and gro in self.auto:
+            wanted[gro] = min(wanted[gro], self.fixed[suspend] // recommend.SUSPEND_MIN_FACTOR)
         return {a: min(v, MAX_TIMEOUT_NS) for a, v in wanted.items()}

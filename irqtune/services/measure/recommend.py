@@ -16,6 +16,8 @@ defer_hard_irqs      the series' 100 (every suspend case it measured).
 import math
 from dataclasses import dataclass, field
 
+from ...kernel.napi_attrs import DEFER_HARD_IRQS as DEFER, GRO_FLUSH_TIMEOUT as GRO
+from ...kernel.napi_attrs import IRQ_SUSPEND_TIMEOUT as SUSPEND
 from ...kernel.values import format_duration_ns
 from . import busy
 
@@ -51,16 +53,17 @@ class Recommendation:
     defer_hard_irqs: int
     notes: list = field(default_factory=list)
 
+    def values(self):
+        """{irqtune.kernel.napi_attrs.NapiAttr: value}, in the variables file's order."""
+        return {GRO: self.gro_flush_timeout_ns, SUSPEND: self.irq_suspend_timeout_ns,
+                DEFER: self.defer_hard_irqs}
+
     def as_dict(self):
-        return {"gro_flush_timeout_ns": self.gro_flush_timeout_ns,
-                "irq_suspend_timeout_ns": self.irq_suspend_timeout_ns,
-                "defer_hard_irqs": self.defer_hard_irqs}
+        return {a.option + ("_" + a.unit if a.unit else ""): v for a, v in self.values().items()}
 
     def lines(self):
         """The lines for the latency-suspend variables file."""
-        return ["gro_flush_timeout=%s" % format_duration_ns(self.gro_flush_timeout_ns),
-                "irq_suspend_timeout=%s" % format_duration_ns(self.irq_suspend_timeout_ns),
-                "defer_hard_irqs=%d" % self.defer_hard_irqs]
+        return ["%s=%s" % (a.option, a.format(v)) for a, v in self.values().items()]
 
 
 def recommend(figures):
@@ -73,18 +76,18 @@ def recommend(figures):
     if gro < GRO_MIN_NS:
         gro = GRO_MIN_NS
     elif gro > GRO_MAX_NS:
-        notes.append("gro_flush_timeout held at its bound %s: a request takes up to %s (p99), "
-                     "longer than deferral should hold packets back; the timer will "
-                     "interrupt the slowest requests" % (format_duration_ns(GRO_MAX_NS),
+        notes.append("%s held at its bound %s: a request takes up to %s (p99), longer than "
+                     "deferral should hold packets back; the timer will interrupt the slowest "
+                     "requests" % (GRO.option, format_duration_ns(GRO_MAX_NS),
                      format_duration_ns(figures.event_ns["p99"], exact=False)))
         gro = GRO_MAX_NS
     suspend = max(SUSPEND_MARGIN * figures.batch_ns["p99"],
                   gro * figures.batch_events["max"], SUSPEND_MIN_FACTOR * gro)
     suspend = _round_up(suspend, 10000)
     if suspend > SUSPEND_MAX_NS:
-        notes.append("irq_suspend_timeout held at its bound %s: a batch takes up to %s (p99); "
-                     "the service stalls longer than suspension should keep its queue quiet"
-                     % (format_duration_ns(SUSPEND_MAX_NS),
+        notes.append("%s held at its bound %s: a batch takes up to %s (p99); the service "
+                     "stalls longer than suspension should keep its queue quiet"
+                     % (SUSPEND.option, format_duration_ns(SUSPEND_MAX_NS),
                         format_duration_ns(figures.batch_ns["p99"], exact=False)))
         suspend = SUSPEND_MAX_NS
     return Recommendation(gro, suspend, DEFER_HARD_IRQS, notes)
