@@ -22,7 +22,7 @@ import sys
 
 import pytest
 
-from support.netns import NetNs, veth_between
+from support.netns import EPOLL_SERVER_LOOP, NetNs, veth_between
 from support.waiting import wait_for
 
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -36,24 +36,8 @@ _CONTROL = re.compile("[\x00-\x09\x0b-\x1f\x7f-\x9f]")
 SERVER = r"""
 import select, socket, sys
 open("/proc/self/comm", "w").write(sys.argv[1])
-ls = socket.socket()
-ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-ls.bind((sys.argv[2], int(sys.argv[3])))
-ls.listen()
-ep = select.epoll()
-ep.register(ls.fileno(), select.EPOLLIN)
-conns = {}
-print("ready", flush=True)
-while True:
-    for fd, _ in ep.poll(1.0):
-        if fd == ls.fileno():
-            c, _ = ls.accept()
-            conns[c.fileno()] = c
-            ep.register(c.fileno(), select.EPOLLIN)
-        elif not conns[fd].recv(65536):
-            ep.unregister(fd)
-            conns.pop(fd).close()
-"""
+ADDR, PORT, READY = sys.argv[2], int(sys.argv[3]), ("ready",)
+""" + EPOLL_SERVER_LOOP
 
 
 @pytest.fixture(scope="module")

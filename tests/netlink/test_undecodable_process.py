@@ -16,7 +16,7 @@ import sys
 
 import pytest
 
-from support.netns import NetNs, veth_between
+from support.netns import EPOLL_SERVER_LOOP, NetNs, veth_between
 from support.waiting import wait_for
 
 from irqtune.frontends import activeprofile, metrics
@@ -36,24 +36,8 @@ with open(path, "wb") as f:
 with open(path, "rb") as f:
     mapped = mmap.mmap(f.fileno(), 4096, prot=mmap.PROT_READ)
 ctypes.CDLL(None).prctl(15, b"srv\xff\xfe", 0, 0, 0)      # PR_SET_NAME
-ls = socket.socket()
-ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-ls.bind((sys.argv[1], int(sys.argv[2])))
-ls.listen()
-ep = select.epoll()
-ep.register(ls.fileno(), select.EPOLLIN)
-conns = {}
-print("ready", where, flush=True)
-while True:
-    for fd, _ in ep.poll(1.0):
-        if fd == ls.fileno():
-            c, _ = ls.accept()
-            conns[c.fileno()] = c
-            ep.register(c.fileno(), select.EPOLLIN)
-        elif not conns[fd].recv(65536):
-            ep.unregister(fd)
-            conns.pop(fd).close()
-"""
+ADDR, PORT, READY = sys.argv[1], int(sys.argv[2]), ("ready", where)
+""" + EPOLL_SERVER_LOOP
 
 
 @pytest.fixture(scope="module")

@@ -114,3 +114,27 @@ def veth_between(server, client, devs, addrs, queues=None):
         ns.exec("ip", "link", "set", dev, "up")
     server.exec("ethtool", "-K", server_dev, "gro", "on")
     client.exec("ethtool", "-K", client_dev, "tso", "off")
+
+
+# The end of a `python3 -c` server for the netlink suites: one epoll loop
+# that accepts and drains connections on ADDR:PORT, after printing READY;
+# the script before it imports select and socket and sets the three.
+EPOLL_SERVER_LOOP = r"""
+ls = socket.socket()
+ls.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+ls.bind((ADDR, PORT))
+ls.listen()
+ep = select.epoll()
+ep.register(ls.fileno(), select.EPOLLIN)
+conns = {}
+print(*READY, flush=True)
+while True:
+    for fd, _ in ep.poll(1.0):
+        if fd == ls.fileno():
+            c, _ = ls.accept()
+            conns[c.fileno()] = c
+            ep.register(c.fileno(), select.EPOLLIN)
+        elif not conns[fd].recv(65536):
+            ep.unregister(fd)
+            conns.pop(fd).close()
+"""
