@@ -69,9 +69,9 @@ class BusyPollOptinPlugin(common.InstancePlugin):
 	====
 	"""
 
-	# Seams for tests: root directory, systemctl runner, /proc, ledger dir.
+	# Seams for tests: root directory, systemd's bus, /proc, ledger dir.
 	_optin_root = "/"
-	_optin_systemctl = None
+	_optin_bus = None
 	_optin_proc_root = "/proc"
 	_optin_state_dir = None
 
@@ -93,7 +93,7 @@ class BusyPollOptinPlugin(common.InstancePlugin):
 			return None     # no service is opted in
 		optin = service_optin.ServiceOptIn(checked.get("services", ()), values,
 			library=checked.get("library"), root=self._optin_root,
-			systemctl=self._optin_systemctl, restart=checked.get("restart", False),
+			bus=self._optin_bus, restart=checked.get("restart", False),
 			kfs=KernelFs(proc=self._optin_proc_root))
 		# What an earlier daemon wrote (kill -9, or kept over a shutdown
 		# until /run was cleared): the tuner's first apply takes it over.

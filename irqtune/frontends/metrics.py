@@ -96,7 +96,7 @@ def netns_label(kfs=KFS):
     return "net:[%d]" % ino
 
 
-def collect(devices=(), kfs=KFS, etc="/etc/tuned", systemctl=None):
+def collect(devices=(), kfs=KFS, etc="/etc/tuned", bus=None):
     """[Family] of the devices' NAPIs (default: every device with NAPIs);
     the irqtune command has refused names of no device."""
     fam = _families()
@@ -142,7 +142,7 @@ def collect(devices=(), kfs=KFS, etc="/etc/tuned", systemctl=None):
             fam["irqtune_unit_verified"].add(int(unit_ok[unit.name]), profile=profile,
                                              unit=unit.name, netns=netns)
     fam["irqtune_busy_poll_rx_packets"].add(counters.busy_poll_rx_packets(kfs), netns=netns)
-    _optin_state(fam["irqtune_optin_preload_loaded"], etc, kfs, systemctl)
+    _optin_state(fam["irqtune_optin_preload_loaded"], etc, kfs, bus)
     _lease_state(fam, {dev: ifindex_of(dev) for dev in by_dev}, netns)
     return list(fam.values())
 
@@ -168,20 +168,20 @@ def _lease_state(fam, devices, netns):
                    lessee_queue=str(lease.lessee_queue))
 
 
-def _optin_state(family, etc, kfs, systemctl):
+def _optin_state(family, etc, kfs, bus):
     """Preload state of each opted-in service's main process (systemd only).
     The library is recognised by its name wherever it was loaded from, as
     the doctor does."""
-    if systemctl is None and not systemd.systemd_running():
+    if bus is None and not systemd.systemd_running():
         return
-    ctl = systemd.Systemctl(systemctl)
+    ctl = systemd.Systemctl(bus)
     profile, units = activeprofile.optin_units(etc)
     for section, services in units:
         for service in services:
-            pid = ctl.show(service, "MainPID")
-            if not pid or not pid.isdigit() or pid == "0":
+            pid = ctl.unit_property(service, "MainPID")
+            if not pid:
                 continue
-            loaded = epoll.preload_loaded(int(pid), kfs)
+            loaded = epoll.preload_loaded(pid, kfs)
             if loaded is not None:
                 family.add(int(loaded), profile=profile, unit=section, service=service)
 

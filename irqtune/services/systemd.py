@@ -1,25 +1,36 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""systemd: whether it runs, service unit names, systemctl calls (an
-injectable callable argv -> (returncode, stdout)) and a unit's processes;
-for the opt-in, the doctor and the services the auto values measure."""
+"""systemd: whether it runs, service unit names, its manager's calls
+(Systemctl) and a unit's processes; for the opt-in, the doctor and the
+services the auto values measure.  Nothing forks: the library runs in
+TuneD's multi-threaded daemon, so systemd is asked over D-Bus with TuneD's
+own binding, python3-dbus."""
 
 import logging
 import os
 import re
-import shlex
-import subprocess
 import time
 
-from ..kernel.errors import IrqtuneError, OptionError, describe_os_error
+from ..kernel.errors import IrqtuneError, OptionError
 from ..kernel.kfs import KFS
 from ..kernel.names import shown
 
-log = logging.getLogger("irqtune.features.service_optin")
+log = logging.getLogger(__name__)
 
 SYSTEMD_RUNNING_MARKER = "run/systemd/system"
 _UNIT_RE = re.compile(r"^[A-Za-z0-9:_.\\-]+(@[A-Za-z0-9:_.\\-]*)?\.service$")
 _OTHER_UNIT_TYPES = ("socket", "target", "mount", "automount", "swap", "timer",
                      "path", "slice", "scope", "device")
+
+# systemd's manager API (org.freedesktop.systemd1(5)), the interface of
+# each property asked.
+SYSTEMD = "org.freedesktop.systemd1"
+MANAGER_PATH, MANAGER = "/org/freedesktop/systemd1", SYSTEMD + ".Manager"
+INTERFACES = dict(LoadState=".Unit", ActiveState=".Unit", ControlGroup=".Service",
+                  MainPID=".Service", Environment=".Service", State=".Job")
+# try_restart waits this long for its jobs (s): TuneD's profile switch and
+# its D-Bus answers wait meanwhile, and a unit may take TimeoutStopSec (90 s
+# by default) to stop; a job still running then is left to systemd.
+RESTART_WAIT, JOB_POLL = 10, 0.1
 
 
 def reroot(root, path):
@@ -66,33 +77,69 @@ def systemd_running(root="/"):
     return os.path.isdir(reroot(root, SYSTEMD_RUNNING_MARKER))
 
 
-def default_systemctl(argv):
-    """Run systemctl with an argument list; (returncode, stdout)."""
+def system_bus():
+    """(the system bus, its error class) of python3-dbus."""
     try:
-        proc = subprocess.run(["systemctl"] + list(argv), stdin=subprocess.DEVNULL,
-                              capture_output=True, text=True, timeout=120)
-    except (OSError, subprocess.TimeoutExpired) as err:
-        return 127, describe_os_error(err)
-    out = proc.stdout if proc.returncode == 0 else (proc.stderr.strip() or proc.stdout)
-    return proc.returncode, out
+        import dbus     # here: the library imports without python3-dbus
+    except ImportError:
+        raise IrqtuneError("cannot ask systemd: python3-dbus (import dbus), "
+                           "TuneD's D-Bus binding, is not installed") from None
+    try:
+        return dbus.SystemBus(), dbus.exceptions.DBusException
+    except dbus.exceptions.DBusException as err:
+        raise IrqtuneError("cannot ask systemd: no system bus: %s"
+                           % shown(err.get_dbus_message())) from None
 
 
 class Systemctl:
-    """The systemctl calls of the opt-in, over run(argv) -> (rc, stdout)."""
+    """What systemctl would do, asked of systemd's manager over D-Bus.
+    bus() -> (connection, its error class) is the seam (tests: a fake bus),
+    called when systemd is first asked."""
 
-    def __init__(self, run=None):
-        self.run = run or default_systemctl
+    def __init__(self, bus=None, clock=time.monotonic, sleep=time.sleep):
+        self.bus = bus or system_bus
+        self.clock, self.sleep = clock, sleep
+        self.failure = None         # why the last property could not be read
+        self._connection = None
+        self._paths = {}            # unit: its object path
 
-    def show(self, unit, prop):
-        """One property of a unit; the name after "--", so that one starting
-        with '-' (from a command line) is looked up, never taken as an option."""
-        rc, out = self.run(["show", "--property=" + prop, "--value", "--", unit])
-        return out.strip() if rc == 0 else None
+    def _call(self, path, interface, method, *args, timeout=25):
+        """method's answer; IrqtuneError with systemd's (escaped) words."""
+        if self._connection is None:
+            self._connection, self._error = self.bus()
+        try:
+            proxy = self._connection.get_object(SYSTEMD, path, introspect=False)
+            return getattr(proxy, method)(*args, dbus_interface=interface, timeout=timeout)
+        except self._error as err:
+            raise IrqtuneError("%s (%s)" % (shown(err.get_dbus_message() or "no message"),
+                                            shown(err.get_dbus_name() or "?"))) from None
+
+    def _get(self, path, name):
+        """A property as Python's own type: str, int, or a list of str."""
+        value = self._call(path, "org.freedesktop.DBus.Properties", "Get",
+                           SYSTEMD + INTERFACES[name], name)
+        if isinstance(value, (str, list)):
+            return str(value) if isinstance(value, str) else [str(v) for v in value]
+        return int(value)
+
+    def unit_property(self, unit, name):
+        """One property of a unit (a list of "NAME=value" for Environment);
+        None when systemd cannot be asked, why in self.failure.  LoadUnit
+        gives a path for a unit that does not exist too (LoadState=not-found)."""
+        try:
+            if unit not in self._paths:
+                self._paths[unit] = str(self._call(MANAGER_PATH, MANAGER, "LoadUnit", unit))
+            return self._get(self._paths[unit], name)
+        except IrqtuneError as err:
+            self.failure = str(err)
+            return None
 
     def daemon_reload(self):
-        rc, out = self.run(["daemon-reload"])
-        if rc != 0:
-            raise IrqtuneError("systemctl daemon-reload failed (%d): %s" % (rc, out.strip()))
+        """Reload answers once systemd has reloaded, as systemctl waits."""
+        try:
+            self._call(MANAGER_PATH, MANAGER, "Reload", timeout=120)
+        except IrqtuneError as err:
+            raise IrqtuneError("systemd daemon-reload failed: %s" % err) from None
 
     def daemon_reload_logged(self):
         try:
@@ -101,30 +148,50 @@ class Systemctl:
             log.error("%s", err)
 
     def try_restart(self, units):
-        if not units:
-            return
-        rc, out = self.run(["try-restart", "--"] + list(units))
-        if rc != 0:
-            log.error("systemctl try-restart %s failed (%d): %s",
-                      " ".join(units), rc, out.strip())
-        else:
-            log.info("restarted %s", " ".join(units))
+        """TryRestartUnit (job mode replace, as systemctl's) for each unit,
+        then up to RESTART_WAIT for the jobs."""
+        jobs = {}
+        for unit in units:
+            try:
+                jobs[unit] = self._call(MANAGER_PATH, MANAGER, "TryRestartUnit", unit, "replace")
+            except IrqtuneError as err:
+                log.error("try-restart %s failed: %s", shown(unit), err)
+        running = self._wait(dict(jobs))
+        done = [u for u in jobs if u not in running]
+        failed = [u for u in done if self.unit_property(u, "ActiveState") == "failed"]
+        if failed:
+            log.error("try-restart %s failed: the unit is in state failed (journalctl -u %s)",
+                      " ".join(map(shown, failed)), shown(failed[0]))
+        if len(done) > len(failed):
+            log.info("restarted %s", " ".join(shown(u) for u in done if u not in failed))
+        if running:
+            log.warning("%s: the restart still runs after %d s; systemd finishes it",
+                        " ".join(map(shown, running)), RESTART_WAIT)
+
+    def _wait(self, pending):
+        """The units whose job still exists after RESTART_WAIT: a job's
+        object goes when the job ends, and polling it needs no main loop to
+        receive JobRemoved in TuneD's daemon."""
+        deadline = self.clock() + RESTART_WAIT
+        while pending:
+            for unit, job in list(pending.items()):
+                try:
+                    self._get(job, "State")
+                except IrqtuneError:            # no such object: the job ended
+                    del pending[unit]
+            if not pending or self.clock() >= deadline:
+                break
+            self.sleep(JOB_POLL)
+        return list(pending)
 
     def active(self, units):
         """The units that are active now."""
-        return [unit for unit in units
-                if self.show(unit, "ActiveState") in ("active", "reloading", "activating")]
+        return [unit for unit in units if self.unit_property(unit, "ActiveState")
+                in ("active", "reloading", "activating")]
 
     def ld_preload(self, unit, library):
         """LD_PRELOAD from the unit's own Environment=, without library."""
-        env = self.show(unit, "Environment")
-        if not env:
-            return None
-        try:
-            words = shlex.split(env)
-        except ValueError:
-            words = env.split()
-        for word in reversed(words):
+        for word in reversed(self.unit_property(unit, "Environment") or []):
             if word.startswith("LD_PRELOAD="):     # ld.so splits at spaces and colons
                 items = [i for i in re.split(r"[ :]+", word[len("LD_PRELOAD="):])
                          if i and i != library]
@@ -140,9 +207,9 @@ class UnitProcesses:
     the group is empty, and then at most every `retry` seconds (the auto
     values look on every re-check)."""
 
-    def __init__(self, kfs=KFS, systemctl=None, root="/", clock=time.monotonic, retry=0):
+    def __init__(self, kfs=KFS, bus=None, root="/", clock=time.monotonic, retry=0):
         self.kfs = kfs
-        self.systemctl = Systemctl(systemctl)
+        self.systemctl = Systemctl(bus)
         self.root = root
         self.clock = clock
         self.retry = retry
@@ -163,15 +230,18 @@ class UnitProcesses:
         self._asked[unit] = now
         if not systemd_running(self.root):
             raise IrqtuneError("%s: systemd is not running on this host" % name)
-        load = self.systemctl.show(unit, "LoadState")
-        if load in (None, "not-found"):
+        ctl = self.systemctl
+        load = ctl.unit_property(unit, "LoadState")
+        if load is None:
+            raise IrqtuneError("%s: %s" % (name, ctl.failure))
+        if load == "not-found":
             raise IrqtuneError("%s: no such unit (systemctl show: LoadState=%s)"
-                               % (name, shown(load or "?")))
-        self._groups[unit] = self.systemctl.show(unit, "ControlGroup")
+                               % (name, shown(load)))
+        self._groups[unit] = ctl.unit_property(unit, "ControlGroup")
         pids = self._procs(self._groups[unit])
         if not pids:
             raise IrqtuneError("%s: the unit runs no process (ActiveState=%s)"
-                               % (name, shown(self.systemctl.show(unit, "ActiveState") or "?")))
+                               % (name, shown(ctl.unit_property(unit, "ActiveState") or "?")))
         return pids
 
     def _procs(self, group):

@@ -139,10 +139,10 @@ def optin_profiles():
 
 def optin_tuner(work, instance, options):
     from irqtune.features import service_optin as so
+    from support.fakes.systemd import FakeSystemd
     values, _ = so.OptInValues.from_options(options)
     optin = so.ServiceOptIn(options["services"], values, library=OPTIN_LIB,
-                            root=os.path.join(work, "kernel", "root"),
-                            systemctl=lambda argv: (0, "0\n" if argv[0] == "show" else ""))
+                            root=os.path.join(work, "kernel", "root"), bus=FakeSystemd())
     return so.OptInTuner(optin, ledger=Ledger("busy_poll_optin-" + instance, run_dir(work)))
 
 

@@ -16,6 +16,7 @@ import sys
 
 import pytest
 
+from support.fakes.systemd import FakeSystemd
 from support.netns import EPOLL_SERVER_LOOP, NetNs, veth_between
 from support.waiting import wait_for
 
@@ -102,7 +103,7 @@ def test_metrics_in_the_namespace_of_a_device_named_so(bed):
 
 def test_metrics_of_an_opted_in_service_whose_process_maps_such_a_path(bed, tmp_path,
                                                                       monkeypatch):
-    """The process found as the service's main process (systemctl answers
+    """The process found as the service's main process (systemd answers
     with its pid) maps a path that is not UTF-8: its maps are read."""
     pid = bed
     (tmp_path / "profiles/optin").mkdir(parents=True)
@@ -111,6 +112,6 @@ def test_metrics_of_an_opted_in_service_whose_process_maps_such_a_path(bed, tmp_
         "[main]\nsummary=test\n\n[busy_poll_optin]\nservices=srv\n")
     monkeypatch.setattr(activeprofile, "PROFILE_DIRS", (str(tmp_path / "profiles"),))
     families = {f.name: f for f in metrics.collect(
-        etc=str(tmp_path), systemctl=lambda argv: (0, "%d\n" % pid))}
+        etc=str(tmp_path), bus=FakeSystemd({"srv.service": {"MainPID": pid}}))}
     assert families["irqtune_optin_preload_loaded"].samples == [
         (dict(profile="optin", unit="busy_poll_optin", service="srv.service"), 0)]

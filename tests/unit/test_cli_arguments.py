@@ -17,6 +17,7 @@ import irqtune.cli as cli
 from irqtune.frontends.doctor import targets
 from irqtune.kernel.errors import IrqtuneError
 from irqtune.kernel.kfs import KernelFs
+from support.fakes.systemd import FakeSystemd
 
 DEBUG_ENV = "IRQTUNE_DEBUG"
 REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
@@ -124,33 +125,21 @@ def test_watch_of_a_device_removed_meanwhile_is_an_irqtune_error():
         sample("nosuchdev")
 
 
-class RecordingSystemctl:
-    """systemctl show answers for one unit, every argv recorded."""
-
-    def __init__(self, props):
-        self.props = props
-        self.calls = []
-
-    def __call__(self, argv):
-        self.calls.append(list(argv))
-        prop = argv[1].split("=", 1)[1]
-        return 0, self.props.get(prop, "") + "\n"
-
-
 @pytest.mark.parametrize("unit", ["-H", "--user", "-.mount"])
 def test_doctor_service_name_is_never_a_systemctl_option(tmp_path, unit):
-    """--service=-H: the name goes after "--", so systemctl looks up a unit
-    of that name instead of taking it as its option."""
+    """--service=-H: the name is one D-Bus argument (LoadUnit's), so
+    systemd looks up a unit of that name; no command line to take it as
+    an option."""
     (tmp_path / "run/systemd/system").mkdir(parents=True)
     group = tmp_path / "sys/fs/cgroup/system.slice/x.service"
     group.mkdir(parents=True)
     (group / "cgroup.procs").write_text("4242\n")
-    ctl = RecordingSystemctl({"LoadState": "loaded", "ControlGroup": "/system.slice/x.service"})
+    ctl = FakeSystemd(defaults={"LoadState": "loaded", "ControlGroup": "/system.slice/x.service"})
     kfs = KernelFs(proc=str(tmp_path / "proc"), sys=str(tmp_path / "sys"))
     assert targets.service_pids(unit, ctl, kfs, str(tmp_path)) == [4242]
     assert ctl.calls
-    for argv in ctl.calls:
-        assert argv[-2:] == ["--", unit], argv
+    assert ("LoadUnit", unit) in ctl.calls
+    assert {c[1] for c in ctl.calls if c[0] == "Get"} == {unit}
 
 
 # -- numbers: ASCII digits only (issue 39 item 6) ---------------------------

@@ -27,6 +27,7 @@ from irqtune.frontends.doctor.links import Report, format_text
 from irqtune.services.counters import Window
 from irqtune.kernel.kfs import KernelFs
 from irqtune.frontends.metrics import Family, render
+from support.fakes.systemd import FakeSystemd
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIX = os.path.join(HERE, "doctor_fixtures")
@@ -303,14 +304,11 @@ def test_optin_preload_state_metric(tmp_path, monkeypatch):
                                                   if "busypoll" not in l))):
         (proc / str(pid)).mkdir(parents=True)
         (proc / str(pid) / "maps").write_text(text)
-    pids = {"memcached.service": "11", "nginx.service": "12", "redis.service": "0"}
-
-    def systemctl(argv):
-        assert argv[:2] == ["show", "--property=MainPID"], argv
-        return 0, pids[argv[-1]] + "\n"
+    bus = FakeSystemd({"memcached.service": {"MainPID": 11}, "nginx.service": {"MainPID": 12},
+                       "redis.service": {"MainPID": 0}})
     fam = _families()["irqtune_optin_preload_loaded"]
     monkeypatch.setattr(activeprofile, "PROFILE_DIRS", (str(etc / "profiles"),))
-    _optin_state(fam, str(etc), KernelFs(proc=proc), systemctl)
+    _optin_state(fam, str(etc), KernelFs(proc=proc), bus)
     assert fam.samples == [
         ({"profile": "p", "unit": "busy_poll_optin", "service": "memcached.service"}, 1),
         ({"profile": "p", "unit": "busy_poll_optin", "service": "nginx.service"}, 0)]

@@ -28,6 +28,7 @@ from irqtune.kernel.caps import KernelFeatures, NapiCapabilities, detect_kernel_
 from irqtune.kernel.errors import UnsupportedError
 from irqtune.kernel.kfs import KernelFs
 from irqtune.features.napi import NapiConfig, NapiTuner
+from support.fakes.systemd import FakeSystemd
 
 RT_VERSION = "#1 SMP PREEMPT_RT 2026-01-01 00:00:00 UTC"
 HOST_VERSION = "#1 SMP PREEMPT_DYNAMIC @0"
@@ -140,14 +141,14 @@ def test_busy_poll_optin_refused_without_busy_poll(tmp_path):
     root = tmp_path / "root"
     (root / "etc/systemd/system").mkdir(parents=True)
     (root / "run/systemd/system").mkdir(parents=True)
-    calls = []
-    opt = so.ServiceOptIn("memcached", root=str(root), systemctl=lambda argv: calls.append(argv),
+    bus = FakeSystemd()
+    opt = so.ServiceOptIn("memcached", root=str(root), bus=bus,
                           library="/usr/lib64/irqtune/libirqtune-busypoll.so",
                           kfs=proc_tree(tmp_path, RT_VERSION, busy_poll=False))
     with pytest.raises(UnsupportedError, match=r"CONFIG_NET_RX_BUSY_POLL is not set.*"
                                                r"memcached.service are not opted in; nothing was written"):
         opt.apply()
-    assert calls == [] and not os.listdir(root / "etc/systemd/system")
+    assert bus.calls == [] and not os.listdir(root / "etc/systemd/system")
 
 
 @pytest.mark.parametrize("version, message", [(RT_VERSION, gsim.RT_MISSING_MESSAGE),

@@ -21,6 +21,7 @@ from irqtune.kernel.caps import NapiCapabilities
 from irqtune.kernel.kfs import KernelFs
 from irqtune.services.ledger import Ledger
 from irqtune.features.napi import NapiConfig, NapiTuner
+from support.fakes.systemd import FakeSystemd
 
 
 class WriteLog:
@@ -195,12 +196,12 @@ def test_gsim_originals_are_on_disk_at_each_write(tmp_path, monkeypatch):
 
 def test_optin_records_are_on_disk_before_the_first_dropin(tmp_path, monkeypatch):
     from irqtune.features import service_optin as so
-    from test_service_optin import LIB, FakeSystemctl, make_root
+    from test_service_optin import LIB, make_root
     root = make_root(tmp_path)
     run = tmp_path / "run"
     log = WriteLog(monkeypatch, run)
     optin = so.ServiceOptIn("a.service, b.service", library=LIB, root=root,
-                            systemctl=FakeSystemctl())
+                            bus=FakeSystemd())
     so.OptInTuner(optin, ledger=Ledger("busy_poll_optin-test", str(run))).apply()
     writes = log.writes()
     assert len(writes) == 2

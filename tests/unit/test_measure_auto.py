@@ -34,6 +34,7 @@ from irqtune.services.measure import auto, busy
 from irqtune.services.measure.epolltrace import Recorded
 from irqtune.features.napi import NapiConfig, NapiTuner
 from irqtune.services.tuner import DeviceTuner
+from support.fakes.systemd import FakeSystemd
 
 STAT = ("4242 (memcached) S 1 4242 4242 0 -1 4194624 2301 0 0 0 1234 567 0 0 20 0 10 0 "
         "1183394 433950720 2114 18446744073709551615 94523467264000 94523467402233 "
@@ -102,18 +103,13 @@ def test_services_from_units_and_pid_files(tmp_path):
     (group / "cgroup.procs").write_text("8\n7\n")
     (tmp_path / "run/systemd/system").mkdir(parents=True)
     kfs = KernelFs(proc=str(tmp_path / "proc"), sys=str(tmp_path / "sys"))
-    asked = []
-
-    def systemctl(argv):
-        asked.append(argv[1])
-        return 0, {"--property=LoadState": "loaded\n", "--property=ActiveState": "inactive\n",
-                   "--property=ControlGroup": "/system.slice/memcached.service\n"}[argv[1]]
+    bus = FakeSystemd({"memcached.service": {"ControlGroup": "/system.slice/memcached.service"}})
     clock = Clock()
-    services = auto.Services(["memcached.service", str(tmp_path / "srv.pid")], kfs, systemctl,
+    services = auto.Services(["memcached.service", str(tmp_path / "srv.pid")], kfs, bus,
                              clock, str(tmp_path))
     assert services.pids() == [7, 8, 42]
-    assert services.pids() == [7, 8, 42]            # the control group is known: no systemctl
-    assert asked == ["--property=LoadState", "--property=ControlGroup"]
+    assert services.pids() == [7, 8, 42]            # the control group is known: systemd not asked
+    assert bus.asked() == ["LoadState", "ControlGroup"]
     cpu, started = services.usage([42, 44])
     assert cpu == pytest.approx((1234 + 567) / 100) and list(started) == [42]
     (group / "cgroup.procs").write_text("")     # stopped: systemd asked again, not each time
@@ -121,13 +117,13 @@ def test_services_from_units_and_pid_files(tmp_path):
     with pytest.raises(IrqtuneError, match="no process runs: memcached.service: the unit runs "
                                            "no process; .*srv.pid: no running process"):
         services.pids()
-    assert asked.count("--property=ControlGroup") == 1
+    assert bus.asked().count("ControlGroup") == 1
     clock.now += auto.RETRY
     with pytest.raises(IrqtuneError, match=r"the unit runs no process \(ActiveState=inactive\)"):
         services.pids()
     with pytest.raises(IrqtuneError, match="the unit runs no process;"):
         services.pids()
-    assert asked.count("--property=ControlGroup") == 2
+    assert bus.asked().count("ControlGroup") == 2
 
 
 # systemd's own hierarchy, by /proc/self/mountinfo (measure_fixtures/):
@@ -196,13 +192,11 @@ def test_a_unit_processes_on_each_cgroup_layout(tmp_path, layout):
     kfs, _ = cgroup_tree(tmp_path, layout)
     (tmp_path / "run/systemd/system").mkdir(parents=True)
 
-    def systemctl(argv):
-        prop = argv[1].split("=", 1)[1]
-        return 0, {"LoadState": "loaded", "MainPID": "7",
-                   "ControlGroup": "/system.slice/memcached.service"}[prop] + "\n"
-    services = auto.Services(["memcached.service"], kfs, systemctl, root=str(tmp_path))
+    bus = FakeSystemd({"memcached.service": {"MainPID": 7,
+                                             "ControlGroup": "/system.slice/memcached.service"}})
+    services = auto.Services(["memcached.service"], kfs, bus, root=str(tmp_path))
     assert services.pids() == [7, 8]
-    assert targets.service_pids("memcached.service", systemctl, kfs, str(tmp_path)) == [7, 8]
+    assert targets.service_pids("memcached.service", bus, kfs, str(tmp_path)) == [7, 8]
 
 
 @pytest.mark.parametrize("text", ["", "x\n", "\u0664\u0662\n", "-42\n", "42" * 6])

@@ -23,6 +23,7 @@ from support.fakes.netdev import FakeNetdev
 
 from irqtune.frontends import activeprofile, metrics
 from irqtune.kernel.kfs import KernelFs
+from support.fakes.systemd import FakeSystemd
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 INIT = "init"
@@ -94,10 +95,8 @@ def make_host(tmp_path, monkeypatch, more=()):
         "[busy_poll_optin]\nservices=memcached\n")
     monkeypatch.setattr(activeprofile, "PROFILE_DIRS", (str(etc / "profiles"),))
 
-    def systemctl(argv):
-        assert argv[:2] == ["show", "--property=MainPID"], argv
-        return 0, "11\n"
-    return KernelFs(str(proc), str(sys_root)), str(etc), systemctl
+    bus = FakeSystemd({"memcached.service": {"MainPID": 11}})
+    return KernelFs(str(proc), str(sys_root)), str(etc), bus
 
 
 def _lookup(table, key):
@@ -124,8 +123,8 @@ def labels(**kw):
 
 
 def test_every_sample_its_name_labels_and_value(host):
-    kfs, etc, systemctl = host
-    got = samples(metrics.collect(kfs=kfs, etc=etc, systemctl=systemctl))
+    kfs, etc, bus = host
+    got = samples(metrics.collect(kfs=kfs, etc=etc, bus=bus))
     eth0 = dict(device="eth0", napi="257", netns=INIT)
     veth = [dict(device="veth0", napi=n, netns=INIT) for n in ("258", "259")]
     profile = dict(profile="latency-suspend")
@@ -155,8 +154,8 @@ def test_every_sample_its_name_labels_and_value(host):
 
 
 def test_families_types_units_and_names_follow_prometheus_rules(host):
-    kfs, etc, systemctl = host
-    families = metrics.collect(kfs=kfs, etc=etc, systemctl=systemctl)
+    kfs, etc, bus = host
+    families = metrics.collect(kfs=kfs, etc=etc, bus=bus)
     for f in families:
         assert re.match(r"^irqtune_[a-z_]+$", f.name) and not f.name.endswith("_total"), f.name
         assert f.kind in ("gauge", "counter"), f
@@ -176,19 +175,19 @@ def test_families_types_units_and_names_follow_prometheus_rules(host):
 
 
 def test_a_namespace_that_is_not_pid1s_is_named_by_its_inode(host):
-    kfs, etc, systemctl = host
+    kfs, etc, bus = host
     os.unlink(os.path.join(kfs.proc, "thread-self/ns/net"))
     with open(os.path.join(kfs.proc, "thread-self/ns/net"), "w"):
         pass
     ino = os.stat(os.path.join(kfs.proc, "thread-self/ns/net")).st_ino
-    got = samples(metrics.collect(["eth0"], kfs=kfs, etc=etc, systemctl=systemctl))
+    got = samples(metrics.collect(["eth0"], kfs=kfs, etc=etc, bus=bus))
     netns = {dict(lbls).get("netns") for _, lbls in got} - {None}
     assert netns == {"net:[%d]" % ino}
 
 
 def test_devices_asked_for_are_the_only_ones(host):
-    kfs, etc, systemctl = host
-    got = samples(metrics.collect(["veth0"], kfs=kfs, etc=etc, systemctl=systemctl))
+    kfs, etc, bus = host
+    got = samples(metrics.collect(["veth0"], kfs=kfs, etc=etc, bus=bus))
     assert {dict(lbls).get("device") for _, lbls in got} == {"veth0", None}
 
 
@@ -206,8 +205,8 @@ def test_devices_whose_names_escape_alike_are_distinct_series(tmp_path, monkeypa
     takes both; dev_valid_name refuses only '/', ':' and blanks) in one
     namespace: Prometheus refuses a scrape that has two samples with the
     same name and labels."""
-    kfs, etc, systemctl = make_host(tmp_path, monkeypatch, more=("q\x1b", "q\\x1b"))
-    text = metrics.render(metrics.collect(kfs=kfs, etc=etc, systemctl=systemctl), openmetrics)
+    kfs, etc, bus = make_host(tmp_path, monkeypatch, more=("q\x1b", "q\\x1b"))
+    text = metrics.render(metrics.collect(kfs=kfs, etc=etc, bus=bus), openmetrics)
     lines = series(text)
     assert len(lines) == len(set(lines)), [x for x in lines if lines.count(x) > 1]
     rx = [x for x in lines if x.startswith("irqtune_device_rx_packets") and "x1b" in x]

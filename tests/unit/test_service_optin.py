@@ -2,9 +2,8 @@
 """irqtune.features.service_optin against a fixture root, with and without systemd.
 
 The fixture root holds etc/systemd/system, the library where a package puts
-it, and - for "systemd present" - the run/systemd/system marker.  systemctl
-is a recording fake; one test runs the default runner against a fake
-systemctl executable to check it is called with an argument list.
+it, and - for "systemd present" - the run/systemd/system marker.  systemd's
+manager is a fake system bus (tests/support/fakes/systemd.py).
 """
 
 import logging
@@ -12,6 +11,7 @@ import os
 import shutil
 import stat
 import subprocess
+import sys
 
 import pytest
 
@@ -21,35 +21,10 @@ from irqtune.features import service_optin as so
 from irqtune.kernel.kfs import KernelFs
 from irqtune.kernel.errors import IrqtuneError, OptionError, UnsupportedError
 from irqtune.kernel.names import shown
-from irqtune.services.systemd import default_systemctl
+from irqtune.services import systemd
+from support.fakes.systemd import FakeSystemd
 
 LIB = "/usr/lib64/irqtune/libirqtune-busypoll.so"
-
-
-class FakeSystemctl:
-    """Answers 'show' from a table, records every call, fails on request."""
-
-    def __init__(self, units=None, fail=()):
-        self.units = units or {}
-        self.fail = set(fail)
-        self.calls = []
-
-    def __call__(self, argv):
-        argv = list(argv)
-        self.calls.append(argv)
-        if argv[0] in self.fail:
-            return 1, "Failed to %s: fake failure" % argv[0]
-        if argv[0] == "show":
-            prop = argv[1].split("=", 1)[1]
-            assert argv[3] == "--", argv        # a unit name is never an option
-            unit = argv[4]
-            defaults = {"ActiveState": "inactive", "LoadState": "loaded",
-                        "Environment": "", "MainPID": "0"}
-            return 0, self.units.get(unit, {}).get(prop, defaults[prop]) + "\n"
-        return 0, ""
-
-    def verbs(self):
-        return [c[0] for c in self.calls if c[0] != "show"]
 
 
 def snapshot(root):
@@ -197,8 +172,8 @@ def test_paths(tmp_path):
 def test_apply_writes_and_unapply_removes_exactly(tmp_path):
     root = make_root(tmp_path)
     before = snapshot(root)
-    fake = FakeSystemctl()
-    opt = so.ServiceOptIn("memcached, nginx", root=root, systemctl=fake)
+    fake = FakeSystemd()
+    opt = so.ServiceOptIn("memcached, nginx", root=root, bus=fake)
     assert opt.apply() == []
     after = snapshot(root)
     added = {k: v for k, v in after.items() if k not in before}
@@ -211,20 +186,20 @@ def test_apply_writes_and_unapply_removes_exactly(tmp_path):
     assert all(after[k] == v for k, v in before.items())
     mode = os.stat(dropin(root, "nginx.service")).st_mode
     assert stat.S_IMODE(mode) == 0o644
-    assert fake.verbs() == ["daemon-reload"]
+    assert fake.verbs() == ["Reload"]
     assert all(r[1] for r in opt.verify())
 
     assert opt.unapply() == []
     assert snapshot(root) == before
-    assert fake.verbs() == ["daemon-reload", "daemon-reload"]
+    assert fake.verbs() == ["Reload", "Reload"]
     assert opt.unapply() == []  # twice is harmless
-    assert fake.verbs() == ["daemon-reload", "daemon-reload"]
+    assert fake.verbs() == ["Reload", "Reload"]
 
 
 def test_values_in_dropin(tmp_path):
     root = make_root(tmp_path)
     opt = so.ServiceOptIn(["memcached"], so.OptInValues(25, 16, 1), root=root,
-                          systemctl=FakeSystemctl())
+                          bus=FakeSystemd())
     opt.apply()
     with open(dropin(root, "memcached.service")) as f:
         text = f.read()
@@ -240,7 +215,7 @@ def test_existing_dropin_dir_kept(tmp_path):
     with open(os.path.join(d, "10-local.conf"), "w") as f:
         f.write("[Service]\nNice=-5\n")
     before = snapshot(root)
-    opt = so.ServiceOptIn("memcached", root=root, systemctl=FakeSystemctl())
+    opt = so.ServiceOptIn("memcached", root=root, bus=FakeSystemd())
     opt.apply()
     assert os.path.exists(dropin(root, "memcached.service"))
     opt.unapply()
@@ -249,7 +224,7 @@ def test_existing_dropin_dir_kept(tmp_path):
 
 def test_dir_not_removed_when_others_added_files(tmp_path):
     root = make_root(tmp_path)
-    opt = so.ServiceOptIn("memcached", root=root, systemctl=FakeSystemctl())
+    opt = so.ServiceOptIn("memcached", root=root, bus=FakeSystemd())
     opt.apply()
     other = os.path.join(os.path.dirname(dropin(root, "memcached.service")), "90-admin.conf")
     with open(other, "w") as f:
@@ -266,7 +241,7 @@ def test_foreign_file_never_touched_and_nothing_half_done(tmp_path):
     with open(path, "w") as f:
         f.write("[Service]\nEnvironment=FOO=admin\n")
     before = snapshot(root)
-    opt = so.ServiceOptIn("memcached, nginx", root=root, systemctl=FakeSystemctl())
+    opt = so.ServiceOptIn("memcached, nginx", root=root, bus=FakeSystemd())
     with pytest.raises(IrqtuneError, match="not written by irqtune"):
         opt.apply()
     assert snapshot(root) == before
@@ -281,7 +256,7 @@ def test_leftover_own_file_replaced_and_removed(tmp_path):
     os.makedirs(os.path.dirname(path))
     with open(path, "w") as f:
         f.write(so.MARKER + "\n[Service]\nEnvironment=IRQTUNE_BUSY_POLL_USECS=9\n")
-    opt = so.ServiceOptIn("memcached", root=root, systemctl=FakeSystemctl())
+    opt = so.ServiceOptIn("memcached", root=root, bus=FakeSystemd())
     opt.apply()
     with open(path) as f:
         assert f.read() == EXPECTED_DEFAULT
@@ -293,7 +268,7 @@ def test_leftover_own_file_replaced_and_removed(tmp_path):
 
 def test_edited_file_left_in_place(tmp_path, caplog):
     root = make_root(tmp_path)
-    opt = so.ServiceOptIn("memcached", root=root, systemctl=FakeSystemctl())
+    opt = so.ServiceOptIn("memcached", root=root, bus=FakeSystemd())
     opt.apply()
     path = dropin(root, "memcached.service")
     with open(path, "a") as f:
@@ -307,7 +282,7 @@ def test_edited_file_left_in_place(tmp_path, caplog):
 
 def test_verify_detects_missing(tmp_path):
     root = make_root(tmp_path)
-    opt = so.ServiceOptIn("memcached", root=root, systemctl=FakeSystemctl())
+    opt = so.ServiceOptIn("memcached", root=root, bus=FakeSystemd())
     assert opt.verify() == [("memcached.service", False, "not written")]
     opt.apply()
     assert opt.verify() == [("memcached.service", True, "present")]
@@ -318,8 +293,8 @@ def test_verify_detects_missing(tmp_path):
 def test_daemon_reload_failure_rolls_back(tmp_path):
     root = make_root(tmp_path)
     before = snapshot(root)
-    fake = FakeSystemctl(fail={"daemon-reload"})
-    opt = so.ServiceOptIn("memcached, nginx", root=root, systemctl=fake)
+    fake = FakeSystemd(fail={"Reload"})
+    opt = so.ServiceOptIn("memcached, nginx", root=root, bus=fake)
     with pytest.raises(IrqtuneError, match="daemon-reload failed"):
         opt.apply()
     assert snapshot(root) == before
@@ -339,7 +314,7 @@ def test_write_failure_rolls_back(tmp_path, monkeypatch):
         return real_replace(src, dst)
 
     monkeypatch.setattr(os, "replace", flaky_replace)
-    opt = so.ServiceOptIn("memcached, nginx", root=root, systemctl=FakeSystemctl())
+    opt = so.ServiceOptIn("memcached, nginx", root=root, bus=FakeSystemd())
     with pytest.raises(IrqtuneError, match="nothing left behind"):
         opt.apply()
     assert snapshot(root) == before
@@ -347,9 +322,9 @@ def test_write_failure_rolls_back(tmp_path, monkeypatch):
 
 def test_two_owners_refused(tmp_path):
     root = make_root(tmp_path)
-    first = so.ServiceOptIn("memcached", root=root, systemctl=FakeSystemctl())
+    first = so.ServiceOptIn("memcached", root=root, bus=FakeSystemd())
     first.apply()
-    second = so.ServiceOptIn("memcached", root=root, systemctl=FakeSystemctl())
+    second = so.ServiceOptIn("memcached", root=root, bus=FakeSystemd())
     with pytest.raises(IrqtuneError, match="already opted in"):
         second.apply()
     first.unapply()
@@ -361,21 +336,21 @@ def test_state_adopted_by_a_later_process(tmp_path):
     """A restarted daemon removes what the previous one wrote, same rules."""
     root = make_root(tmp_path)
     before = snapshot(root)
-    first = so.ServiceOptIn("memcached, nginx", root=root, systemctl=FakeSystemctl())
+    first = so.ServiceOptIn("memcached, nginx", root=root, bus=FakeSystemd())
     first.apply()
     state = first.export_state()
     so._CLAIMED.clear()  # a new process
     with open(dropin(root, "nginx.service"), "a") as f:
         f.write("# admin\n")
-    fake = FakeSystemctl()
-    later = so.ServiceOptIn("", root=root, systemctl=fake)
+    fake = FakeSystemd()
+    later = so.ServiceOptIn("", root=root, bus=fake)
     assert later.apply(previous_state=state + [{"bogus": 1}]) == []
     after = snapshot(root)
     assert "etc/systemd/system/memcached.service.d" not in after
     assert after["etc/systemd/system/nginx.service.d/" + so.DROPIN_NAME].endswith("# admin\n")
     assert set(after) - set(before) == {"etc/systemd/system/nginx.service.d",
                                         "etc/systemd/system/nginx.service.d/" + so.DROPIN_NAME}
-    assert fake.verbs() == ["daemon-reload"]
+    assert fake.verbs() == ["Reload"]
 
 
 def test_apply_takes_over_previous_state(tmp_path):
@@ -384,13 +359,13 @@ def test_apply_takes_over_previous_state(tmp_path):
     no longer named ones are removed."""
     root = make_root(tmp_path)
     before = snapshot(root)
-    first = so.ServiceOptIn("memcached, nginx", root=root, systemctl=FakeSystemctl())
+    first = so.ServiceOptIn("memcached, nginx", root=root, bus=FakeSystemd())
     first.apply()
     state = first.export_state()
     so._CLAIMED.clear()  # a new process
-    fake = FakeSystemctl()
+    fake = FakeSystemd()
     second = so.ServiceOptIn("memcached", so.OptInValues(usecs=5), root=root,
-                             systemctl=fake)
+                             bus=fake)
     second.apply(previous_state=state)
     after = snapshot(root)
     assert "etc/systemd/system/nginx.service.d" not in after
@@ -403,14 +378,14 @@ def test_apply_takes_over_previous_state(tmp_path):
 def test_previous_state_only_removed(tmp_path):
     root = make_root(tmp_path)
     before = snapshot(root)
-    first = so.ServiceOptIn("memcached", root=root, systemctl=FakeSystemctl())
+    first = so.ServiceOptIn("memcached", root=root, bus=FakeSystemd())
     first.apply()
     state = first.export_state()
     so._CLAIMED.clear()
-    fake = FakeSystemctl()
-    assert so.ServiceOptIn("", root=root, systemctl=fake).apply(previous_state=state) == []
+    fake = FakeSystemd()
+    assert so.ServiceOptIn("", root=root, bus=fake).apply(previous_state=state) == []
     assert snapshot(root) == before
-    assert fake.verbs() == ["daemon-reload"]
+    assert fake.verbs() == ["Reload"]
 
 
 def test_rollback_restores_replaced_own_file(tmp_path):
@@ -422,7 +397,7 @@ def test_rollback_restores_replaced_own_file(tmp_path):
         f.write(old)
     before = snapshot(root)
     opt = so.ServiceOptIn("memcached", root=root,
-                          systemctl=FakeSystemctl(fail={"daemon-reload"}))
+                          bus=FakeSystemd(fail={"Reload"}))
     with pytest.raises(IrqtuneError):
         opt.apply()
     assert snapshot(root) == before
@@ -432,26 +407,26 @@ def test_rollback_restores_replaced_own_file(tmp_path):
 
 def test_running_services_listed_not_restarted(tmp_path, caplog):
     root = make_root(tmp_path)
-    fake = FakeSystemctl({"memcached.service": {"ActiveState": "active"}})
-    opt = so.ServiceOptIn("memcached, nginx", root=root, systemctl=fake)
+    fake = FakeSystemd({"memcached.service": {"ActiveState": "active"}})
+    opt = so.ServiceOptIn("memcached, nginx", root=root, bus=fake)
     with caplog.at_level(logging.WARNING, logger="irqtune"):
         assert opt.apply() == ["memcached.service"]
     assert "restart memcached.service" in caplog.text
-    assert "try-restart" not in fake.verbs()
+    assert "TryRestartUnit" not in fake.verbs()
     assert opt.unapply() == ["memcached.service"]
-    assert "try-restart" not in fake.verbs()
+    assert "TryRestartUnit" not in fake.verbs()
 
 
 def test_restart_when_asked(tmp_path):
     root = make_root(tmp_path)
-    fake = FakeSystemctl({"memcached.service": {"ActiveState": "active"}})
-    opt = so.ServiceOptIn("memcached, nginx", root=root, systemctl=fake, restart=True)
+    fake = FakeSystemd({"memcached.service": {"ActiveState": "active"}})
+    opt = so.ServiceOptIn("memcached, nginx", root=root, bus=fake, restart=True)
     opt.apply()
-    assert ["try-restart", "--", "memcached.service"] in fake.calls
+    assert ("TryRestartUnit", "memcached.service", "replace") in fake.calls
     opt.unapply()
-    assert fake.verbs() == ["daemon-reload", "try-restart", "daemon-reload", "try-restart"]
+    assert fake.verbs() == ["Reload", "TryRestartUnit", "Reload", "TryRestartUnit"]
     # The reload comes before the restart, so the restart sees the new config.
-    assert fake.verbs().index("daemon-reload") < fake.verbs().index("try-restart")
+    assert fake.verbs().index("Reload") < fake.verbs().index("TryRestartUnit")
 
 
 def test_restart_only_where_the_process_disagrees(tmp_path):
@@ -463,24 +438,24 @@ def test_restart_only_where_the_process_disagrees(tmp_path):
     for pid, lib in (("100", LIB), ("200", "/usr/lib/libc.so.6")):
         (proc / pid).mkdir(parents=True)
         (proc / pid / "maps").write_text("7f00-7f01 r-xp 00000000 08:01 12 %s\n" % lib)
-    fake = FakeSystemctl({
-        "with.service": {"ActiveState": "active", "MainPID": "100"},
-        "without.service": {"ActiveState": "active", "MainPID": "200"}})
-    opt = so.ServiceOptIn("with, without", root=root, systemctl=fake, restart=True,
+    fake = FakeSystemd({
+        "with.service": {"ActiveState": "active", "MainPID": 100},
+        "without.service": {"ActiveState": "active", "MainPID": 200}})
+    opt = so.ServiceOptIn("with, without", root=root, bus=fake, restart=True,
                           kfs=KernelFs(proc=str(proc)))
     assert opt.apply() == ["without.service"]
-    assert ["try-restart", "--", "without.service"] in fake.calls
+    assert ("TryRestartUnit", "without.service", "replace") in fake.calls
     assert opt.unapply() == ["with.service"]
-    assert ["try-restart", "--", "with.service"] in fake.calls
+    assert ("TryRestartUnit", "with.service", "replace") in fake.calls
 
 
 # existing LD_PRELOAD
 
 def test_existing_ld_preload_kept(tmp_path, caplog):
     root = make_root(tmp_path)
-    fake = FakeSystemctl({"memcached.service": {
-        "Environment": "A=1 LD_PRELOAD=/usr/lib/libjemalloc.so.2 \"B=x y\""}})
-    opt = so.ServiceOptIn("memcached", root=root, systemctl=fake)
+    fake = FakeSystemd({"memcached.service": {
+        "Environment": ["A=1", "LD_PRELOAD=/usr/lib/libjemalloc.so.2", "B=x y"]}})
+    opt = so.ServiceOptIn("memcached", root=root, bus=fake)
     with caplog.at_level(logging.INFO, logger="irqtune"):
         opt.apply()
     with open(dropin(root, "memcached.service")) as f:
@@ -491,8 +466,8 @@ def test_existing_ld_preload_kept(tmp_path, caplog):
 
 def test_existing_ld_preload_with_our_library_not_doubled(tmp_path):
     root = make_root(tmp_path)
-    fake = FakeSystemctl({"memcached.service": {"Environment": "LD_PRELOAD=%s" % LIB}})
-    so.ServiceOptIn("memcached", root=root, systemctl=fake).apply()
+    fake = FakeSystemd({"memcached.service": {"Environment": ["LD_PRELOAD=%s" % LIB]}})
+    so.ServiceOptIn("memcached", root=root, bus=fake).apply()
     with open(dropin(root, "memcached.service")) as f:
         assert f.read() == EXPECTED_DEFAULT
 
@@ -530,8 +505,8 @@ def test_systemd_parses_dropin_as_intended(tmp_path):
 def test_without_systemd_nothing_done(tmp_path):
     root = make_root(tmp_path, systemd=False)
     before = snapshot(root)
-    fake = FakeSystemctl()
-    opt = so.ServiceOptIn("memcached, nginx", root=root, systemctl=fake)
+    fake = FakeSystemd()
+    opt = so.ServiceOptIn("memcached, nginx", root=root, bus=fake)
     with pytest.raises(UnsupportedError, match="systemd is not running.*nothing was written"):
         opt.apply()
     assert snapshot(root) == before
@@ -543,9 +518,9 @@ def test_without_systemd_nothing_done(tmp_path):
 def test_without_library_nothing_done(tmp_path):
     root = make_root(tmp_path, library=False)
     before = snapshot(root)
-    fake = FakeSystemctl()
+    fake = FakeSystemd()
     with pytest.raises(UnsupportedError, match="not installed"):
-        so.ServiceOptIn("memcached", root=root, systemctl=fake).apply()
+        so.ServiceOptIn("memcached", root=root, bus=fake).apply()
     assert snapshot(root) == before
     assert fake.verbs() == []
 
@@ -560,16 +535,16 @@ def test_library_found_in_other_libdir(tmp_path):
 
 def test_no_services_no_action(tmp_path):
     root = make_root(tmp_path, systemd=False)
-    fake = FakeSystemctl()
-    assert so.ServiceOptIn("", root=root, systemctl=fake).apply() == []
+    fake = FakeSystemd()
+    assert so.ServiceOptIn("", root=root, bus=fake).apply() == []
     assert fake.calls == []
 
 
 def test_unknown_unit_still_written_with_warning(tmp_path, caplog):
     root = make_root(tmp_path)
-    fake = FakeSystemctl({"nosuch.service": {"LoadState": "not-found"}})
+    fake = FakeSystemd({"nosuch.service": {"LoadState": "not-found"}})
     with caplog.at_level(logging.WARNING, logger="irqtune"):
-        so.ServiceOptIn("nosuch", root=root, systemctl=fake).apply()
+        so.ServiceOptIn("nosuch", root=root, bus=fake).apply()
     assert os.path.exists(dropin(root, "nosuch.service"))
     assert "no such unit" in caplog.text
 
@@ -577,7 +552,7 @@ def test_unknown_unit_still_written_with_warning(tmp_path, caplog):
 def test_budget_above_64_warns(tmp_path, caplog):
     root = make_root(tmp_path)
     opt = so.ServiceOptIn("memcached", so.OptInValues(budget=128), root=root,
-                          systemctl=FakeSystemctl())
+                          bus=FakeSystemd())
     with caplog.at_level(logging.WARNING, logger="irqtune"):
         opt.apply()
     assert "CAP_NET_ADMIN" in caplog.text
@@ -593,35 +568,75 @@ def test_preload_status(tmp_path):
         "7f00-7f01 r-xp 00000000 08:01 12 %s\n" % LIB)
     (proc / "200").mkdir()
     (proc / "200" / "maps").write_text("7f00-7f01 r-xp 00000000 08:01 12 /usr/lib/libc.so.6\n")
-    fake = FakeSystemctl({"a.service": {"MainPID": "100"}, "b.service": {"MainPID": "200"},
-                          "c.service": {"MainPID": "0"}, "d.service": {"MainPID": "300"}})
-    opt = so.ServiceOptIn("a, b, c, d", root=root, systemctl=fake, kfs=KernelFs(proc=str(proc)))
+    fake = FakeSystemd({"a.service": {"MainPID": 100}, "b.service": {"MainPID": 200},
+                          "c.service": {"MainPID": 0}, "d.service": {"MainPID": 300}})
+    opt = so.ServiceOptIn("a, b, c, d", root=root, bus=fake, kfs=KernelFs(proc=str(proc)))
     assert [opt.preload_status(u) for u in opt.services] == \
         ["loaded", "not-loaded", "inactive", "unknown"]
 
 
-# the real runner uses an argument list
+# systemd over D-Bus: without python3-dbus, restart jobs, systemd's errors
 
-def test_default_systemctl_argv(tmp_path, monkeypatch):
-    bindir = tmp_path / "bin"
-    bindir.mkdir()
-    log_file = tmp_path / "argv"
-    script = bindir / "systemctl"
-    script.write_text('#!/bin/sh\nfor a in "$@"; do printf "%%s\\n" "$a"; done >> %s\n'
-                      'echo active\n' % log_file)
-    script.chmod(0o755)
-    monkeypatch.setenv("PATH", str(bindir))
-    rc, out = default_systemctl(["show", "--property=ActiveState", "--value",
-                                    "we ird;$(x).service"])
-    assert (rc, out) == (0, "active\n")
-    assert log_file.read_text().splitlines() == [
-        "show", "--property=ActiveState", "--value", "we ird;$(x).service"]
+def test_without_python3_dbus_each_call_says_so(tmp_path, monkeypatch):
+    monkeypatch.setitem(sys.modules, "dbus", None)          # import dbus: ImportError
+    ctl = systemd.Systemctl()
+    assert ctl.unit_property("memcached.service", "LoadState") is None
+    assert ctl.failure == ("cannot ask systemd: python3-dbus (import dbus), TuneD's D-Bus "
+                           "binding, is not installed")
+    with pytest.raises(IrqtuneError, match=r"^systemd daemon-reload failed: cannot ask "
+                                           r"systemd: python3-dbus"):
+        ctl.daemon_reload()
 
 
-def test_default_systemctl_missing(monkeypatch, tmp_path):
-    monkeypatch.setenv("PATH", str(tmp_path))
-    rc, _ = default_systemctl(["daemon-reload"])
-    assert rc != 0
+class Clock:
+    def __init__(self):
+        self.now = 0.0
+
+    def __call__(self):
+        return self.now
+
+    def sleep(self, seconds):
+        self.now += seconds
+
+
+@pytest.mark.parametrize("polls,said", [
+    (3, "INFO restarted memcached.service"),
+    (10 ** 6, "WARNING memcached.service: the restart still runs after 10 s; systemd finishes it"),
+])
+def test_try_restart_waits_for_its_job_a_while(caplog, polls, said):
+    """systemctl try-restart waits for the job; here at most RESTART_WAIT,
+    because TuneD's profile switch waits meanwhile."""
+    fake, clock = FakeSystemd({"memcached.service": {"ActiveState": "active"}},
+                              job_polls=polls), Clock()
+    ctl = systemd.Systemctl(fake, clock, clock.sleep)
+    with caplog.at_level(logging.INFO, logger="irqtune"):
+        ctl.try_restart(["memcached.service"])
+    assert ["%s %s" % (r.levelname, r.getMessage()) for r in caplog.records] == [said]
+    assert clock.now <= systemd.RESTART_WAIT + systemd.JOB_POLL
+
+
+def test_try_restart_says_what_systemd_refused_and_what_failed(caplog):
+    fake = FakeSystemd({"bad.service": {"ActiveState": "failed"}}, fail={"TryRestartUnit"})
+    with caplog.at_level(logging.INFO, logger="irqtune"):
+        systemd.Systemctl(fake).try_restart(["q\x1b.service"])
+    assert caplog.records[0].getMessage() == (
+        "try-restart $'q\\x1b.service' failed: fake failure of TryRestartUnit "
+        "(org.freedesktop.systemd1.Fake)")
+    caplog.clear()
+    fake = FakeSystemd({"bad.service": {"ActiveState": "failed"}}, job_polls=0)
+    with caplog.at_level(logging.INFO, logger="irqtune"):
+        systemd.Systemctl(fake).try_restart(["bad.service"])
+    assert [r.getMessage() for r in caplog.records] == [
+        "try-restart bad.service failed: the unit is in state failed (journalctl -u bad.service)"]
+
+
+def test_properties_as_systemd_types_them():
+    fake = FakeSystemd({"m.service": {"MainPID": 42, "Environment": ["A=1", "B=x y"]}})
+    ctl = systemd.Systemctl(fake)
+    assert ctl.unit_property("m.service", "MainPID") == 42
+    assert ctl.unit_property("m.service", "Environment") == ["A=1", "B=x y"]
+    assert ctl.unit_property("m.service", "LoadState") == "loaded"
+    assert [c[0] for c in fake.calls] == ["LoadUnit", "Get", "Get", "Get"]   # the path kept
 
 
 # The TuneD adapter, loaded into the installed TuneD's plugin package and
@@ -639,7 +654,7 @@ def load_plugin_module():
 
 @pytest.fixture
 def tuned_plugin(tmp_path):
-    """A BusyPollOptinPlugin wired to a fixture root and a fake systemctl."""
+    """A BusyPollOptinPlugin wired to a fixture root and a fake systemd bus."""
     module = load_plugin_module()
     from tuned.plugins.instance import Factory as InstanceFactory
     from tuned.profiles.variables import Variables
@@ -650,7 +665,7 @@ def tuned_plugin(tmp_path):
 
     def make(root, fake, options):
         cls = type("TestBusyPollOptinPlugin", (module.BusyPollOptinPlugin,),
-                   {"_optin_root": root, "_optin_systemctl": fake,
+                   {"_optin_root": root, "_optin_bus": fake,
                     "_optin_state_dir": state_dir})
         # Plugin.name derives from the module name: keep TuneD's.
         cls.__module__ = module.__name__
@@ -683,7 +698,7 @@ def test_plugin_options_listed(tuned_plugin):
 def test_plugin_apply_verify_full_rollback(tuned_plugin, tmp_path, caplog):
     root = make_root(tmp_path)
     before = snapshot(root)
-    fake = FakeSystemctl({"memcached.service": {"ActiveState": "active"}})
+    fake = FakeSystemd({"memcached.service": {"ActiveState": "active"}})
     plugin, inst = tuned_plugin(root, fake, {"services": "memcached, nginx",
                                              "busy_poll_usecs": "10"})
     with caplog.at_level(logging.INFO):
@@ -694,7 +709,7 @@ def test_plugin_apply_verify_full_rollback(tuned_plugin, tmp_path, caplog):
     caplog.clear()
     with open(dropin(root, "nginx.service")) as f:
         assert "IRQTUNE_BUSY_POLL_USECS=10" in f.read()
-    assert "try-restart" not in fake.verbs()
+    assert "TryRestartUnit" not in fake.verbs()
     with caplog.at_level(logging.INFO):
         assert plugin.instance_verify_tuning(inst, False) is True
     assert "verify: passed: 'busy_poll_optin optin: %s' = 'present'" % \
@@ -702,12 +717,12 @@ def test_plugin_apply_verify_full_rollback(tuned_plugin, tmp_path, caplog):
     # TuneD 2.20 passes a bool: True = full rollback.
     plugin.instance_unapply_tuning(inst, True)
     assert snapshot(root) == before
-    assert fake.verbs() == ["daemon-reload", "daemon-reload"]
+    assert fake.verbs() == ["Reload", "Reload"]
 
 
 def test_plugin_verify_fails_after_edit(tuned_plugin, tmp_path, caplog):
     root = make_root(tmp_path)
-    plugin, inst = tuned_plugin(root, FakeSystemctl(), {"services": "memcached"})
+    plugin, inst = tuned_plugin(root, FakeSystemd(), {"services": "memcached"})
     plugin.instance_apply_tuning(inst)
     with open(dropin(root, "memcached.service"), "a") as f:
         f.write("# edited\n")
@@ -723,7 +738,7 @@ def test_plugin_rollback_signatures(tuned_plugin, tmp_path, rollback, removed):
     """bool (TuneD 2.20) and int ROLLBACK_NONE/SOFT/FULL (2.21+): only a full
     rollback removes; a shutdown keeps the drop-ins for the next boot."""
     root = make_root(tmp_path)
-    plugin, inst = tuned_plugin(root, FakeSystemctl(), {"services": "memcached"})
+    plugin, inst = tuned_plugin(root, FakeSystemd(), {"services": "memcached"})
     plugin.instance_apply_tuning(inst)
     plugin._instance_unapply_static(inst, rollback)
     assert os.path.exists(dropin(root, "memcached.service")) is not removed
@@ -737,11 +752,11 @@ def test_plugin_restarted_daemon_takes_over(tuned_plugin, tmp_path):
     named."""
     root = make_root(tmp_path)
     before = snapshot(root)
-    plugin, inst = tuned_plugin(root, FakeSystemctl(), {"services": "memcached, nginx"})
+    plugin, inst = tuned_plugin(root, FakeSystemd(), {"services": "memcached, nginx"})
     plugin.instance_apply_tuning(inst)
     plugin._instance_unapply_static(inst, 1)  # soft: daemon stopped at shutdown
     so._CLAIMED.clear()  # new process
-    plugin2, inst2 = tuned_plugin(root, FakeSystemctl(), {"services": "memcached"})
+    plugin2, inst2 = tuned_plugin(root, FakeSystemd(), {"services": "memcached"})
     plugin2.instance_apply_tuning(inst2)
     assert not os.path.exists(dropin(root, "nginx.service"))
     assert os.path.exists(dropin(root, "memcached.service"))
@@ -752,7 +767,7 @@ def test_plugin_restarted_daemon_takes_over(tuned_plugin, tmp_path):
 def test_plugin_without_systemd(tuned_plugin, tmp_path, caplog):
     root = make_root(tmp_path, systemd=False)
     before = snapshot(root)
-    fake = FakeSystemctl()
+    fake = FakeSystemd()
     plugin, inst = tuned_plugin(root, fake, {"services": "memcached"})
     with caplog.at_level(logging.ERROR):
         plugin.instance_apply_tuning(inst)
@@ -772,7 +787,7 @@ def test_plugin_without_systemd(tuned_plugin, tmp_path, caplog):
 
 def test_plugin_bad_option_one_error(tuned_plugin, tmp_path, caplog):
     root = make_root(tmp_path)
-    fake = FakeSystemctl()
+    fake = FakeSystemd()
     with caplog.at_level(logging.ERROR):
         plugin, inst = tuned_plugin(root, fake, {"services": "memcached",
                                                  "busy_poll_budget": "70000"})
@@ -790,7 +805,7 @@ def test_plugin_reports_every_bad_value_under_the_names_the_admin_edited(
     (latency-suspend's variables); the line must also say that no service
     is opted in at all."""
     root = make_root(tmp_path)
-    fake = FakeSystemctl()
+    fake = FakeSystemd()
     plugin, inst = tuned_plugin(root, fake, {
         "services": "${optin_services}", "busy_poll_usecs": "${optin_busy_poll_usecs}",
         "prefer_busy_poll": "2", "restart": "${optin_restart}"})
@@ -817,7 +832,7 @@ def test_plugin_reports_every_bad_value_under_the_names_the_admin_edited(
 def test_plugin_names_an_undefined_variable(tuned_plugin, tmp_path, caplog):
     """A variable missing from the variables file (an older file kept over
     an upgrade) is named as such, not only as the text '${...}'."""
-    plugin, inst = tuned_plugin(make_root(tmp_path), FakeSystemctl(),
+    plugin, inst = tuned_plugin(make_root(tmp_path), FakeSystemd(),
                                 {"busy_poll_usecs": "${optin_busy_poll_usecs}"})
     errors = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
     assert errors == [
@@ -828,15 +843,15 @@ def test_plugin_names_an_undefined_variable(tuned_plugin, tmp_path, caplog):
 
 def test_plugin_restart_option(tuned_plugin, tmp_path):
     root = make_root(tmp_path)
-    fake = FakeSystemctl({"memcached.service": {"ActiveState": "active"}})
+    fake = FakeSystemd({"memcached.service": {"ActiveState": "active"}})
     plugin, inst = tuned_plugin(root, fake, {"services": "memcached", "restart": "true"})
     plugin.instance_apply_tuning(inst)
-    assert ["try-restart", "--", "memcached.service"] in fake.calls
+    assert ("TryRestartUnit", "memcached.service", "replace") in fake.calls
 
 
 def test_plugin_variables_expanded(tuned_plugin, tmp_path):
     root = make_root(tmp_path)
-    plugin, inst = tuned_plugin(root, FakeSystemctl(), {"services": "${svc}"})
+    plugin, inst = tuned_plugin(root, FakeSystemd(), {"services": "${svc}"})
     plugin._variables.add_variable("svc", "memcached")
     plugin._instance_init(inst)
     plugin.instance_apply_tuning(inst)

@@ -7,6 +7,7 @@ from irqtune.kernel.caps import NapiCapabilities
 from irqtune.features.napi import NapiConfig, NapiTuner
 from irqtune.services.ledger import Ledger
 from irqtune.kernel.kfs import KernelFs
+from support.fakes.systemd import FakeSystemd
 
 
 def test_state_round_trip_and_removal(tmp_path):
@@ -78,7 +79,7 @@ def test_optin_records_its_drop_ins_before_writing_them(tmp_path, monkeypatch):
     one the record of every file it may have written."""
     from irqtune.features import service_optin as so
     from irqtune.features.service_optin import optin as optin_module
-    from test_service_optin import FakeSystemctl, dropin, make_root
+    from test_service_optin import dropin, make_root
     root = make_root(tmp_path)
     ledger = Ledger("busy_poll_optin-t", str(tmp_path / "run"))
     seen = []
@@ -89,7 +90,7 @@ def test_optin_records_its_drop_ins_before_writing_them(tmp_path, monkeypatch):
         return real_write(unit, path, content, earlier)
     monkeypatch.setattr(optin_module, "write_dropin", write)
     tuner = so.OptInTuner(so.ServiceOptIn("memcached, nginx", root=root,
-                                          systemctl=FakeSystemctl()), ledger=ledger)
+                                          bus=FakeSystemd()), ledger=ledger)
     tuner.apply()
     both = sorted([dropin(root, "memcached.service"), dropin(root, "nginx.service")])
     assert seen == [both, both]

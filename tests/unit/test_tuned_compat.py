@@ -267,8 +267,9 @@ def prepare(name, module, workdir, patch):
 
     if name == "busy_poll_optin":
         import test_service_optin as tso
+        from support.fakes.systemd import FakeSystemd
         root = tso.make_root(pathlib.Path(workdir))
-        attrs = {"_optin_root": root, "_optin_systemctl": tso.FakeSystemctl(),
+        attrs = {"_optin_root": root, "_optin_bus": FakeSystemd(),
                  "_optin_state_dir": os.path.join(workdir, "state"),
                  "_optin_proc_root": os.path.join(workdir, "proc")}
         dropin = tso.dropin(root, "memcached.service")

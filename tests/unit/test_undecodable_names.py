@@ -22,6 +22,7 @@ of the development host), byte for byte:
 import os
 
 from support.fakes.netdev import FakeNetdev
+from support.fakes.systemd import FakeSystemd
 
 from irqtune.frontends import activeprofile, metrics
 from irqtune.frontends.doctor import targets
@@ -101,8 +102,7 @@ def test_metrics_of_an_opted_in_service_mapping_a_path_that_is_not_utf8(tmp_path
         "[main]\nsummary=test\n\n[busy_poll_optin]\nservices=memcached\n")
     monkeypatch.setattr(activeprofile, "PROFILE_DIRS", (str(etc / "profiles"),))
 
-    def systemctl(argv):
-        return 0, "%d\n" % PID
-    families = {f.name: f for f in metrics.collect(kfs=kfs, etc=str(etc), systemctl=systemctl)}
+    bus = FakeSystemd({"memcached.service": {"MainPID": PID}})
+    families = {f.name: f for f in metrics.collect(kfs=kfs, etc=str(etc), bus=bus)}
     assert families["irqtune_optin_preload_loaded"].samples == [
         (dict(profile="latency-suspend", unit="busy_poll_optin", service="memcached.service"), 1)]

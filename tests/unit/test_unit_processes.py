@@ -1,33 +1,22 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """irqtune.services.systemd.UnitProcesses: the one way the doctor
 (--service) and the auto values (auto_services) find a unit's processes -
-its control group's cgroup.procs, systemctl asked only when that is empty -
+its control group's cgroup.procs, systemd asked only when that is empty -
 and the reasons they give when there are none."""
-
-import re
 
 import pytest
 
 from irqtune.kernel.errors import IrqtuneError
 from irqtune.kernel.kfs import KernelFs
 from irqtune.services.systemd import UnitProcesses
+from support.fakes.systemd import FakeSystemd
 
 GROUP = "/system.slice/memcached.service"
 
 
-class Systemctl:
-    """`systemctl show --property=P --value -- UNIT` answers, each call kept."""
-
-    def __init__(self, **props):
-        self.props = props
-        self.asked = []
-
-    def __call__(self, argv):
-        prop = argv[1].split("=", 1)[1]
-        self.asked.append(prop)
-        if prop not in self.props:
-            return 1, "Unit not loaded.\n"
-        return 0, self.props[prop] + "\n"
+def Systemctl(**props):
+    """systemd answering props for every unit, UnknownProperty for the others."""
+    return FakeSystemd(defaults=props)
 
 
 class Clock:
@@ -54,7 +43,7 @@ def test_a_unit_processes_are_its_control_group_and_systemd_is_asked_once(tmp_pa
     units = UnitProcesses(kfs, ctl, str(tmp_path))
     assert units.pids("memcached.service") == [7, 8]
     assert units.pids("memcached.service") == [7, 8]
-    assert ctl.asked == ["LoadState", "ControlGroup"]
+    assert ctl.asked() == ["LoadState", "ControlGroup"]
 
 
 def test_an_empty_group_asks_systemd_again_at_most_every_retry(tmp_path):
@@ -66,7 +55,7 @@ def test_an_empty_group_asks_systemd_again_at_most_every_retry(tmp_path):
     group.joinpath("cgroup.procs").write_text("")       # stopped: not asked within retry
     with pytest.raises(IrqtuneError, match="^memcached.service: the unit runs no process$"):
         units.pids("memcached.service")
-    assert ctl.asked.count("ControlGroup") == 1
+    assert ctl.asked().count("ControlGroup") == 1
     clock.now += 60
     with pytest.raises(IrqtuneError, match=r"^memcached.service: the unit runs no process "
                                            r"\(ActiveState=inactive\)$"):
@@ -74,10 +63,10 @@ def test_an_empty_group_asks_systemd_again_at_most_every_retry(tmp_path):
     clock.now += 59
     with pytest.raises(IrqtuneError, match="^memcached.service: the unit runs no process$"):
         units.pids("memcached.service")
-    assert ctl.asked.count("ControlGroup") == 2
+    assert ctl.asked().count("ControlGroup") == 2
     group.joinpath("cgroup.procs").write_text("9\n")     # started again: no systemctl
     assert units.pids("memcached.service") == [9]
-    assert ctl.asked.count("ControlGroup") == 2
+    assert ctl.asked().count("ControlGroup") == 2
 
 
 def test_without_systemd_nothing_is_asked(tmp_path):
@@ -86,19 +75,25 @@ def test_without_systemd_nothing_is_asked(tmp_path):
     with pytest.raises(IrqtuneError, match="^memcached.service: systemd is not running on "
                                            "this host$"):
         UnitProcesses(kfs, ctl, str(tmp_path)).pids("memcached.service")
-    assert ctl.asked == []
+    assert ctl.asked() == []
 
 
-@pytest.mark.parametrize("props,state", [({}, "?"), ({"LoadState": "not-found"}, "not-found")])
-def test_an_unknown_unit_is_said_so(tmp_path, props, state):
+def test_an_unknown_unit_is_said_so(tmp_path):
     kfs, _ = host(tmp_path)
     with pytest.raises(IrqtuneError, match=r"^nosuch.service: no such unit \(systemctl show: "
-                                           r"LoadState=%s\)$" % re.escape(state)):
-        UnitProcesses(kfs, Systemctl(**props), str(tmp_path)).pids("nosuch.service")
+                                           r"LoadState=not-found\)$"):
+        UnitProcesses(kfs, Systemctl(LoadState="not-found"), str(tmp_path)).pids("nosuch.service")
+
+
+def test_systemd_not_answering_is_said_so(tmp_path):
+    kfs, _ = host(tmp_path)
+    with pytest.raises(IrqtuneError, match=r"^nosuch.service: fake failure of LoadUnit "
+                                           r"\(org.freedesktop.systemd1.Fake\)$"):
+        UnitProcesses(kfs, FakeSystemd(fail={"LoadUnit"}), str(tmp_path)).pids("nosuch.service")
 
 
 def test_a_unit_name_from_a_command_line_is_shown_escaped(tmp_path):
     kfs, _ = host(tmp_path)
     with pytest.raises(IrqtuneError) as err:
-        UnitProcesses(kfs, Systemctl(), str(tmp_path)).pids("\x1b[2Jx.service")
+        UnitProcesses(kfs, Systemctl(LoadState="not-found"), str(tmp_path)).pids("\x1b[2Jx.service")
     assert str(err.value).startswith("$'\\x1b[2Jx.service': no such unit")

@@ -8,8 +8,10 @@ service, a systemd drop-in
 
     /etc/systemd/system/<unit>.d/50-irqtune-busypoll.conf
 
-that sets ``LD_PRELOAD`` and the library's ``IRQTUNE_*`` variables, runs
-``systemctl daemon-reload``, and removes exactly what it added on unapply.
+that sets ``LD_PRELOAD`` and the library's ``IRQTUNE_*`` variables, has
+systemd reload (daemon-reload, asked over D-Bus like every call to systemd:
+nothing forks in TuneD's daemon), and removes exactly what it added on
+unapply.
 
 Rules it keeps:
 
@@ -19,12 +21,12 @@ Rules it keeps:
 - It never removes or overwrites a file it did not write (dropins.py).
 - Services are not restarted unless ``restart=True``: the preload reaches a
   process only when it starts, so the running services that need a restart
-  are logged (and returned).  With ``restart=True`` it runs
-  ``systemctl try-restart`` for those, on apply and on unapply.
+  are logged (and returned).  With ``restart=True`` it try-restarts
+  those, on apply and on unapply, waiting a few seconds for the jobs.
 
 Services that already set ``LD_PRELOAD``: the drop-in's ``Environment=``
 would replace the unit's value, dropping the service's own preload.  When
-the unit's configured environment (``systemctl show -p Environment``) holds
+the unit's configured environment (its Environment property) holds
 ``LD_PRELOAD``, the drop-in sets it to that value with the library appended
 and logs that it did so; the value is a snapshot taken at apply time.
 ``EnvironmentFile=`` settings override ``Environment=`` in systemd: a service

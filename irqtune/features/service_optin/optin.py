@@ -22,19 +22,19 @@ class ServiceOptIn:
     """Opt a set of services in: apply, verify, unapply.
 
     root relocates the configuration paths (/etc, /run/systemd), kfs the
-    procfs read for a service's mapped libraries; systemctl is a callable
-    argv -> (returncode, stdout).
+    procfs read for a service's mapped libraries; bus is
+    irqtune.services.systemd.Systemctl's seam (default: the system bus).
     """
 
     def __init__(self, services, values=None, library=None, root="/",
-                 systemctl=None, restart=False, kfs=KFS):
+                 bus=None, restart=False, kfs=KFS):
         self.services = parse_services(services) if isinstance(services, str) \
             else parse_services(", ".join(services))
         self.values = values if values is not None else OptInValues()
         self.library = check_library_path(library) if library else None
         self.root = root
         self.kfs = kfs
-        self.systemctl = Systemctl(systemctl)
+        self.systemctl = Systemctl(bus)
         self.restart = restart
         self.written = []
 
@@ -46,12 +46,12 @@ class ServiceOptIn:
 
     def preload_status(self, unit):
         """'loaded', 'not-loaded', 'inactive' or 'unknown' for the main process."""
-        pid = self.systemctl.show(unit, "MainPID")
-        if pid is None or not pid.isdigit():
+        pid = self.systemctl.unit_property(unit, "MainPID")
+        if pid is None:
             return "unknown"
-        if pid == "0":
+        if pid == 0:
             return "inactive"
-        loaded = preload_loaded(int(pid), self.kfs,
+        loaded = preload_loaded(pid, self.kfs,
                                 self._resolved_library(quiet=True) or LIBRARY_NAME)
         return {True: "loaded", False: "not-loaded", None: "unknown"}[loaded]
 
@@ -88,7 +88,7 @@ class ServiceOptIn:
                         "(the library reports it)", self.values.budget, BUDGET_WITHOUT_CAP)
         plans = []
         for unit in self.services:
-            if self.systemctl.show(unit, "LoadState") == "not-found":
+            if self.systemctl.unit_property(unit, "LoadState") == "not-found":
                 log.warning("%s: no such unit (yet); the drop-in applies once it "
                             "is installed", unit)
             before = self.systemctl.ld_preload(unit, library)

@@ -36,11 +36,11 @@ def check_pid(pid, kfs=KFS):
     return [pid]
 
 
-def service_pids(unit, systemctl=None, kfs=KFS, root="/"):
+def service_pids(unit, bus=None, kfs=KFS, root="/"):
     """The pids of a running unit (irqtune.services.systemd.UnitProcesses:
     the auto values find theirs the same way)."""
     try:
-        return UnitProcesses(kfs, systemctl, root).pids(unit)
+        return UnitProcesses(kfs, bus, root).pids(unit)
     except IrqtuneError as err:
         raise IrqtuneError("--service %s" % err) from None
 

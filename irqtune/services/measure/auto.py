@@ -147,13 +147,13 @@ def from_options(config, options, recheck_interval):
 class Services:
     """The processes of the measured services, found again on every
     re-check that is due: a unit's by irqtune.services.systemd.UnitProcesses
-    (its control group kept, systemctl asked at most every RETRY seconds),
+    (its control group kept, systemd asked at most every RETRY seconds),
     a pid file's pid checked on every read (Services._pid_in_file)."""
 
-    def __init__(self, entries, kfs=KFS, systemctl=None, clock=time.monotonic, root="/"):
+    def __init__(self, entries, kfs=KFS, bus=None, clock=time.monotonic, root="/"):
         self.entries = list(entries)
         self.kfs = kfs
-        self.units = systemd.UnitProcesses(kfs, systemctl, root, clock, RETRY)
+        self.units = systemd.UnitProcesses(kfs, bus, root, clock, RETRY)
         self.said = SaidOnce()      # a pid file's refusals
 
     def pids(self):
