@@ -77,6 +77,13 @@ def systemd_running(root="/"):
     return os.path.isdir(reroot(root, SYSTEMD_RUNNING_MARKER))
 
 
+def unit_name(name):
+    """name as systemctl completes it for LoadUnit, which takes whole unit
+    names only: without a unit type it is a service (`doctor --service
+    memcached`)."""
+    return name if name.rsplit(".", 1)[-1] in ("service",) + _OTHER_UNIT_TYPES else name + ".service"
+
+
 def system_bus():
     """(the system bus, its error class) of python3-dbus."""
     try:
@@ -128,7 +135,8 @@ class Systemctl:
         gives a path for a unit that does not exist too (LoadState=not-found)."""
         try:
             if unit not in self._paths:
-                self._paths[unit] = str(self._call(MANAGER_PATH, MANAGER, "LoadUnit", unit))
+                self._paths[unit] = str(self._call(MANAGER_PATH, MANAGER, "LoadUnit",
+                                                   unit_name(unit)))
             return self._get(self._paths[unit], name)
         except IrqtuneError as err:
             self.failure = str(err)

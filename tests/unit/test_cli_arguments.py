@@ -125,8 +125,9 @@ def test_watch_of_a_device_removed_meanwhile_is_an_irqtune_error():
         sample("nosuchdev")
 
 
-@pytest.mark.parametrize("unit", ["-H", "--user", "-.mount"])
-def test_doctor_service_name_is_never_a_systemctl_option(tmp_path, unit):
+@pytest.mark.parametrize("unit,loaded", [("-H", "-H.service"), ("--user", "--user.service"),
+                                         ("-.mount", "-.mount")])
+def test_doctor_service_name_is_never_a_systemctl_option(tmp_path, unit, loaded):
     """--service=-H: the name is one D-Bus argument (LoadUnit's), so
     systemd looks up a unit of that name; no command line to take it as
     an option."""
@@ -138,8 +139,8 @@ def test_doctor_service_name_is_never_a_systemctl_option(tmp_path, unit):
     kfs = KernelFs(proc=str(tmp_path / "proc"), sys=str(tmp_path / "sys"))
     assert targets.service_pids(unit, ctl, kfs, str(tmp_path)) == [4242]
     assert ctl.calls
-    assert ("LoadUnit", unit) in ctl.calls
-    assert {c[1] for c in ctl.calls if c[0] == "Get"} == {unit}
+    assert ("LoadUnit", loaded) in ctl.calls
+    assert {c[1] for c in ctl.calls if c[0] == "Get"} == {loaded}
 
 
 # -- numbers: ASCII digits only (issue 39 item 6) ---------------------------

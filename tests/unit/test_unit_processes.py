@@ -97,3 +97,15 @@ def test_a_unit_name_from_a_command_line_is_shown_escaped(tmp_path):
     with pytest.raises(IrqtuneError) as err:
         UnitProcesses(kfs, Systemctl(LoadState="not-found"), str(tmp_path)).pids("\x1b[2Jx.service")
     assert str(err.value).startswith("$'\\x1b[2Jx.service': no such unit")
+
+
+@pytest.mark.parametrize("name,asked", [("memcached", "memcached.service"),
+                                        ("memcached.service", "memcached.service"),
+                                        ("-.mount", "-.mount"), ("x.y", "x.y.service")])
+def test_a_name_without_a_unit_type_is_a_service_as_systemctl_completes_it(tmp_path, name, asked):
+    """`irqtune doctor --service memcached`: systemctl appended .service to
+    a name without a unit type; LoadUnit takes unit names only."""
+    kfs, _ = host(tmp_path)
+    ctl = Systemctl(LoadState="loaded", ControlGroup=GROUP)
+    UnitProcesses(kfs, ctl, str(tmp_path)).pids(name)
+    assert ("LoadUnit", asked) in ctl.calls
