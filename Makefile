@@ -31,11 +31,11 @@ VARIABLE_FILES := $(wildcard profiles/*/*-variables.conf)
 # (rpm-build, rpmlint and groff for the packaging tests, memcached for the
 # preload and doctor tests, PCP with pmdaopenmetrics, Prometheus and
 # node_exporter for the metrics tests).
-DEB_RUN_DEPS  := tuned python3-pyroute2 dbus udev iproute2 ethtool gcc make libc6-dev
+DEB_RUN_DEPS  := tuned python3-pyroute2 python3-dbus dbus udev iproute2 ethtool gcc make libc6-dev
 DEB_TEST_DEPS := python3-pytest rpm rpmlint groff-base memcached libmemcached-tools \
 	python3-pip python3-wheel python3-setuptools \
 	pcp python3-requests prometheus prometheus-node-exporter
-RPM_RUN_DEPS  := tuned python3-pyroute2 dbus-daemon systemd-udev iproute ethtool gcc make
+RPM_RUN_DEPS  := tuned python3-pyroute2 python3-dbus dbus-daemon systemd-udev iproute ethtool gcc make
 RPM_TEST_DEPS := python3-pytest rpm-build rpmlint groff-base memcached pyproject-rpm-macros \
 	pcp pcp-pmda-openmetrics golang-github-prometheus golang-github-prometheus-node-exporter
 
