@@ -11,6 +11,10 @@ your own NIC.
       what a run needs from both hosts and this machine, one line per
       finding with the command that fixes it; exits 1 when a run would
       fail (run makes the same checks first)
+  irqtune-bench local [options]
+      the same bench on this machine's own kernel: memcached behind a veth
+      whose other end is in a network namespace with the load generator
+      (docs/benchmarks.md, "A real kernel")
   irqtune-bench report RUN.json         table, verdicts and plots again
   irqtune-bench report --verdicts-json RUN.json   the verdicts as JSON
   irqtune-bench compare A.json [B.json] p99 spread per cell, side by side
@@ -99,6 +103,8 @@ def add_run_options(ap, out_default):
     ap.add_argument("--reruns", default="2", help="re-runs of a disturbed run, at most (0-10)")
     ap.add_argument("--quick", action="store_true",
                     help="a short run: 1 repeat, 2 s windows, 3 loads (checks the machinery, not the modes)")
+    ap.add_argument("--step-seconds", default="120",
+                    help="with auto among the modes: the step test's time at each load (0: no step test)")
     ap.add_argument("--out", default=out_default, help="directory of the results")
 
 
@@ -170,13 +176,15 @@ def run_settings(args):
         seconds=2.0 if args.quick else number("--seconds", args.seconds, 0.5, 120, False, " seconds"),
         warmup=number("--warmup", args.warmup, 0, 30, False, " seconds"),
         conns=number("--conns", args.conns, 1, 64, unit=" (mcload's limit)"),
-        memcached_cpu=number("--memcached-cpu", args.memcached_cpu, 0, 8191, unit=" (a CPU number)"),
+        memcached_cpu=None if args.memcached_cpu is None else
+        number("--memcached-cpu", args.memcached_cpu, 0, 8191, unit=" (a CPU number)"),
         probe_start=number("--probe-start", args.probe_start, 1, 2000000, unit=" requests/s"),
         probe_max=number("--probe-max", args.probe_max, 1, 2000000, unit=" requests/s"),
         probe_seconds=number("--probe-seconds", args.probe_seconds, 0.5, 120, False, " seconds"),
         seed=number("--seed", args.seed, 0, 2**31 - 1),
         recommend_seconds=number("--recommend-seconds", args.recommend_seconds, 0.5, 60, False, " seconds"),
-        reruns=number("--reruns", args.reruns, 0, 10))
+        reruns=number("--reruns", args.reruns, 0, 10),
+        step_seconds=0 if args.quick else number("--step-seconds", args.step_seconds, 0, 3600, unit=" seconds"))
     if s.probe_start > s.probe_max:
         raise BadArgument("--probe-start %d / --probe-max %d: accepted 1 <= start <= max <= 2000000"
                           % (s.probe_start, s.probe_max))
@@ -203,6 +211,27 @@ def ssh_settings(args):
                       name=checked_name(args.name))
     servervalues.arguments(s)
     return s
+
+
+def local_settings(args, mcload, shim):
+    """run_settings() plus `irqtune-bench local`'s own options."""
+    s = run_settings(args)
+    cpus = sorted(os.sched_getaffinity(0))
+    s.memcached_cpu = cpus[-1] if args.memcached_cpu is None else s.memcached_cpu
+    s.generator_cpu = (next(c for c in cpus if c != s.memcached_cpu) if args.generator_cpu is None else
+                       number("--generator-cpu", args.generator_cpu, 0, 8191, unit=" (a CPU number)"))
+    s.mcload, s.shim, s.name = args.mcload or mcload, args.shim or shim, checked_name(args.name)
+    servervalues.shim_path("--shim", s.shim)
+    return s
+
+
+def add_local_options(p):
+    """`irqtune-bench local`: the testbed on this machine's kernel (netns.py)."""
+    p.add_argument("--generator-cpu", help="the load generator's CPU (default: the lowest other than "
+                   "--memcached-cpu's)")
+    p.add_argument("--mcload", help="the load generator (default: the installed one)")
+    p.add_argument("--shim", help="epoll_slice.so (default: the installed one)")
+    p.add_argument("--name", default="local-bench", help="base name of the result files")
 
 
 def add_host_options(p):
@@ -235,6 +264,12 @@ def parser():
         add_host_options(p)
     for p in (run, check):
         add_run_options(p, out_default=".")
+    local = sub.add_parser("local", help="the bench on this machine's own kernel: memcached and the "
+                           "generator in network namespaces joined by a veth pair")
+    add_local_options(local)
+    add_run_options(local, out_default=".")
+    # memcached on the highest CPU this process may use, unless named
+    local.set_defaults(memcached_cpu=None)
     r = sub.add_parser("report", help="table, verdicts and plots of a saved run")
     r.add_argument("json")
     r.add_argument("--out", default=".")
@@ -250,6 +285,7 @@ def parser():
     s = sub.add_parser("server-state", help="the read-back, as JSON (on the server)")
     s.add_argument("nic")
     s.add_argument("--service", default="memcached")
+    s.add_argument("--pid-file", help="memcached's pid file instead of --service (the netns testbed)")
     s.add_argument("--stats-only", action="store_true")
     sub.add_parser("count", help="instructions per CPU until a line on stdin (on the server)")
     # the internal commands' numbers are text too: internal_numbers()
@@ -304,6 +340,11 @@ def dispatch(args, argv, mcload, shim):
     # the command that runs them, not at the top: the commands the bench
     # runs on its hosts (below) start between a run's two read-backs of the
     # server, inside its CPU figures, and load only what they use.
+    if args.command == "local":
+        from . import netns, orchestrator
+        settings = local_settings(args, mcload, shim)
+        return orchestrator.execute(netns.NetnsTestbed(settings), settings, settings.name, " ".join(
+            ["irqtune-bench"] + [shown(a, 200) for a in argv or sys.argv[1:]]))
     if args.command in ("check", "run"):
         from . import orchestrator
         settings = ssh_settings(args)
@@ -330,7 +371,7 @@ def dispatch(args, argv, mcload, shim):
         json.dump(server.incoming(server.service_pid(args.service), args.port), sys.stdout)
         return 0
     if args.command == "server-state":
-        json.dump(server.state(args.nic, args.service, args.stats_only), sys.stdout)
+        json.dump(server.state(args.nic, args.service, args.stats_only, args.pid_file), sys.stdout)
         return 0
     return server.count_instructions()
 

@@ -81,7 +81,8 @@ def facts(report):
 def generated(report, source, images_rel):
     """The markdown between the markers."""
     lines = [BEGIN % md(source), ""] + facts(report) + [""]
-    lines += rep.recommend_lines(report.get("recommend"), escape=md)[1:]
+    for rec in rep.recommends(report):
+        lines += rep.recommend_lines(rec, escape=md)[1:]
     lines += ["", rep.markdown_report(report)]
     cells, _, _ = rep.derived(report)
     plots = rep.plotted(cells)

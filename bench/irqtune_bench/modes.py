@@ -11,10 +11,21 @@ the check that a server holds a mode before a run counts.
   suspend0   0 / 0 / 20 ms                usecs 0, budget 64, prefer 1
   suspendX   100 / X us / 20 ms           usecs 0, budget 64, prefer 1 (X 10 20 50)
 
-the series' fixed-value control for a longer gro_flush_timeout (not among
-the eleven of the default --modes):
+the series' fixed-value control for a longer gro_flush_timeout, and a
+busy-polling control that keeps polling (neither among the eleven of the
+default --modes):
 
   suspend200 100 / 200 us / 20 ms         usecs 0, budget 64, prefer 1
+  keepbusy   100 / 200 us / 0             usecs 100000, budget 64, prefer 1,
+                                          + epoll_wait in 1 ms slices (bench)
+
+fullbusy lapses: an epoll busy loop that ends without an event (its 1 ms
+window passed, or another task on the CPU needed it) drops the epoll
+context's NAPI id, and with prefer_busy_poll its NAPI's interrupts stay
+deferred - the next packets wait for the 5 ms gro_flush_timeout before
+anything polls again.  keepbusy's busy window (100 ms) is longer than any
+gap between requests at the judged loads, and its 200 us flush timer
+bounds what a lapse still costs (another task preempting the poller).
 
 and, asked for by name (--modes ...,recommend,auto), modes whose values
 are measured:
@@ -25,12 +36,14 @@ are measured:
   auto       100 / auto / auto            usecs 0, budget 64, prefer 1
              (latency-suspend with gro_flush_timeout=auto and
              irq_suspend_timeout=auto: TuneD's irqtune measures the
-             service itself while the runs go on; each run records the
-             values the NAPIs held before and after it)
+             service itself: each run is preceded by a warm-up at its
+             own load long enough for one measurement, auto_interval
+             AUTO_INTERVAL; each run records the values the NAPIs held
+             before and after it)
 
 The verdicts (report.verdict_records) compare suspend20, suspend200,
-recommend and auto with fullbusy: VERDICT_MODES is the set a judged run
-takes.
+recommend and auto with keepbusy, and print each against fullbusy beside
+(the series' configuration): VERDICT_MODES is the set a judged run takes.
 """
 
 from .guard import shown
@@ -66,6 +79,7 @@ MODES = {
     "suspend20": mode(100, 20, 20, epoll_usecs=0),
     "suspend50": mode(100, 50, 20, epoll_usecs=0),
     "suspend200": mode(100, 200, 20, epoll_usecs=0),
+    "keepbusy": mode(100, 200, 0, epoll_usecs=100000, slice_ms=1),
 }
 
 RECOMMEND, AUTO = "recommend", "auto"
@@ -76,7 +90,14 @@ AUTO_VALUE = "auto"
 MODE_AUTO = {"defer_hard_irqs": 100, "gro_flush_timeout_ns": AUTO_VALUE, "irq_suspend_timeout_ns": AUTO_VALUE,
              "epoll": {"busy_poll_usecs": 0, "busy_poll_budget": 64, "prefer_busy_poll": 1},
              "epoll_slice_ms": 0}
-VERDICT_MODES = ("suspend20", "fullbusy", "suspend200", RECOMMEND, AUTO)
+VERDICT_MODES = ("suspend20", "keepbusy", "fullbusy", "suspend200", RECOMMEND, AUTO)
+# What the claim is judged against: the busy polling that keeps polling when
+# the run has it, else the series' configuration (runs before keepbusy).
+CONTROLS = ("keepbusy", "fullbusy")
+# the bench's auto_interval (latency-suspend's auto_interval variable):
+# the shortest the plugin takes, so that each auto run's warm-up at its
+# own load is measured (runner.AUTO_WARMUP_SECONDS)
+AUTO_INTERVAL = 10
 
 
 def recommended(rec):
@@ -121,14 +142,21 @@ def duration(ns):
     return "%dns" % ns
 
 
-def variables_of(m, nic, service="memcached"):
-    """latency-suspend's variables file for mode m ({name: value})."""
-    return {"suspend_nics": nic, "defer_hard_irqs": str(m["defer_hard_irqs"]),
-            "gro_flush_timeout": duration(m["gro_flush_timeout_ns"]),
-            "irq_suspend_timeout": duration(m["irq_suspend_timeout_ns"]),
-            "optin_services": service if m["epoll"] else "",
-            "optin_busy_poll_usecs": str(m["epoll"]["busy_poll_usecs"] if m["epoll"] else 0),
-            "optin_restart": "true"}
+def variables_of(m, nic, service="memcached", pid_file=None):
+    """latency-suspend's variables file for mode m ({name: value}).  With
+    pid_file, memcached is the testbed's own process, opted in as it
+    starts: no service to opt in, auto follows the pid file."""
+    out = {"suspend_nics": nic, "defer_hard_irqs": str(m["defer_hard_irqs"]),
+           "gro_flush_timeout": duration(m["gro_flush_timeout_ns"]),
+           "irq_suspend_timeout": duration(m["irq_suspend_timeout_ns"]),
+           "optin_services": service if m["epoll"] and not pid_file else "",
+           "optin_busy_poll_usecs": str(m["epoll"]["busy_poll_usecs"] if m["epoll"] else 0),
+           "optin_restart": "true"}
+    if AUTO_VALUE in (m["gro_flush_timeout_ns"], m["irq_suspend_timeout_ns"]):
+        out["auto_interval"] = str(AUTO_INTERVAL)
+        if pid_file:
+            out["auto_services"] = pid_file
+    return out
 
 
 def check(m, st, cpu):

@@ -6,7 +6,8 @@ per-task schedstat, which distribution kernels have).
   /proc/PID/task/TID/comm       name ("CPU 2/TCG" for a QEMU vCPU with
                                 -name ...,debug-threads=on)
   /proc/PID/task/TID/stat       utime, stime, processor (the CPU it last ran on)
-  /proc/PID/task/TID/status     Cpus_allowed_list
+  /proc/PID/task/TID/status     Cpus_allowed_list, voluntary and
+                                nonvoluntary context switches
   /proc/PID/task/TID/schedstat  ns on a CPU, ns runnable but waiting on a
                                 run queue, time slices (absent without
                                 CONFIG_SCHED_INFO: the figures are None)
@@ -49,6 +50,17 @@ def parse_schedstat(text):
     return {"run_ns": run, "wait_ns": wait, "slices": slices}
 
 
+def parse_switches(status_text):
+    """voluntary and nonvoluntary context switches of a status file: the
+    times a thread slept, and the times another task preempted it."""
+    out = {"voluntary": None, "nonvoluntary": None}
+    for line in status_text.splitlines():
+        key, _, value = line.partition(":")
+        if key in ("voluntary_ctxt_switches", "nonvoluntary_ctxt_switches"):
+            out[key.split("_")[0]] = int(value)
+    return out
+
+
 def parse_allowed(status_text):
     for line in status_text.splitlines():
         if line.startswith("Cpus_allowed_list:"):
@@ -62,15 +74,17 @@ def _read(path):
 
 
 def snapshot(pid, proc="/proc"):
-    """{tid: {comm, cpus, last_cpu, state, utime, stime, run_ns, wait_ns,
-    slices}} of a process's threads; threads ending meanwhile are left out."""
+    """{tid: {comm, cpus, voluntary, nonvoluntary, last_cpu, state, utime,
+    stime, run_ns, wait_ns, slices}} of a process's threads; threads ending
+    meanwhile are left out."""
     out = {}
     base = os.path.join(proc, str(pid), "task")
     for name in sorted(os.listdir(base), key=int):
         d = os.path.join(base, name)
         try:
-            t = {"comm": _read(os.path.join(d, "comm")).rstrip("\n"),
-                 "cpus": parse_allowed(_read(os.path.join(d, "status")))}
+            status = _read(os.path.join(d, "status"))
+            t = dict(parse_switches(status), comm=_read(os.path.join(d, "comm")).rstrip("\n"),
+                     cpus=parse_allowed(status))
             t.update(parse_stat(_read(os.path.join(d, "stat"))))
         except (FileNotFoundError, ProcessLookupError):
             continue

@@ -4,15 +4,20 @@ bench run (the JSON the runner writes; `irqtune-bench report` and
 `irqtune-bench compare` redo them from a saved one).
 
 A cell is one (mode, offered load); its figures are the median and the
-range (min..max) over its runs that neither failed nor stayed disturbed
-(runner.DISTURBED).  The spread of a cell's p99 is (max - min) / median
+range (min..max) over its runs that did not fail - disturbed ones count
+too (counts()).  The spread of a cell's p99 is (max - min) / median
 over those runs, the measure docs/benchmarks.md uses.
 
-The verdicts (verdict_records) judge each compared mode against fullbusy
-at each load up to 90 % of saturation: the series' claim is a p99 within
-1.5x of fullbusy's at no more than 0.7x its instructions per request,
-each half judged by the 90 % interval of its paired per-round ratios
-(stats.py).
+The verdicts (verdict_records) judge each compared mode against the
+busy polling that keeps polling (keepbusy; fullbusy in runs saved before
+it) at each load up to 90 % of saturation: the series' claim is a p99
+within 1.5x of busy polling's at no more than 0.7x its instructions (or
+CPU time) per request, each half judged by the 90 % interval of its
+paired per-round ratios (stats.py).  fullbusy, the series' configuration,
+is judged against beside it.  Every run that did not fail counts; the
+verdict with the disturbed runs left out is the sensitivity check, and a
+half that differs between the two is undecided.  A 1 s slice whose p99
+is far above both its neighbours' is named (slice_outliers).
 """
 
 import io
@@ -21,24 +26,22 @@ import statistics
 import sys
 
 from . import stats
+from .findings import OUTLIER_FACTOR, auto_lines, control_lines, shown_text, slice_outliers, step_lines
 from .files import refuse_unless_regular, write_file
 from .guard import TEXT_MAX, md, shown
-from .modes import VERDICT_MODES
+from .modes import CONTROLS, VERDICT_MODES
 
 KEYS = ("qps", "avg_us", "p50_us", "p99_us", "cpu_pct_serving", "cpu_pct_guest", "ipr_serving",
         "ipr_guest", "irqs_per_request", "busy_share", "send_late_p99_us", "gen_cpu_pct",
         "serving_wait_pct", "serving_cpu_other_ms", "serving_core_other_pct", "main_loop_wait_pct",
-        "cpu_us_per_request")
+        "cpu_us_per_request", "serving_cpu_us_per_request", "server_task_ms", "serving_core_busy_pct",
+        "generator_core_other_pct", "worker_sleeps_per_kreq", "worker_preempted_per_kreq",
+        "napi_thread_runs_per_kreq")
 CLAIM_P99, CLAIM_COST = 1.5, 0.7
+# the control of runs saved before keepbusy, whose records name none
 BASELINE = "fullbusy"
-COMPARED = tuple(m for m in VERDICT_MODES if m != BASELINE)
 JUDGED_SHARE = 0.9          # judged loads: at most this share of saturation
 SPREAD_BOUND = 1.5          # issue 40: p99 spread at most this in 80 % of verdict cells
-
-
-def shown_text(value):
-    """guard.shown() of a string from a run file, for the report's text."""
-    return shown(value, TEXT_MAX)
 
 
 def summarise(runs, modes, loads):
@@ -46,16 +49,10 @@ def summarise(runs, modes, loads):
     for m in modes:
         for load in loads:
             mine = [r for r in runs if r["mode"] == m and r["offered"] == load]
-            ok = [r for r in mine if not r.get("failed") and not r.get("disturbed")]
+            ok = [r for r in mine if counts(r)]
             cell = {"runs": len(ok), "failed": sum(1 for r in mine if r.get("failed")),
                     "disturbed": sum(1 for r in mine if r.get("disturbed") and not r.get("failed")),
                     "reruns": sum(r.get("reruns", 0) for r in mine)}
-            if not ok and cell["disturbed"]:
-                # nothing counts: show what the disturbed runs measured,
-                # marked (the table stars it, the plots draw it hollow, the
-                # verdicts leave it out)
-                ok = [r for r in mine if r.get("disturbed") and not r.get("failed")]
-                cell["shown"] = "disturbed"
             for k in KEYS:
                 vals = [r[k] for r in ok if r.get(k) is not None]
                 if vals:
@@ -82,56 +79,76 @@ def one(c, key, scale=1.0, digits=0):
     return "-" if v is None else ("%%.%df" % digits) % (v * scale)
 
 
+# The tables' columns: (heading, key, scale, digits, what it is); a column
+# no cell of the run has is left out (the lab counts instructions, the
+# netns testbed the server's tasks' CPU time).
+COLUMNS = (
+    ("qps", "qps", 1, 0, "achieved requests/s"),
+    ("p50 us", "p50_us", 1, 0, "median latency"),
+    ("p99 us", "p99_us", 1, 0, "p99 latency, median [min..max] of the runs"),
+    ("kinsn/req serv", "ipr_serving", 1e-3, 1, "instructions per request (thousands) on the serving CPUs"),
+    ("kinsn/req all", "ipr_guest", 1e-3, 1, "the same on every CPU of the server"),
+    ("CPU us/req", "cpu_us_per_request", 1, 1, "CPU time per answered request of the server's work "
+                                               "(memcached and its NAPI thread), else of the serving CPUs"),
+    ("serv CPU %", "cpu_pct_serving", 1, 0, "serving CPUs' busy time"),
+    ("irq/req", "irqs_per_request", 1, 3, "queue interrupts per request"),
+    ("busy %", "busy_share", 100, 0, "busy-polled share of the NIC's received packets"),
+    ("late99", "send_late_p99_us", 1, 0, "the generator's p99 send lateness (us)"),
+    ("gen %", "gen_cpu_pct", 1, 1, "the generator's CPU %"),
+    ("wait %", "serving_wait_pct", 1, 1, "share of a run the serving threads were runnable but waited for a CPU"),
+    ("loop %", "main_loop_wait_pct", 1, 1, "the same for QEMU's main loop (the lab)"),
+    ("gen other %", "generator_core_other_pct", 1, 1, "the generator CPU's busy time not the generator's "
+                                                    "nor the client NAPI's"),
+)
+
+
+def columns(cells):
+    """The COLUMNS some cell of the run has a figure for."""
+    return [c for c in COLUMNS if any(med(cell, c[1]) is not None for cell in cells.values())]
+
+
+# the columns shown with their range: what the verdicts judge
+RANGED = ("p99_us", "ipr_serving", "cpu_us_per_request")
+
+
+def cell_figure(c, col, between):
+    _, key, scale, digits, _ = col
+    return fmt(c, key, scale, digits, between) if key in RANGED else one(c, key, scale, digits)
+
+
 def table(cells, modes, loads):
+    cols = columns(cells)
+    widths = [max(len(h), 22 if k in RANGED else 7) for h, k, _, _, _ in cols]
     lines = []
-    head = "%-10s %7s %7s %26s %24s %17s %15s %6s %6s %7s %6s %6s %6s" % (
-        "mode", "qps", "p50 us", "p99 us med [min..max]", "kinsn/req serving", "kinsn/req all",
-        "CPU% serv/all", "irq/r", "busy%", "late99", "gen%", "wait%", "loop%")
     for load in loads:
         lines.append("offered %d req/s" % load)
-        lines.append(head)
+        lines.append("%-10s " % "mode" + " ".join("%*s" % (w, c[0]) for w, c in zip(widths, cols)))
         for m in modes:
             c = cells["%s@%d" % (m, load)]
-            if not c["runs"] and not c.get("shown"):
-                lines.append("%-10s no valid run (%d failed, %d disturbed)"
-                             % (shown_text(m), c["failed"], c["disturbed"]))
+            if not c["runs"]:
+                lines.append("%-10s no valid run (%d failed)" % (shown_text(m), c["failed"]))
                 continue
-            lines.append("%-10s %7s %7s %26s %24s %17s %15s %6s %6s %7s %6s %6s %6s" % (
-                shown_text(m) + ("*" if c.get("shown") else ""), one(c, "qps"), one(c, "p50_us"), fmt(c, "p99_us"),
-                fmt(c, "ipr_serving", 1e-3, 1),
-                one(c, "ipr_guest", 1e-3, 1),
-                "%s/%s" % (one(c, "cpu_pct_serving"), one(c, "cpu_pct_guest")),
-                one(c, "irqs_per_request", digits=3), one(c, "busy_share", 100), one(c, "send_late_p99_us"),
-                one(c, "gen_cpu_pct", digits=1), one(c, "serving_wait_pct", digits=1),
-                one(c, "main_loop_wait_pct", digits=1)))
+            lines.append("%-10s " % shown_text(m) + " ".join("%*s" % (w, cell_figure(c, col, ".."))
+                                                             for w, col in zip(widths, cols)))
         lines.append("")
     return "\n".join(lines)
 
 
 def markdown(cells, modes, loads):
     """The per-load tables of docs/benchmarks.md (median [min-max])."""
+    cols = columns(cells)
     lines = []
     for load in loads:
         lines += ["### Offered %d req/s" % load, "",
-                  "| mode | runs | qps | p50 us | p99 us | kinsn/req serving | kinsn/req all | CPU % "
-                  "| irq/req | busy % | late p99 | gen % | wait % | loop % |", "|" + "---|" * 14]
+                  "| mode | runs | " + " | ".join(c[0] for c in cols) + " |", "|" + "---|" * (len(cols) + 2)]
         for m in modes:
             c = cells["%s@%d" % (m, load)]
-            if not c["runs"] and not c.get("shown"):
-                lines.append("| %s | 0 (%d failed, %d disturbed) |%s" % (md(m), c["failed"], c["disturbed"],
-                                                                          " - |" * 12))
+            if not c["runs"]:
+                lines.append("| %s | 0 (%d failed) |%s" % (md(m), c["failed"], " - |" * len(cols)))
                 continue
-            lines.append("| %s | %s | %s | %s | %s | %s | %s | %s/%s | %s | %s | %s | %s | %s | %s |" % (
-                md(m), c["runs"] if not c.get("shown") else "0 (%d disturbed, shown *)" % c["disturbed"],
-                one(c, "qps"), one(c, "p50_us"), fmt(c, "p99_us", between="-"),
-                fmt(c, "ipr_serving", 1e-3, 1, between="-"), one(c, "ipr_guest", 1e-3, 1),
-                one(c, "cpu_pct_serving"), one(c, "cpu_pct_guest"), one(c, "irqs_per_request", digits=2),
-                one(c, "busy_share", 100), one(c, "send_late_p99_us"), one(c, "gen_cpu_pct", digits=1),
-                one(c, "serving_wait_pct", digits=1), one(c, "main_loop_wait_pct", digits=1)))
+            lines.append("| %s | %d | " % (md(m), c["runs"]) + " | ".join(cell_figure(c, col, "-") for col in cols)
+                         + " |")
         lines.append("")
-    if any(c.get("shown") for c in cells.values()):
-        lines += ["\\* no run of the cell counted: the figures are its disturbed runs' (indicative; left out of "
-                  "verdicts and plots).", ""]
     return "\n".join(lines)
 
 
@@ -142,10 +159,22 @@ def judged_runs(report):
     return by_topology.get("pinned", report["runs"]) if len(by_topology) > 1 else report["runs"]
 
 
-def by_round(runs, mode, load):
-    """{round: run} of a cell's runs that count (not failed, not disturbed)."""
+def counts(run):
+    """Every run that did not fail counts, disturbed or not: a rule that
+    leaves runs out can select by mode (issue 48: 11 of 24 suspend20 runs
+    left out against none of fullbusy's)."""
+    return not run.get("failed")
+
+
+def undisturbed(run):
+    """The sensitivity check's runs: those the disturbed rule keeps."""
+    return not run.get("failed") and not run.get("disturbed")
+
+
+def by_round(runs, mode, load, keep=counts):
+    """{round: run} of a cell's runs that keep takes (default: that count)."""
     return {r.get("round", i): r for i, r in enumerate(runs)
-            if r["mode"] == mode and r["offered"] == load and not r.get("failed") and not r.get("disturbed")}
+            if r["mode"] == mode and r["offered"] == load and keep(r)}
 
 
 def client_bound(report):
@@ -174,41 +203,66 @@ def _round(x, digits=2):
     return None if x is None else round(x, digits)
 
 
-def verdict_records(report):
-    """Per judged load and compared mode: {"load", "mode", "p99_ratio":
-    [lo, median, hi], "insn_ratio": [lo, median, hi], "latency", "cost"
-    (holds / fails / undecided), "spread": {mode: p99 spread of the cell},
-    "reruns": re-runs in the two cells compared, "pairs": paired rounds}.
-    Without instruction counts the cost half is judged on CPU time per
-    request ("cost_basis": "cpu_time", "cpu_ratio"; "insn_ratio" None)."""
+def control(report):
+    """The mode the claim is judged against: keepbusy, else fullbusy."""
     modes = report["settings"]["modes"]
-    if BASELINE not in modes:
-        return []
+    return next((c for c in CONTROLS if c in modes), None)
+
+
+def verdict_records(report):
+    """Per control (keepbusy, whose verdicts judge the claim, then fullbusy,
+    the series' configuration, beside it), judged load and compared mode:
+    {"against", "judged" (whether this control judges the claim), "load",
+    "mode", "p99_ratio": [lo, median, hi], "insn_ratio" / "cpu_ratio",
+    "cost_basis", "latency", "cost" (holds / fails / undecided), "why"
+    {half: reason it is undecided}, "without_disturbed" (the same halves
+    and ratios with the disturbed runs left out), "spread", "reruns",
+    "pairs", "cost_pairs"}.  Every run counts; a half whose verdict
+    changes when the disturbed runs are left out is undecided, naming that.
+    Without instruction counts the cost half is judged on CPU time per
+    request ("cost_basis": "cpu_time")."""
+    modes = report["settings"]["modes"]
+    judged_against = control(report)
     runs = judged_runs(report)
     out = []
-    for load in judged_loads(report):
-        base = by_round(runs, BASELINE, load)
-        for m in (m for m in COMPARED if m in modes):
-            mine = by_round(runs, m, load)
-            p99 = stats.paired_ratios(mine, base, "p99_us")
-            insn = stats.paired_ratios(mine, base, "ipr_serving")
-            # without instruction counts (a server without a PMU) the cost
-            # half is judged on CPU time per request
-            cells = {x: [r for r in runs if r["mode"] == x and r["offered"] == load] for x in (m, BASELINE)}
-            counted = any(r.get("ipr_serving") is not None for x in cells for r in cells[x])
-            basis = "instructions" if counted else "cpu_time"
-            cost = insn if counted else stats.paired_ratios(mine, base, "cpu_us_per_request")
-            p_iv, c_iv = stats.interval(p99.values()), stats.interval(cost.values())
-            out.append({
-                "load": load, "mode": m, "p99_ratio": _rounded(p_iv),
-                "insn_ratio": _rounded(c_iv) if basis == "instructions" else None,
-                "cpu_ratio": _rounded(c_iv) if basis == "cpu_time" else None, "cost_basis": basis,
-                "latency": stats.judge(p_iv, CLAIM_P99, len(p99)), "cost": stats.judge(c_iv, CLAIM_COST, len(cost)),
-                "spread": {x: _round(stats.spread([r["p99_us"] for r in by_round(runs, x, load).values()]), 2)
-                           for x in (m, BASELINE)},
-                "reruns": sum(r.get("reruns", 0) for x in cells for r in cells[x]),
-                "pairs": len(p99), "cost_pairs": len(cost)})
+    for against in (c for c in CONTROLS if c in modes):
+        for load in judged_loads(report):
+            for m in (m for m in VERDICT_MODES if m in modes and m not in CONTROLS):
+                rec = judge_cell(runs, m, against, load, counts)
+                alone = judge_cell(runs, m, against, load, undisturbed)
+                rec.update(against=against, judged=against == judged_against, why={},
+                           without_disturbed={k: alone[k] for k in ("latency", "cost", "p99_ratio", "insn_ratio",
+                                                                    "cpu_ratio", "pairs")})
+                for half in ("latency", "cost"):
+                    if rec[half] != alone[half] and rec[half] != "undecided":
+                        rec["why"][half] = "%s with every run, %s without the disturbed ones" % (rec[half],
+                                                                                              alone[half])
+                        rec[half] = "undecided"
+                out.append(rec)
     return out
+
+
+def judge_cell(runs, m, against, load, keep):
+    """One verdict record of mode m against a control at load, over the
+    runs keep takes."""
+    mine, base = by_round(runs, m, load, keep), by_round(runs, against, load, keep)
+    p99 = stats.paired_ratios(mine, base, "p99_us")
+    cells = {x: [r for r in runs if r["mode"] == x and r["offered"] == load and keep(r)] for x in (m, against)}
+    # without instruction counts (a server without a PMU, the netns
+    # testbed) the cost half is judged on CPU time per request
+    counted = any(r.get("ipr_serving") is not None for x in cells for r in cells[x])
+    basis = "instructions" if counted else "cpu_time"
+    cost = stats.paired_ratios(mine, base, "ipr_serving" if counted else "cpu_us_per_request")
+    p_iv, c_iv = stats.interval(p99.values()), stats.interval(cost.values())
+    return {
+        "load": load, "mode": m, "p99_ratio": _rounded(p_iv),
+        "insn_ratio": _rounded(c_iv) if basis == "instructions" else None,
+        "cpu_ratio": _rounded(c_iv) if basis == "cpu_time" else None, "cost_basis": basis,
+        "latency": stats.judge(p_iv, CLAIM_P99, len(p99)), "cost": stats.judge(c_iv, CLAIM_COST, len(cost)),
+        "spread": {x: _round(stats.spread([r["p99_us"] for r in by_round(runs, x, load, keep).values()]), 2)
+                   for x in (m, against)},
+        "reruns": sum(r.get("reruns", 0) for x in cells for r in cells[x]),
+        "pairs": len(p99), "cost_pairs": len(cost)}
 
 
 def _iv(iv):
@@ -228,16 +282,24 @@ def verdict_lines(report, records):
             lines.append("offered %d: not judged (above %d %% of the saturation point, %d req/s)"
                          % (load, JUDGED_SHARE * 100, sat))
     for v in records:
+        against = v.get("against", BASELINE)
         lines.append(
-            "offered %d: %s against %s (%d paired rounds): p99 %s -> latency %s (target <= %.1fx); "
+            "offered %d: %s against %s%s (%d paired rounds): p99 %s -> latency %s (target <= %.1fx); "
             "%s %s -> cost %s (target <= %.1fx); p99 spread %s; re-runs %d"
-            % (v["load"], v["mode"], BASELINE, v["pairs"], _iv(v["p99_ratio"]), v["latency"].upper(), CLAIM_P99,
+            % (v["load"], v["mode"], against, "" if v.get("judged", True) else " (the series' configuration)",
+               v["pairs"], _iv(v["p99_ratio"]), v["latency"].upper(), CLAIM_P99,
                "instructions/request" if v["cost_basis"] == "instructions" else
                "instructions not counted; CPU time/request",
                _iv(v["insn_ratio"] if v["cost_basis"] == "instructions" else v["cpu_ratio"]), v["cost"].upper(),
                CLAIM_COST,
                ", ".join("%s %s" % (m, "-" if x is None else "%.2f" % x) for m, x in v["spread"].items()),
                v["reruns"]))
+        alone = v.get("without_disturbed")
+        if alone and alone["pairs"] != v["pairs"]:
+            lines.append("    without the disturbed runs (%d pairs): p99 %s -> %s; cost %s -> %s%s"
+                         % (alone["pairs"], _iv(alone["p99_ratio"]), alone["latency"],
+                            _iv(alone["insn_ratio"] if v["cost_basis"] == "instructions" else alone["cpu_ratio"]),
+                            alone["cost"], "".join("; %s undecided: %s" % kv for kv in sorted(v["why"].items()))))
     return lines
 
 
@@ -307,29 +369,6 @@ def reruns_table(report):
                 sum(r.get("reruns", 0) for r in mine), sum(1 for r in mine if r.get("disturbed")),
                 ", ".join("%s x%d" % (md(k), n) for k, n in sorted(why.items())) or "-"))
     return "\n".join(lines) + "\n"
-
-
-def auto_lines(report):
-    """The values auto held: after each round's settle load, and over its runs."""
-    settles = report.get("auto_settles") or []
-    runs = [r for r in judged_runs(report) if r["mode"] == "auto" and not r.get("failed")]
-    if not settles and not runs:
-        return []
-    seen = {}
-    for r in runs:
-        for v in r.get("held", {}).get("after", []):
-            seen[tuple(v)] = seen.get(tuple(v), 0) + 1
-    # in the markdown these lines are a fenced block: shown_text() alone, as
-    # markdown acts on nothing there
-    lines = ["auto (gro_flush_timeout=auto, irq_suspend_timeout=auto; defer, gro ns, suspend ns):"]
-    for st in settles:
-        lines.append("  round %d: %s" % (st["round"], "settle load failed: %s" % shown_text(st["failed"])
-                                        if st.get("failed") else "after %d s at %d req/s held %s"
-                                        % (st["seconds"], st["offered"], shown_text(st["held"]))))
-    if seen:
-        lines.append("  held after its runs: " + "; ".join("%s in %d run(s)" % (shown_text(list(k)), n)
-                                                          for k, n in sorted(seen.items())))
-    return lines
 
 
 def split_topologies(runs):
@@ -412,9 +451,7 @@ def plotted(cells):
 
 
 def plot(cells, modes, loads, out, name, title):
-    """One PNG per plotted() figure.  A cell whose runs were all disturbed
-    is drawn hollow, off its mode's line: shown, as the table shows it
-    starred, but not judged."""
+    """One PNG per plotted() figure."""
     try:
         import matplotlib
         matplotlib.use("Agg")
@@ -427,16 +464,12 @@ def plot(cells, modes, loads, out, name, title):
         if suffix not in plotted(cells):
             continue
         fig, ax = plt.subplots(figsize=(9, 5.5))
-        hollow = False
         for m in modes:
             color, marker = STYLES.get(m, (None, "o"))
-            xs, ys, lo, hi, shown = [], [], [], [], []
+            xs, ys, lo, hi = [], [], [], []
             for load in loads:
                 c = cells["%s@%d" % (m, load)]
                 if med(c, key) is None:
-                    continue
-                if c.get("shown"):
-                    shown.append((load, med(c, key) * scale))
                     continue
                 xs.append(load)
                 ys.append(med(c, key) * scale)
@@ -444,12 +477,6 @@ def plot(cells, modes, loads, out, name, title):
                 hi.append((c[key]["max"] - c[key]["median"]) * scale)
             ax.errorbar(xs, ys, yerr=[lo, hi], label=plot_text(m), color=color, marker=marker,
                         linestyle="--" if m.startswith("defer") else "-", capsize=2, alpha=0.85)
-            if shown:
-                hollow = True
-                ax.plot(*zip(*shown), linestyle="none", color=color, marker=marker, markerfacecolor="none")
-        if hollow:
-            ax.plot([], [], linestyle="none", color="grey", marker="o", markerfacecolor="none",
-                    label="hollow: every run disturbed")
         ax.set_xlabel("offered load (req/s)")
         ax.set_title(ytitle)
         if key == "p99_us":
@@ -482,17 +509,12 @@ def saturation_text(sat):
 
 def header(report):
     args, sat, tb = report["settings"], report.get("saturation"), report.get("testbed", {})
+    cols = columns(summarise(judged_runs(report), args["modes"], report["loads"]) if report.get("runs") else {})
     return ("memcached on %s; %d run(s) per cell, %.1f s windows, %d connection(s); saturation %s; "
-            "full run %s s\n"
-            "columns: achieved qps; p50 and p99 latency (us); instructions per request (thousands) on the "
-            "serving CPUs (memcached's and its rx queues') and the whole server (%s); server CPU %% "
-            "serving/all; queue interrupts per request; busy-polled share of rx packets (%%); the "
-            "generator's p99 send lateness (us) and CPU %%; wait: %% of a run the serving thread (%s) "
-            "was runnable but waited for a CPU; loop: the same for QEMU's main loop (the lab)"
+            "full run %s s\ncolumns: %s"
             % (shown_text(tb.get("summary", "?")), args["repeats"], args["seconds"], args["conns"],
                saturation_text(sat), shown_text(report.get("seconds_total", "?")),
-               shown_text(tb.get("insns", "not counted")),
-               shown_text(tb.get("serving_thread", "memcached's threads"))))
+               "; ".join("%s: %s" % (h, what) for h, _, _, _, what in cols)))
 
 
 def derived(report):
@@ -520,9 +542,9 @@ def markdown_report(report):
         doc += ["Re-runs (the rule: %s):" % ", ".join("%s > %s" % (md(k), md(v))
                                                       for k, v in report.get("rule", {}).items()), "",
                 reruns_table(report)]
-    auto = auto_lines(report)
-    if auto:
-        doc += ["```", *auto, "```", ""]
+    measured = measured_lines(report)
+    if measured:
+        doc += ["```", *measured, "```", ""]
     by_topology = split_topologies(report["runs"])
     if {"shared", "pinned"} <= set(by_topology):
         doc += [compare(by_topology["shared"], by_topology["pinned"], modes, loads, labels=("shared", "pinned"))]
@@ -540,7 +562,8 @@ def write_report(report, out, name):
     cells, records, lines = derived(report)
     parts = [header(report), ""] + ["who sets what:"] + \
         ["  %s: %s" % (shown_text(k), shown_text(v)) for k, v in report.get("who_sets", {}).items()]
-    parts += recommend_lines(report.get("recommend"))
+    for rec in recommends(report):
+        parts += recommend_lines(rec)
     if report.get("placement"):
         parts += ["", "where the threads ran (%s):" % shown_text(report["placement"]["what"])] + \
             ["  " + shown_text(line) for line in report["placement"]["lines"]]
@@ -549,7 +572,7 @@ def write_report(report, out, name):
     parts += ["", table(cells, modes, loads)] + lines
     if records:
         parts += ["", spread_summary(records)] + spread_causes(report, records) + ["", reruns_table(report)]
-    parts += auto_lines(report)
+    parts += [""] + measured_lines(report)
     if {"shared", "pinned"} <= set(by_topology):
         parts += ["", "p99 spread between the runs of each cell, topology shared (before) and pinned "
                       "(after), interleaved in one run:", "",
@@ -564,6 +587,24 @@ def write_report(report, out, name):
         print("wrote %s" % shown_text(p))
     print("wrote %s" % ", ".join(shown_text(out / ("%s.%s" % (name, ext))) for ext in ("json", "txt", "md")))
     return full
+
+
+def measured_lines(report):
+    """The controls, the slice outliers, auto's values and the step test
+    (findings.py), as lines of a fenced block or of the text report."""
+    runs = judged_runs(report)
+    modes, loads = report["settings"]["modes"], report["loads"]
+    out = control_lines(runs, modes, loads)
+    outliers = slice_outliers([r for r in runs if not r.get("failed")])
+    if outliers:
+        out += ["1 s slices whose p99 is over %gx both neighbours':" % OUTLIER_FACTOR] + ["  " + x for x in outliers]
+    return out + auto_lines(report, runs) + step_lines(report.get("step"))
+
+
+def recommends(report):
+    """recommend's doctor runs: one per load (a list), or one (older runs)."""
+    rec = report.get("recommend")
+    return rec if isinstance(rec, list) else [rec] if rec else []
 
 
 def recommend_lines(rec, escape=shown_text):

@@ -151,6 +151,15 @@ class Bench:
         self.modes = dict(MODES, **{AUTO: MODE_AUTO})
         # the testbed's, when it changes the server too (ssh: the steering)
         self.undo = getattr(tb, "undo", None) or UndoLog()
+        # a testbed that runs memcached itself (netns.py) instead of a
+        # systemd service: no drop-in, the opt-in at its start, a pid file
+        self.own = getattr(tb, "serve", None) is not None
+        # recommend's values per load (the doctor run at each), once measured
+        self.recommended = {}
+
+    def whose(self):
+        """The server-state / incoming arguments naming memcached."""
+        return ["--pid-file", self.tb.pid_file] if self.own else ["--service", self.service]
 
     def sh(self, argv, timeout=120, input=None):
         rc, out, err = self.tb.server.run(argv, timeout=timeout, input=input)
@@ -187,8 +196,9 @@ class Bench:
         try:
             servervalues.interface("--nic" if self.tb.nic else "the interface holding %s"
                                    % self.tb.server_addr, self.nic)
-            servervalues.service("--service", self.service)
-            if "fullbusy" in self.args.modes:
+            if not self.own:
+                servervalues.service("--service", self.service)
+            if any(self.modes[m]["epoll_slice_ms"] for m in self.args.modes if m in self.modes):
                 servervalues.shim_path("the epoll shim", self.tb.shim)
         except BadArgument as err:
             raise BenchError(str(err)) from None
@@ -202,24 +212,29 @@ class Bench:
             if not self.nic:
                 raise BenchError("no interface of the server holds %s (--server-addr)" % self.tb.server_addr)
         self.check_values()
-        rc, out, err = self.tb.server.run(["systemctl", "is-active", "--", self.service], timeout=30)
+        rc, out, err = (0, "active", "") if self.own else \
+            self.tb.server.run(["systemctl", "is-active", "--", self.service], timeout=30)
         if out.strip() != "active":
             raise BenchError("service %s is not active on the server (%s)" % (self.service, out.strip() or err.strip()))
         rc, out, err = self.tb.server.run(["tuned-adm", "profile_info", PROFILE], timeout=60)
         if rc != 0:
             raise BenchError("TuneD on the server does not know the profile %s: %s (install irqtune's "
                              "profiles and start tuned)" % (PROFILE, (out + err).strip()[-300:]))
-        if "fullbusy" in self.args.modes:
+        if any(self.modes[m]["epoll_slice_ms"] for m in self.args.modes if m in self.modes):
             rc, _, _ = self.tb.server.run(["test", "-f", self.tb.shim], timeout=30)
             if rc != 0:
-                raise BenchError("the epoll shim %s is not on the server (fullbusy needs it)" % self.tb.shim)
-        self.sh(sb + ["server-state", self.nic, "--service", self.service])     # the read-back works
+                raise BenchError("the epoll shim %s is not on the server (%s need it)"
+                                 % (self.tb.shim, ", ".join(m for m in self.args.modes
+                                                            if m in self.modes and self.modes[m]["epoll_slice_ms"])))
+        if not self.own:        # the testbed's own memcached starts with the first mode
+            self.sh(sb + ["server-state", self.nic] + self.whose())     # the read-back works
         rc, out, _ = self.tb.server.run(["tuned-adm", "active"], timeout=60)
         active = tuned_active(out)
         rc, out, _ = self.tb.server.run(["tuned-adm", "profile_mode"], timeout=60)
-        self.saved = {"active": active, "auto": "mode: auto" in out, "variables": self.save_file(VARIABLES),
-                      "dropin": self.save_file(self.dropin),
-                      "dropin_dir": self.tb.server.run(["test", "-d", os.path.dirname(self.dropin)], timeout=30)[0] == 0}
+        self.saved = {"active": active, "auto": "mode: auto" in out, "variables": self.save_file(VARIABLES)}
+        if not self.own:
+            self.saved.update(dropin=self.save_file(self.dropin), dropin_dir=self.tb.server.run(
+                ["test", "-d", os.path.dirname(self.dropin)], timeout=30)[0] == 0)
         self.log("server: NIC %s, %s active, TuneD profile before the bench: %s%s"
                  % (self.nic, self.service, " ".join(active or ["none"]),
                     " (chosen by TuneD)" if self.saved["auto"] else ""))
@@ -258,19 +273,27 @@ class Bench:
         else:
             self.sh(["tuned-adm", "off"], timeout=300)
 
-    def set_mode(self, name):
+    def mode(self, name, load=None):
+        """The values of mode name (recommend's: the doctor's at load)."""
+        m = self.recommended.get(load) if name == RECOMMEND else self.modes.get(name)
+        if m is None:
+            raise BenchError("mode %s has no values%s: the doctor recommended none (see the log)"
+                             % (name, "" if load is None else " at %d req/s" % load))
+        return m
+
+    def set_mode(self, name, load=None):
         """The mode through the project (profile variables, opt-in) and the
-        bench's own drop-in (pinning, fullbusy's epoll slices)."""
-        if name not in self.modes:
-            raise BenchError("mode %s has no values: the doctor recommended none (see the log)" % name)
-        m = self.modes[name]
+        bench's own drop-in (pinning, fullbusy's epoll slices), or the
+        testbed's own memcached started with the mode's opt-in."""
+        m = self.mode(name, load)
         try:
             servervalues.mode_values("mode %s:" % name, m)
         except BadArgument as err:
             raise BenchError(str(err)) from None
         t0 = time.monotonic()
-        self.write_dropin(m)
-        values = variables_of(m, self.nic, self.service)
+        if not self.own:
+            self.write_dropin(m)
+        values = variables_of(m, self.nic, self.service, pid_file=self.tb.pid_file if self.own else None)
         with self.undo.change("variables", "the variables file %s" % VARIABLES,
                               lambda: self.put_back(VARIABLES, self.saved["variables"])):
             self.write(VARIABLES, "# irqtune-bench mode %s\n" % name
@@ -278,6 +301,9 @@ class Bench:
         with self.undo.change("profile", "the profile %s" % ("TuneD chose" if self.saved["auto"] else " ".join(
                 self.saved["active"] or ["off"])), self.put_back_profile, PROFILE_SWITCH):
             self.sh(["tuned-adm", "profile", PROFILE], timeout=300)
+        if self.own:
+            self.tb.serve(m)
+            return time.monotonic() - t0
         if not m["epoll"]:
             # no opt-in: restart so memcached runs without whatever preload
             # and pinning the previous mode left
@@ -287,7 +313,7 @@ class Bench:
         return time.monotonic() - t0
 
     def state(self, stats_only=False):
-        argv = self.tb.server_bench + ["server-state", self.nic, "--service", self.service]
+        argv = self.tb.server_bench + ["server-state", self.nic] + self.whose()
         out = self.sh(argv + (["--stats-only"] if stats_only else []), timeout=60)
         return json.loads(out)
 
@@ -330,8 +356,9 @@ def tuned_active(text):
 
 # -- counters ---------------------------------------------------------------
 
-def parse_stats(s, irq_numbers):
-    """The counters of one server-state snapshot."""
+def parse_stats(s, irq_numbers, nic=None):
+    """The counters of one server-state snapshot; rx_packets: the NIC's
+    (every device's but lo's when it is not named)."""
     out = {"cpu": {}, "irqs": {}, "rxq": {}}
     for line in s["/proc/stat"].splitlines():
         f = line.split()
@@ -352,7 +379,7 @@ def parse_stats(s, irq_numbers):
     rx_total = 0
     for line in s["/proc/net/dev"].splitlines():
         name, _, fields = line.partition(":")
-        if fields and name.strip() != "lo":
+        if fields and (name.strip() == nic if nic else name.strip() != "lo"):
             rx_total += int(fields.split()[1])
     out["rx_packets"] = rx_total
     out["rxq"] = {int(q): n for q, n in s["rxq"].items()}
@@ -370,11 +397,11 @@ def serving_queues(rxq, irqs):
 USER_HZ = 100      # /proc/stat's unit on every Linux architecture
 
 
-def derive(res, st0, st1, cpu):
+def derive(res, st0, st1, cpu, nic=None):
     """Per-run figures from the generator's answer and two server snapshots."""
     irq_of_queue = {int(q): irq for q, irq in st0["queue_irqs"].items()}
-    a = parse_stats(st0["stats"], set(irq_of_queue.values()))
-    b = parse_stats(st1["stats"], set(irq_of_queue.values()))
+    a = parse_stats(st0["stats"], set(irq_of_queue.values()), nic)
+    b = parse_stats(st1["stats"], set(irq_of_queue.values()), nic)
     rxq = {q: b["rxq"].get(q, 0) - a["rxq"].get(q, 0) for q in b["rxq"]}
     irqs = {q: b["irqs"].get(irq, 0) - a["irqs"].get(irq, 0) for q, irq in irq_of_queue.items()}
     queues = serving_queues(rxq, irqs)
@@ -399,6 +426,15 @@ def derive(res, st0, st1, cpu):
         "cpu_us_per_request": round(sum(busy.get(c, 0) for c in serving) * 1e6 / USER_HZ
                                     / max(1, res.get("answered", answered)), 2),
     }
+    if res.get("server_task_ms") is not None:
+        # the testbed counts the server's own tasks (netns.py): that is the
+        # cost; the serving CPU's busy time per request stays beside it
+        out["serving_cpu_us_per_request"] = out["cpu_us_per_request"]
+        out["cpu_us_per_request"] = cost_per_request(res)
+        served = max(1, res.get("answered") or answered) / 1000.0
+        for key in ("worker_sleeps", "worker_preempted", "napi_thread_runs"):
+            if res.get(key) is not None:
+                out[key + "_per_kreq"] = round(res[key] / served, 2)
     # one generator (single-threaded) at a CPU's limit: the client, not the
     # server, set how much load arrived
     out["client_bound"] = res.get("gen_cpu_pct", 0) >= CLIENT_BOUND_PCT
@@ -509,19 +545,27 @@ def loads_of(sat, fractions):
 
 
 def recommend(bench, tb, args, loads, log):
-    """The recommend mode: `irqtune doctor --service S --json` on the
-    server while it serves the busiest load below saturation in suspend20
-    (opted in, as the recommended values will run).  Returns what the
-    report keeps; a doctor without a recommendation leaves the mode
-    without values, and its runs fail naming why."""
-    load = loads[-2] if len(loads) > 1 else loads[0]
-    argv = ["irqtune", "doctor", "--service", bench.service, "--json", "--seconds", "%g" % args.recommend_seconds]
-    out_of = {"offered": load, "doctor": " ".join(argv)}
+    """The recommend mode: `irqtune doctor --json` on the server while it
+    serves each load in suspend20 (opted in, as the recommended values
+    will run), so that each load runs with what the doctor measured at it.
+    Returns what the report keeps, one entry per load; a load without a
+    recommendation leaves the mode without values there, and its runs fail
+    naming why."""
+    out = []
+    for load in loads:
+        out.append(recommend_at(bench, tb, args, load, log))
+    return out
+
+
+def recommend_at(bench, tb, args, load, log):
     try:
         bench.set_mode("suspend20")
     except BenchError as err:
         log("recommend: suspend20 could not be set: %s" % err)
-        return dict(out_of, failed="setting suspend20: %s" % err)
+        return {"offered": load, "failed": "setting suspend20: %s" % err}
+    who = ["--pid", str(tb.memcached.pid)] if bench.own else ["--service", bench.service]
+    argv = ["irqtune", "doctor"] + who + ["--json", "--seconds", "%g" % args.recommend_seconds]
+    out_of = {"offered": load, "doctor": " ".join(argv)}
     tb.set_topology(tb.topologies[-1])
     done = {}
 
@@ -563,8 +607,7 @@ def recommend(bench, tb, args, loads, log):
     if out_of.get("failed"):
         log("recommend: no values at %d req/s: %s" % (load, out_of["failed"]))
         return out_of
-    bench.modes[RECOMMEND] = recommended(doc["recommend"])
-    m = bench.modes[RECOMMEND]
+    m = bench.recommended[load] = recommended(doc["recommend"])
     log("recommend: at %d req/s the doctor measured %s -> defer %d, gro %d ns, suspend %d ns"
         % (load, json.dumps(doc["measured"]), m["defer_hard_irqs"], m["gro_flush_timeout_ns"],
            m["irq_suspend_timeout_ns"]))
@@ -585,7 +628,7 @@ def one_run(bench, tb, args, run, log, n_runs, runs):
     except (BenchError, ValueError) as err:
         run["failed"] = "reading the server back: %s" % err
         return
-    problems = check(bench.modes[name], st0, args.memcached_cpu)
+    problems = check(bench.mode(name, load), st0, args.memcached_cpu)
     run["readback"] = readback(st0)
     if problems:
         run["failed"] = "mode not in effect: " + "; ".join(problems)
@@ -603,7 +646,7 @@ def one_run(bench, tb, args, run, log, n_runs, runs):
     # the generator's answer, but not over the run's own keys (mcload
     # names its rate "offered" too)
     run.update({k: v for k, v in res.items() if k not in run})
-    run.update(derive(res, st0, st1, args.memcached_cpu))
+    run.update(derive(res, st0, st1, args.memcached_cpu, bench.nic))
     log("[%d/%d] %-9s %6d req/s%s: qps %.0f p50 %s p99 %s us, %s kinsn/req serving CPUs %s, CPU %s%%, "
         "late99 %s us, gen %s%%, wait %s%s"
         % (len(runs) + 1, n_runs, name, load, "" if run["topology"] == "-" else " " + run["topology"],
@@ -629,7 +672,7 @@ def measured_run(bench, tb, args, log, n_runs, runs, key):
         if run.get("failed"):
             log("%s @ %d: FAILED %s" % (key["mode"], key["offered"], run["failed"]))
             break
-        reasons = disturbed(run)
+        reasons = disturbed(run, getattr(tb, "rule", DISTURBED))
         if not reasons:
             break
         if len(attempts) == args.reruns:
@@ -644,28 +687,87 @@ def measured_run(bench, tb, args, log, n_runs, runs, key):
                          "main_loop_wait_pct": run.get("main_loop_wait_pct")})
     run["reruns"] = len(attempts)
     run["attempts"] = attempts
-    run["rule"] = DISTURBED
+    run["rule"] = getattr(tb, "rule", DISTURBED)
     return run
 
 
-AUTO_SETTLE_SECONDS = 20
+# auto measures the load each run serves: before the run's read-back the
+# server takes that load long enough for TuneD's irqtune to measure it once
+# (a re-check every 5 s finds the load, the next opens a 3 s window) with
+# the bench's auto_interval (modes.AUTO_INTERVAL), so that the values the
+# read-back records are this load's.
+AUTO_WARMUP_SECONDS = 15
 
 
-def settle_auto(bench, tb, args, loads, log, settles, rnd):
-    """After switching to auto: load the server (the busiest judged load)
-    long enough for TuneD's irqtune to measure it once (its re-check
-    every 5 s, a 3 s window), so the round's runs see measured values,
-    not the starting ones; records the values held after it."""
-    tb.set_topology(tb.topologies[-1])
+def warm_auto(bench, tb, args, load, log, rnd):
+    """The auto run's warm-up at its own load; the values held after it."""
     try:
-        tb.load(loads[-1], AUTO_SETTLE_SECONDS, 0.0, args.conns, seed=10000 + rnd)
-        values = held(bench.state())
+        tb.load(load, AUTO_WARMUP_SECONDS, 0.0, args.conns, seed=10000 + rnd)
+        return held(bench.state(stats_only=True))
     except (BenchError, RuntimeError, subprocess.TimeoutExpired, ValueError) as err:
-        log("round %d: auto settle load failed: %s" % (rnd, err))
-        settles.append({"round": rnd, "failed": str(err)})
-        return
-    settles.append({"round": rnd, "offered": loads[-1], "seconds": AUTO_SETTLE_SECONDS, "held": values})
-    log("round %d: auto holds %s after %d s at %d req/s" % (rnd, values, AUTO_SETTLE_SECONDS, loads[-1]))
+        log("round %d: auto warm-up at %d req/s failed: %s" % (rnd, load, err))
+        return None
+
+
+def set_round_mode(bench, log, runs, rnd, name, cases, load=None):
+    """Set mode name for the cases of a round; when it cannot be, each
+    case is a failed run naming why.  Whether it was set."""
+    try:
+        took = bench.set_mode(name, load)
+        log("round %d: mode %s%s set in %.0fs" % (rnd + 1, name, "" if load is None else " (%d)" % load, took))
+        return True
+    except BenchError as err:
+        log("round %d: mode %s could not be set: %s" % (rnd + 1, name, err))
+        runs.extend({"round": rnd + 1, "mode": name, "offered": l, "topology": t,
+                     "failed": "setting the mode: %s" % err} for l, t in cases)
+        return False
+
+
+STEP_FRACTIONS = (0.1, 0.5, 0.9, 0.1)
+STEP_SLICE_SECONDS = 10
+
+
+def step_test(bench, tb, args, saturation, loads, log, save):
+    """auto as a load changes under it: STEP_FRACTIONS of saturation (or
+    of the busiest load given), args.step_seconds each, without a pause;
+    every STEP_SLICE_SECONDS slice's p99, CPU per request and the values
+    the NAPIs held at its end."""
+    top = saturation["rate"] if saturation else loads[-1]
+    out = {"fractions": list(STEP_FRACTIONS), "step_seconds": args.step_seconds,
+           "slice_seconds": STEP_SLICE_SECONDS, "slices": []}
+    try:
+        bench.set_mode(AUTO)
+    except BenchError as err:
+        log("step test: auto could not be set: %s" % err)
+        return dict(out, failed=str(err))
+    per_step = max(1, int(args.step_seconds // STEP_SLICE_SECONDS))
+    for step, fraction in enumerate(STEP_FRACTIONS):
+        load = max(100, int(top * fraction) // 100 * 100)
+        for i in range(per_step):
+            try:
+                st0 = bench.state(stats_only=True)
+                res = tb.load(load, STEP_SLICE_SECONDS, 0.0, args.conns, seed=20000 + step * 100 + i)
+                st1 = bench.state(stats_only=True)
+            except (BenchError, RuntimeError, subprocess.TimeoutExpired, ValueError) as err:
+                out["slices"].append({"step": step, "offered": load, "slice": i, "failed": str(err)})
+                log("step %d (%d req/s) slice %d failed: %s" % (step + 1, load, i + 1, err))
+                continue
+            sl = {"step": step, "offered": load, "slice": i, "qps": res["qps"], "p50_us": res["p50_us"],
+                  "p99_us": res["p99_us"], "held": held(st1),
+                  "cpu_us_per_request": cost_per_request(res), "send_late_p99_us": res["send_late_p99_us"]}
+            out["slices"].append(sl)
+            log("step %d (%d req/s) slice %d: p99 %s us, %s us CPU/req, auto holds %s"
+                % (step + 1, load, i + 1, sl["p99_us"], sl["cpu_us_per_request"], sl["held"]))
+            save()
+    return out
+
+
+def cost_per_request(res):
+    """The server's CPU time per answered request when the testbed counts
+    its tasks (netns.py), else None."""
+    if res.get("server_task_ms") is None:
+        return None
+    return round(res["server_task_ms"] * 1000.0 / max(1, res.get("answered") or res["measured"]), 2)
 
 
 def run_bench(tb, args, log, report, save):
@@ -689,7 +791,7 @@ def run_bench(tb, args, log, report, save):
         report["loads"] = loads
         if RECOMMEND in modes:
             report["recommend"] = recommend(bench, tb, args, loads, log)
-            report["modes"] = bench.modes
+            report["recommended"] = {str(k): v for k, v in bench.recommended.items()}
         topologies = tb.topologies
         n_runs = len(modes) * len(loads) * len(topologies) * args.repeats
         for rnd in range(args.repeats):
@@ -699,20 +801,21 @@ def run_bench(tb, args, log, report, save):
             for name in order:
                 cases = [(load, t) for load in loads for t in topologies]
                 rng.shuffle(cases)
-                try:
-                    took = bench.set_mode(name)
-                    log("round %d: mode %s set in %.0fs" % (rnd + 1, name, took))
-                except BenchError as err:
-                    log("round %d: mode %s could not be set: %s" % (rnd + 1, name, err))
-                    runs.extend({"round": rnd + 1, "mode": name, "offered": load, "topology": t,
-                                 "failed": "setting the mode: %s" % err} for load, t in cases)
+                # recommend's values are per load: set before each of its runs
+                per_load = name == RECOMMEND
+                if not per_load and not set_round_mode(bench, log, runs, rnd, name, cases):
                     continue
-                if name == AUTO:
-                    settle_auto(bench, tb, args, loads, log, report.setdefault("auto_settles", []), rnd + 1)
                 for load, t in cases:
-                    runs.append(measured_run(bench, tb, args, log, n_runs, runs,
-                                             {"round": rnd + 1, "mode": name, "offered": load, "topology": t}))
+                    key = {"round": rnd + 1, "mode": name, "offered": load, "topology": t}
+                    if per_load and not set_round_mode(bench, log, runs, rnd, name, [(load, t)], load):
+                        continue
+                    if name == AUTO:
+                        key["auto_warmup"] = {"seconds": AUTO_WARMUP_SECONDS,
+                                              "held": warm_auto(bench, tb, args, load, log, rnd + 1)}
+                    runs.append(measured_run(bench, tb, args, log, n_runs, runs, key))
                     save()
+        if AUTO in modes and args.step_seconds:
+            report["step"] = step_test(bench, tb, args, report["saturation"], loads, log, save)
         report["placement"] = tb.placement()
     finally:
         not_put_back = bench.finish()

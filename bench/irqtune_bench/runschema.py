@@ -212,6 +212,7 @@ RUN = Fields(
         "attempts": Items(Fields({"reasons": Items(TEXT, MAX_LIST)}), MAX_LIST),
         "slices_p99_us": Items(Nullable(FIGURE), MAX_SLICES),
         "held": Fields(optional={"before": HELD, "after": HELD}),
+        "auto_warmup": Fields({"seconds": FIGURE}, {"held": Nullable(HELD)}),
         "hist": Fields({"counts": Items(Pair(Whole(0, 1 << 24), COUNT), MAX_BUCKETS)},
                        {"sub_bits": Whole(0, 16), "max_ns": COUNT, "unanswered": COUNT})}),
     what="an object of one run's figures")
@@ -243,8 +244,18 @@ OTHERS = Fields(optional={
     "rule": Mapping(FIGURE, MAX_LIST), "started": TEXT, "command": TEXT, "seconds_total": label})
 
 
+STEP_SLICE = Fields({"step": Whole(0, MAX_LIST), "offered": LOAD, "slice": Whole(0, MAX_SLICES)},
+                    {"failed": TEXT, "p99_us": SCALAR, "cpu_us_per_request": SCALAR, "held": HELD})
+STEP = Fields({"fractions": Items(Number(0, 2), MAX_LIST), "step_seconds": FIGURE, "slice_seconds": FIGURE},
+              {"failed": TEXT, "slices": Items(STEP_SLICE, MAX_SLICES)})
+
+
 def check_recommend(rec, path="recommend"):
+    """One doctor run per load (a list), or one (runs before issue 48)."""
     if rec is None:
+        return
+    if type(rec) is list:
+        Items(check_recommend, MAX_LOADS)(rec, path)
         return
     Fields({"offered": LOAD, "doctor": TEXT}, {"failed": Nullable(TEXT)})(rec, path)
     if not rec.get("failed"):
@@ -293,6 +304,7 @@ def problem(run):
         OTHERS(run, "")
         check_recommend(run.get("recommend"))
         Nullable(Items(check_settle, MAX_LIST))(run.get("auto_settles"), "auto_settles")
+        Nullable(STEP)(run.get("step"), "step")
     except Refused as refused:
         return str(refused)
     return None

@@ -177,6 +177,10 @@ def queues(nic, nd, napis, interrupts):
     """rx_queues {rx queue: NAPI id}, queue_irqs {rx queue: irq} and
     irq_cpus {irq: effective affinity CPUs} of the NIC."""
     out = {"rx_queues": nd.rx_queues(nic)}
+    if not out["rx_queues"]:
+        # a veth links no NAPI to its queues in queue-get; it adds one
+        # NAPI per rx queue, in queue order, so ids ascend with the queues
+        out["rx_queues"] = {q: n["id"] for q, n in enumerate(sorted(napis, key=lambda n: n["id"]))}
     out["queue_irqs"] = queue_irqs(nic, napis, out["rx_queues"], interrupts)
     irqs = set(out["queue_irqs"].values()) | {n["irq"] for n in napis if n.get("irq")}
     out["irq_cpus"] = {}
@@ -186,8 +190,17 @@ def queues(nic, nd, napis, interrupts):
     return out
 
 
-def state(nic, service="memcached", stats_only=False):
-    pid = service_pid(service)
+def pid_in_file(path):
+    """The pid a pid file holds (the netns testbed's own memcached)."""
+    with open(path) as f:
+        text = f.read(32).strip()
+    if not text.isdigit():
+        raise SystemExit("irqtune-bench: %s holds no pid" % path)
+    return int(text)
+
+
+def state(nic, service="memcached", stats_only=False, pid_file=None):
+    pid = pid_in_file(pid_file) if pid_file else service_pid(service)
     out = {"stats": stats(nic, pid)}
     with netlink.Netdev() as nd:
         out["napis"] = nd.napis(nic)

@@ -77,12 +77,15 @@ def assert_clean(text, where):
 def assert_tables_intact(markdown, where):
     """Every row of each table has its header's cells: no '|' of the run
     file's split one; no raw HTML or link made by one.  A fenced block
-    (auto's values) is text markdown does not act on - only its fence may
-    end it, and no line in it begins with the run file's text."""
+    (the controls, slice outliers, auto's values, the step test) is text
+    markdown does not act on - only its fence may end it, and no line in
+    it begins with the run file's text: each is a heading of the bench's
+    own or indented."""
     columns = None
     fenced = re.findall(r"^```\n(.*?)^```$", markdown, re.S | re.M)
     for block in fenced:
-        assert all(line.startswith(("auto (", "  ")) for line in block.splitlines()), (where, block)
+        assert all(line.startswith(("auto (", "busy-polling controls", "1 s slices", "step test", "  "))
+                   for line in block.splitlines()), (where, block)
     outside = re.sub(r"^```\n.*?^```$", "", markdown, flags=re.S | re.M)
     for line in outside.splitlines():
         if not line.startswith("|"):

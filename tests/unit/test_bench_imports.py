@@ -15,7 +15,7 @@ from pathlib import Path
 BENCH = Path(__file__).resolve().parents[2] / "bench" / "irqtune_bench"
 # (module, imported): imported lazily on purpose
 LAZY = {("report", "matplotlib"), ("report", "matplotlib.pyplot"),
-        ("cli", ".orchestrator"), ("cli", ".saved")}
+        ("cli", ".orchestrator"), ("cli", ".saved"), ("cli", ".netns")}
 
 
 def imports_inside_functions(path):

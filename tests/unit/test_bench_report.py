@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-from irqtune_bench import report
+from irqtune_bench import findings, report
 
 
 def run(mode, load, p99, ipr=None, topology="-", late=200.0, wait=1.0, failed=None):
@@ -83,9 +83,10 @@ def test_a_round_without_both_modes_is_left_out_of_the_pairs():
     full = [1000] * 8
     runs = rounds("fullbusy", 1000, full, [100] * 8) + rounds("suspend20", 1000, [500] * 8, [50] * 8)
     runs[2]["failed"] = "mode not in effect"                  # fullbusy, round 3
-    runs[8 + 5]["disturbed"] = ["send_late_p99_us 900 > 250"]   # suspend20, round 6
+    runs[8 + 5]["disturbed"] = ["send_late_p99_us 900 > 250"]   # suspend20, round 6: counts
     v, = report.verdict_records(saved(runs))
-    assert v["pairs"] == 6 and v["p99_ratio"] == [0.5, 0.5, 0.5]
+    assert v["pairs"] == 7 and v["p99_ratio"] == [0.5, 0.5, 0.5]
+    assert v["without_disturbed"]["pairs"] == 6
     runs = runs[:8] + runs[8:11]        # suspend20 in 3 rounds only: too few pairs
     v, = report.verdict_records(saved(runs))
     assert v["pairs"] == 2 and v["latency"] == "undecided" and v["cost"] == "undecided"
@@ -174,11 +175,11 @@ def test_table_and_markdown_show_every_mode_and_a_failed_cell():
     runs = [run("suspend20", 1000, 100, 60), run("fullbusy", 1000, 1, failed="x")]
     cells = cells_of(runs)
     text = report.table(cells, ["suspend20", "fullbusy"], [1000])
-    assert "fullbusy   no valid run (1 failed, 0 disturbed)" in text
+    assert "fullbusy   no valid run (1 failed)" in text
     assert text.splitlines()[2].split()[:2] == ["suspend20", "1000"]
     md = report.markdown(cells, ["suspend20", "fullbusy"], [1000])
     assert "| suspend20 | 1 | 1000 | 25 | 100 [100-100] | 0.1 [0.1-0.1] |" in md, md
-    assert "| fullbusy | 0 (1 failed, 0 disturbed) |" in md
+    assert "| fullbusy | 0 (1 failed) |" in md
 
 
 def test_compare_gives_no_spread_for_a_single_run():
@@ -235,17 +236,19 @@ def test_a_real_lab_run_reads_back():
         assert sum(c for _, c in r["hist"]["counts"]) + r["unanswered"] == r["measured"]
         assert len(r["slices_p99_us"]) == 5
     records = report.verdict_records(rep)
-    assert [(v["load"], v["mode"]) for v in records] == [
-        (load, m) for load in (2000, 6000) for m in ("suspend20", "suspend200", "recommend", "auto")]
-    assert all(v["pairs"] == 0 and v["latency"] == v["cost"] == "undecided" and v["reruns"] == 4 for v in records)
-    assert "[100, 1000000, 32120000] in 2 run(s)" in "\n".join(report.auto_lines(rep))
+    assert [(v["load"], v["mode"], v["against"]) for v in records] == [
+        (load, m, "fullbusy") for load in (2000, 6000) for m in ("suspend20", "suspend200", "recommend", "auto")]
+    # every run counts: one pair each, too few to decide; none without the disturbed
+    assert all(v["pairs"] == 1 and v["without_disturbed"]["pairs"] == 0 and v["latency"] == v["cost"] == "undecided"
+               and v["reruns"] == 4 for v in records)
+    assert "[100, 1000000, 32120000] in 2 run(s)" in "\n".join(findings.auto_lines(rep, rep["runs"]))
     table = report.reruns_table(rep)
     assert "| 6000 | fullbusy | 0 | 2 | 1 | main_loop_wait_pct x2" in table, table
-    # the tables show what the disturbed runs measured, marked, as nothing counted
+    # the tables count the disturbed runs
     cells = report.summarise(rep["runs"], rep["settings"]["modes"], rep["loads"])
-    assert report.table(cells, ["fullbusy"], [6000]).splitlines()[2].startswith("fullbusy*  ")
+    assert report.table(cells, ["fullbusy"], [6000]).splitlines()[2].startswith("fullbusy   ")
     md = report.markdown(cells, ["fullbusy"], [6000])
-    assert "| fullbusy | 0 (1 disturbed, shown *) |" in md and "\\* no run of the cell counted" in md, md
+    assert "| fullbusy | 1 |" in md, md
 
 
 def test_without_instruction_counts_cost_is_judged_on_cpu_time():
@@ -261,16 +264,15 @@ def test_without_instruction_counts_cost_is_judged_on_cpu_time():
     assert "instructions not counted; CPU time/request 0.50x [0.50-0.50] -> cost HOLDS" in line, line
 
 
-def test_the_plots_show_cost_as_judged_and_disturbed_cells_hollow(tmp_path):
+def test_the_plots_show_cost_as_judged(tmp_path):
     """Issue 41: a server without a PMU plots CPU time per request (what
-    its verdicts judge); a cell whose runs were all disturbed (a TCG
-    client's generator) is still drawn, as the table still shows it."""
+    its verdicts judge); disturbed runs count in the plots as elsewhere."""
     counted = cells_of([run("suspend20", 1000, 100, ipr=5000), run("fullbusy", 1000, 90, ipr=9000)])
     assert report.plotted(counted) == ["p99", "insn"]
     runs = [dict(run(m, 1000, 100), cpu_us_per_request=20.0, disturbed="send_late_p99_us")
             for m in ("suspend20", "fullbusy")]
     cells = cells_of(runs)
-    assert cells["suspend20@1000"]["shown"] == "disturbed"
+    assert cells["suspend20@1000"]["runs"] == 1
     assert report.plotted(cells) == ["p99", "cpu"]
     pytest.importorskip("matplotlib")
     written = report.plot(cells, ["suspend20", "fullbusy", "defer50"], [1000], tmp_path, "t", "a title")

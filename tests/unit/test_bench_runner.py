@@ -222,7 +222,7 @@ class FakeTestbed:
 def args(**kw):
     a = dict(modes=",".join(modes.SERIES_MODES), loads="500,1000", fractions=[], repeats=2, seconds=1.0,
              warmup=0.1, conns=1, memcached_cpu=2, service="memcached", probe_start=1000,
-             probe_max=2000, probe_seconds=1.0, seed=1, recommend_seconds=5.0, reruns=2)
+             probe_max=2000, probe_seconds=1.0, seed=1, recommend_seconds=5.0, reruns=2, step_seconds=0)
     a.update(kw)
     # as cli.run_settings() hands them over
     a["modes"] = modes.parse_modes(a["modes"])
@@ -313,20 +313,22 @@ def test_put_back_when_the_bench_fails_midway():
 
 
 def test_recommend_runs_with_the_doctors_values():
+    """Issue 48 item 3: the doctor runs at each load, in suspend20, with
+    that load running, and each load's recommend runs take its values."""
     server = FakeServer()
     tb, report, failed = run_fake(server, modes="suspend20,recommend", loads="500,1000,2000", repeats=1)
     assert failed == []
-    # measured once, at the busiest load below saturation, in suspend20,
-    # with the load running
     doctor = [a for a in server.log if a[:2] == ["irqtune", "doctor"]]
-    assert doctor == [["irqtune", "doctor", "--service", "memcached", "--json", "--seconds", "5"]]
-    assert server.doctor_while and ("suspend20", 1000) == tb.loads[0]
-    rec, want = report["recommend"], DOCTOR["recommend"]
-    assert rec["values"] == want and rec["measured"] == DOCTOR["measured"] and rec["offered"] == 1000
-    m = report["modes"]["recommend"]
-    assert (m["defer_hard_irqs"], m["gro_flush_timeout_ns"], m["irq_suspend_timeout_ns"]) == (
-        want["defer_hard_irqs"], want["gro_flush_timeout_ns"], want["irq_suspend_timeout_ns"])
-    assert m["epoll"] == modes.MODES["suspend20"]["epoll"]
+    assert doctor == [["irqtune", "doctor", "--service", "memcached", "--json", "--seconds", "5"]] * 3
+    assert server.doctor_while and [("suspend20", x) for x in (500, 1000, 2000)] == tb.loads[:3]
+    want = DOCTOR["recommend"]
+    assert [(rec["offered"], rec["values"], rec["measured"]) for rec in report["recommend"]] == [
+        (x, want, DOCTOR["measured"]) for x in (500, 1000, 2000)]
+    for x in ("500", "1000", "2000"):
+        m = report["recommended"][x]
+        assert (m["defer_hard_irqs"], m["gro_flush_timeout_ns"], m["irq_suspend_timeout_ns"]) == (
+            want["defer_hard_irqs"], want["gro_flush_timeout_ns"], want["irq_suspend_timeout_ns"])
+        assert m["epoll"] == modes.MODES["suspend20"]["epoll"]
     # every recommend run read back the recommended values
     runs = [r for r in report["runs"] if r["mode"] == "recommend"]
     assert len(runs) == 3
@@ -358,13 +360,13 @@ def test_too_little_traffic_leaves_recommend_without_values():
     tb, report, failed = run_fake(server, modes="suspend20,recommend", loads="500,1000", repeats=1)
     assert {r["mode"] for r in failed} == {"recommend"} and len(failed) == 2
     assert all("the doctor recommended none" in r["failed"] for r in failed)
-    assert "too little traffic" in report["recommend"]["failed"]
+    assert all("too little traffic" in rec["failed"] for rec in report["recommend"])
     assert "recommend" not in {mode for mode, rate in tb.loads[1:]}
 
     server = FakeServer()
     server.doctor = (2, "", "irqtune doctor: --service memcached: no such unit")
     tb, report, failed = run_fake(server, modes="suspend20,recommend", loads="500", repeats=1)
-    assert report["recommend"]["failed"] == "irqtune doctor: --service memcached: no such unit"
+    assert report["recommend"][0]["failed"] == "irqtune doctor: --service memcached: no such unit"
     assert {r["mode"] for r in failed} == {"recommend"}
 
 
@@ -387,7 +389,7 @@ def test_recommend_without_suspend20_fails_only_its_runs():
         return real(argv, timeout, input)
     server.run = refuse_suspend20
     tb, report, failed = run_fake(server, modes="base,recommend", loads="500,1000", repeats=1)
-    assert report["recommend"]["failed"].startswith("setting suspend20: tuned-adm profile"), report["recommend"]
+    assert all(rec["failed"].startswith("setting suspend20: tuned-adm profile") for rec in report["recommend"])
     assert {r["mode"] for r in failed} == {"recommend"} and len(failed) == 2
     assert not any(a[:2] == ["irqtune", "doctor"] for a in server.log)
 
@@ -468,9 +470,10 @@ def test_the_disturbed_rule(figures, reasons):
 
 
 def test_auto_runs_with_what_the_daemon_measured_and_records_it():
-    """auto: the variables file says auto for both timeouts, the server's
-    daemon sets measured values (the fake: 172us / 1.8ms), a settle load
-    per round precedes the runs, and every run records what was held."""
+    """Issue 48 item 3: auto measures the load each run serves - a warm-up
+    at the run's own load precedes it, with the bench's short
+    auto_interval in the variables - and every run records what was held
+    after its warm-up and around it (the fake's daemon: 172us / 1.8ms)."""
     server = FakeServer()
     tb, report, failed = run_fake(server, modes="auto,suspend20", loads="500,1000", repeats=2)
     assert failed == []
@@ -478,17 +481,31 @@ def test_auto_runs_with_what_the_daemon_measured_and_records_it():
     assert len(runs) == 4
     for r in runs:
         assert r["held"] == {"before": [[100, 172000, 1800000]], "after": [[100, 172000, 1800000]]}
-    assert [s["round"] for s in report["auto_settles"]] == [1, 2]
-    assert report["auto_settles"][0]["held"] == [[100, 172000, 1800000]]
-    # the settle load ran in auto, at the busiest load, before its runs
+        assert r["auto_warmup"] == {"seconds": runner.AUTO_WARMUP_SECONDS, "held": [[100, 172000, 1800000]]}
+    # each auto run's warm-up ran in auto at that run's load, just before it
     auto_loads = [x for x in tb.loads if x[0] == "auto"]
-    assert auto_loads[0] == ("auto", 1000) and len(auto_loads) == 6
+    assert len(auto_loads) == 8 and all(a == b for a, b in zip(auto_loads[::2], auto_loads[1::2]))
+    assert sorted(rate for _, rate in auto_loads[::2]) == [500, 500, 1000, 1000]
+    assert "auto_settles" not in report
     bench = runner.Bench(FakeTestbed(server), args(), lambda msg: None)
     bench.prepare()
     bench.set_mode("auto")
     assert server.files[runner.VARIABLES] == (
         "# irqtune-bench mode auto\nsuspend_nics=%s\ndefer_hard_irqs=100\ngro_flush_timeout=auto\n"
-        "irq_suspend_timeout=auto\noptin_services=memcached\noptin_busy_poll_usecs=0\noptin_restart=true\n" % NIC)
+        "irq_suspend_timeout=auto\noptin_services=memcached\noptin_busy_poll_usecs=0\noptin_restart=true\n"
+        "auto_interval=%d\n" % (NIC, modes.AUTO_INTERVAL))
+
+
+def test_the_step_test_follows_auto_through_each_step():
+    """Issue 48 item 3: 10 -> 50 -> 90 -> 10 % of saturation, each slice's
+    p99 and the values auto held at its end recorded."""
+    server = FakeServer()
+    tb, report, failed = run_fake(server, modes="auto", loads="1000", repeats=1, step_seconds=20)
+    step = report["step"]
+    assert [(sl["step"], sl["offered"], sl["slice"]) for sl in step["slices"]] == [
+        (s, x, i) for s, x in enumerate((100, 500, 900, 100)) for i in range(2)]
+    assert all(sl["held"] == [[100, 172000, 1800000]] and sl["p99_us"] for sl in step["slices"])
+    assert [rate for mode, rate in tb.loads[-8:]] == [100, 100, 500, 500, 900, 900, 100, 100]
 
 
 def test_a_whole_fake_run_of_the_verdict_set_reports_and_documents(tmp_path, capsys):
@@ -504,8 +521,10 @@ def test_a_whole_fake_run_of_the_verdict_set_reports_and_documents(tmp_path, cap
     path.write_text(json.dumps(report))
     loaded = saved.load(path)
     records = rep.verdict_records(loaded)
-    assert [(v["load"], v["mode"]) for v in records] == [
-        (load, m) for load in (500, 1000) for m in ("suspend20", "suspend200", "recommend", "auto")]
+    assert [(v["against"], v["load"], v["mode"]) for v in records] == [
+        (c, load, m) for c in ("keepbusy", "fullbusy") for load in (500, 1000)
+        for m in ("suspend20", "suspend200", "recommend", "auto")]
+    assert [v["judged"] for v in records] == [True] * 8 + [False] * 8
     # every run of the fake answers alike: ratios of exactly 1
     assert all(v["p99_ratio"] == [1.0, 1.0, 1.0] and v["latency"] == "holds" for v in records)
     assert sum(v["reruns"] for v in records) >= 1          # the first run was late
@@ -515,7 +534,8 @@ def test_a_whole_fake_run_of_the_verdict_set_reports_and_documents(tmp_path, cap
     text = md.read_text()
     assert text.startswith("# Benchmarks\n\n<!-- irqtune-bench docs: generated from data/run.json")
     assert text.endswith(docs.END + "\n\n## Other\n") and "\nold\n" not in text
-    assert "offered 500: suspend20 against fullbusy (5 paired rounds): p99 1.00x [1.00-1.00]" in text
+    assert "offered 500: suspend20 against keepbusy (5 paired rounds): p99 1.00x [1.00-1.00]" in text
+    assert "offered 500: suspend20 against fullbusy (the series' configuration) (5 paired rounds)" in text
     assert "auto (gro_flush_timeout=auto" in text and "[100, 172000, 1800000]" in text
     assert "a validation run, not a verdict run (repeats 5 < 8, seconds 1.0 < 20, warmup 0.1 < 2" in text
     first = text
