@@ -64,14 +64,18 @@ GENERATOR_PRIORITY = 5
 
 
 class LocalHost:
-    """The server's commands, run here as root (argument vectors)."""
+    """The server's commands, run here as root (argument vectors), with
+    this package on PYTHONPATH for the bench's own server side."""
 
     target = "this machine"
+
+    def __init__(self):
+        self.env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
 
     def run(self, argv, timeout=60, input=None):
         stdin = {"input": input} if input is not None else {"stdin": subprocess.DEVNULL}
         try:
-            res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout,
+            res = subprocess.run(argv, capture_output=True, text=True, timeout=timeout, env=self.env,
                                  start_new_session=True, **stdin)
         except subprocess.TimeoutExpired:
             return -9, "", "timed out after %ss" % timeout
@@ -125,7 +129,6 @@ class NetnsTestbed:
         self.server = LocalHost()
         # the server side is this package, run by this Python
         self.server_bench = [sys.executable, "-m", "irqtune_bench"]
-        self.env = dict(os.environ, PYTHONPATH=str(Path(__file__).resolve().parent.parent))
         self.mcload, self.shim = args.mcload, args.shim
         self.server_addr, self.nic, self.port = SERVER_ADDR, SERVER_DEV, 11211
         self.serving_cpu, self.generator_cpu = args.memcached_cpu, args.generator_cpu
@@ -303,9 +306,11 @@ class NetnsTestbed:
         proc = self.generate(rate, seconds, warmup, conns, seed)
         try:
             out, err = proc.communicate(timeout=seconds + warmup + 60)
-        except subprocess.TimeoutExpired:
-            proc.kill()
-            out, err = proc.communicate()
+        finally:
+            # timed out, or a signal ends the bench: the generator ends too
+            if proc.poll() is None:
+                proc.kill()
+                out, err = proc.communicate()
         after = self.counted()
         gen1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         after["generator_ms"] = 1000.0 * (gen1.ru_utime + gen1.ru_stime - gen0.ru_utime - gen0.ru_stime)

@@ -77,7 +77,8 @@ def load(path):
 def main(args):
     """report, compare and docs of saved runs; the exit code."""
     if args.command == "docs":
-        return docs.regenerate(load(args.json), Path(args.markdown), Path(args.images))
+        return docs.regenerate(load(args.json), Path(args.markdown), Path(args.images),
+                               run_name=Path(args.json).name)
     runs = [load(p) for p in ([args.json] if args.command == "report" else args.json)]
     if args.command == "report":
         if args.verdicts_json:

@@ -289,3 +289,80 @@ def test_the_plots_show_cost_as_judged(tmp_path):
 def test_the_header_says_which_side_saturated(sat, text):
     rep = {"settings": {"repeats": 1, "seconds": 2.0, "conns": 1}, "saturation": sat}
     assert text in report.header(rep)
+
+
+def test_every_run_counts_and_a_half_the_disturbed_runs_decide_is_undecided():
+    """Issue 48 item 4: suspend20 is 1.3x fullbusy in 5 undisturbed rounds
+    and 1.7x in 3 disturbed ones.  Every run counted, the median ratio
+    leaves the interval above 1.5 in part - undecided; left out, the
+    disturbed rounds would make latency hold.  A verdict the rule alone
+    decides is undecided, naming why."""
+    full = [1000] * 8
+    ratios = [1.3] * 5 + [1.7] * 3
+    runs = rounds("fullbusy", 1000, full, [100] * 8) + \
+        rounds("suspend20", 1000, [1000 * r for r in ratios], [50] * 8)
+    for r in runs[8 + 5:]:
+        r["disturbed"] = ["send_late_p99_us 400 > 250"]
+    v, = report.verdict_records(saved(runs))
+    assert v["pairs"] == 8 and v["without_disturbed"]["pairs"] == 5
+    assert v["without_disturbed"]["latency"] == "holds"
+    assert v["latency"] == "undecided" and v["cost"] == "holds"
+    lines = report.verdict_lines(saved(runs), [v])
+    assert "without the disturbed runs (5 pairs)" in lines[1]
+
+    # every run counted, latency holds; without the 4 disturbed rounds too
+    # few pairs are left to decide: undecided, and the line says why
+    runs = rounds("fullbusy", 1000, full, [100] * 8) + rounds("suspend20", 1000, [1200] * 8, [50] * 8)
+    for r in runs[8 + 4:]:
+        r["disturbed"] = ["generator_core_other_pct 5 > 2"]
+    v, = report.verdict_records(saved(runs))
+    assert v["latency"] == "undecided" and v["cost"] == "undecided"
+    assert v["why"]["latency"] == "holds with every run, undecided without the disturbed ones"
+    assert "latency undecided: holds with every run" in report.verdict_lines(saved(runs), [v])[1]
+
+    # when both agree, the verdict stands with every run counted
+    ratios = [1.3] * 8
+    runs = rounds("fullbusy", 1000, full, [100] * 8) + \
+        rounds("suspend20", 1000, [1000 * r for r in ratios], [50] * 8)
+    runs[-1]["disturbed"] = ["send_late_p99_us 400 > 250"]
+    v, = report.verdict_records(saved(runs))
+    assert (v["latency"], v["why"], v["pairs"]) == ("holds", {}, 8)
+
+
+def test_the_claim_is_judged_against_keepbusy_and_fullbusy_is_printed_beside():
+    modes = ("suspend20", "keepbusy", "fullbusy")
+    runs = rounds("keepbusy", 1000, [100] * 8, [100] * 8) + rounds("fullbusy", 1000, [5000] * 8, [90] * 8) + \
+        rounds("suspend20", 1000, [200] * 8, [50] * 8)
+    rep = saved(runs, modes=modes)
+    against_keep, against_full = report.verdict_records(rep)
+    assert (against_keep["against"], against_keep["judged"], against_keep["latency"]) == ("keepbusy", True, "fails")
+    assert (against_full["against"], against_full["judged"], against_full["latency"]) == ("fullbusy", False, "holds")
+    lines = report.verdict_lines(rep, [against_keep, against_full])
+    assert "suspend20 against keepbusy (8 paired rounds)" in lines[0]
+    assert "suspend20 against fullbusy (the series' configuration) (8 paired rounds)" in lines[1]
+
+
+def test_a_slice_far_above_both_neighbours_is_named():
+    r = dict(run("suspend20", 1000, 900), round=3, slices_p99_us=[200, 210, 9000, 190, 205, 950])
+    lines = findings.slice_outliers([r])
+    assert lines == ["suspend20 @ 1000 round 3: second 3 of 6 p99 9000 us, its neighbours 210/190 us; "
+                     "the run's p99 900 us", "suspend20 @ 1000 round 3: second 6 of 6 p99 950 us, "
+                     "its neighbours 205 us; the run's p99 900 us"]
+    r["slices_p99_us"] = [200, 700, 800, 750]          # high, but not above its neighbours
+    assert findings.slice_outliers([r]) == []
+
+
+def test_the_controls_show_busy_share_and_their_latency_against_base():
+    base = rounds("base", 1000, [400] * 8, [None] * 8)
+    keep = rounds("keepbusy", 1000, [200] * 8, [None] * 8)
+    for r in keep:
+        r.update(busy_share=0.995, worker_sleeps_per_kreq=0.1, worker_preempted_per_kreq=2.0,
+                 napi_thread_runs_per_kreq=0.5,
+                 hist={"sub_bits": 7, "max_ns": 10 ** 9, "unanswered": 0,
+                       "counts": [[report.stats.bucket_index(100000, 7, 10 ** 9), 990],
+                                  [report.stats.bucket_index(3000000, 7, 10 ** 9), 10]]})
+    line, = findings.control_lines(base + keep, ["base", "keepbusy"], [1000])[1:]
+    assert line.startswith("  keepbusy @ 1000: busy-polled share of received packets 0.995, ")
+    assert "p50 50 us (0.50x base [0.50-0.50]), p99 200 us (0.50x base [0.50-0.50])" in line
+    assert "requests over 1 ms 1.00 %" in line
+    assert "the worker slept 0.1, was preempted 2.0, the NAPI thread ran 0.5" in line
