@@ -218,7 +218,8 @@ def verdict_records(report):
     {half: reason it is undecided}, "without_disturbed" (the same halves
     and ratios with the disturbed runs left out), "spread", "reruns",
     "pairs", "cost_pairs"}.  Every run counts; a half whose verdict
-    changes when the disturbed runs are left out is undecided, naming that.
+    changes when the disturbed runs are left out is undecided, naming
+    that - unless too few pairs are left to judge without them.
     Without instruction counts the cost half is judged on CPU time per
     request ("cost_basis": "cpu_time")."""
     modes = report["settings"]["modes"]
@@ -232,9 +233,11 @@ def verdict_records(report):
                 alone = judge_cell(runs, m, against, load, undisturbed)
                 rec.update(against=against, judged=against == judged_against, why={},
                            without_disturbed={k: alone[k] for k in ("latency", "cost", "p99_ratio", "insn_ratio",
-                                                                    "cpu_ratio", "pairs")})
-                for half in ("latency", "cost"):
-                    if rec[half] != alone[half] and rec[half] != "undecided":
+                                                                    "cpu_ratio", "pairs", "cost_pairs")})
+                for half, pairs in (("latency", "pairs"), ("cost", "cost_pairs")):
+                    # too few pairs left to judge is no evidence either way
+                    # (stats.MIN_PAIRS): the check speaks when it could decide
+                    if rec[half] not in (alone[half], "undecided") and alone[pairs] >= stats.MIN_PAIRS:
                         rec["why"][half] = "%s with every run, %s without the disturbed ones" % (rec[half],
                                                                                               alone[half])
                         rec[half] = "undecided"
