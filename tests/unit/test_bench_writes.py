@@ -141,9 +141,9 @@ def test_docs_refuses_a_symlink_among_its_plots(tmp_path, victim):
     md = tmp_path / "benchmarks.md"
     md.write_text(DOCS)
     (tmp_path / "img").mkdir()
-    os.symlink(victim, tmp_path / "img" / "lab-bench-verdicts-p99.png")
+    os.symlink(victim, tmp_path / "img" / "run-verdicts-p99.png")
     res = bench("docs", str(saved), str(md), "--images", str(tmp_path / "img"))
-    one_line_refusal(res, tmp_path / "img" / "lab-bench-verdicts-p99.png")
+    one_line_refusal(res, tmp_path / "img" / "run-verdicts-p99.png")
     assert untouched(victim)
 
 
