@@ -137,12 +137,16 @@ def step_lines(step):
         return ["step test: %s" % shown_text(step["failed"])]
     lines = ["step test (auto): %s of saturation, %s s each, %s s slices:"
              % (" -> ".join("%g" % f for f in step["fractions"]), step["step_seconds"], step["slice_seconds"])]
+    previous = None
     for sl in step["slices"]:
         if sl.get("failed"):
             lines.append("  step %d %d req/s slice %d: failed: %s" % (sl["step"] + 1, sl["offered"], sl["slice"] + 1,
                                                                     shown_text(sl["failed"])))
             continue
-        lines.append("  step %d %6d req/s slice %2d: p99 %6s us, CPU %s us/req, held %s" % (
+        # auto changes a value only when a measurement leaves its band
+        change = "" if previous is None else " (changed)" if sl["held"] != previous else " (held)"
+        previous = sl["held"]
+        lines.append("  step %d %6d req/s slice %2d: p99 %6s us, CPU %s us/req, auto's values %s%s" % (
             sl["step"] + 1, sl["offered"], sl["slice"] + 1, _f(sl["p99_us"]),
-            _f(sl.get("cpu_us_per_request"), "%.1f"), shown_text(sl["held"])))
+            _f(sl.get("cpu_us_per_request"), "%.1f"), shown_text(sl["held"]), change))
     return lines

@@ -51,3 +51,19 @@ def test_the_committed_run_is_small_and_keeps_histograms():
     run = saved.load(RUN)
     kept = [r for r in run["runs"] if not r.get("failed")]
     assert kept and all(r.get("hist") and r.get("slices_p99_us") for r in kept)
+
+
+def test_each_run_regenerates_its_own_region(tmp_path):
+    """Issue 48: benchmarks.md holds the real-kernel run's region and the
+    emulated one's; a run regenerates the region its marker names, with
+    plots of its own name, and leaves the other as it was."""
+    run = saved.load(RUN)
+    md = tmp_path / "b.md"
+    md.write_text("# B\n\n" + docs.BEGIN % "data/local-bench.json.xz" + "\nlocal\n" + docs.END + "\n\ntext\n\n"
+                  + docs.BEGIN % "data/lab-bench.json.xz" + "\nlab\n" + docs.END + "\n")
+    assert docs.regenerate(run, md, tmp_path / "img", run_name="lab-bench.json.xz") == 0
+    text = md.read_text()
+    assert "\nlocal\n" in text and "\nlab\n" not in text
+    assert "](img/lab-bench-verdicts-p99.png)" in text and "local-bench-verdicts" not in text
+    assert docs.regenerate(run, md, tmp_path / "img", run_name="other.json") == 1     # two regions, none named
+    assert md.read_text() == text

@@ -374,3 +374,16 @@ def test_the_controls_show_busy_share_and_their_latency_against_base():
     assert "p50 50 us (0.50x base [0.50-0.50]), p99 200 us (0.50x base [0.50-0.50])" in line
     assert "requests over 1 ms 1.00 %" in line
     assert "the worker slept 0.1, was preempted 2.0, the NAPI thread ran 0.5" in line
+
+
+def test_the_step_test_lines_say_when_auto_changed_and_when_it_held():
+    step = {"fractions": [0.1, 0.5], "step_seconds": 20, "slice_seconds": 10, "slices": [
+        {"step": 0, "offered": 1000, "slice": 0, "p99_us": 300.0, "cpu_us_per_request": 40.0, "held": [[100, 20000, 1]]},
+        {"step": 0, "offered": 1000, "slice": 1, "p99_us": 310.0, "cpu_us_per_request": 39.0, "held": [[100, 20000, 1]]},
+        {"step": 1, "offered": 5000, "slice": 0, "failed": "mcload: refused"},
+        {"step": 1, "offered": 5000, "slice": 1, "p99_us": 500.0, "cpu_us_per_request": 20.0, "held": [[100, 60000, 2]]}]}
+    lines = findings.step_lines(step)
+    assert lines[0] == "step test (auto): 0.1 -> 0.5 of saturation, 20 s each, 10 s slices:"
+    assert lines[1].endswith("auto's values [[100, 20000, 1]]") and lines[2].endswith("(held)")
+    assert lines[3] == "  step 2 5000 req/s slice 1: failed: mcload: refused"
+    assert lines[4].endswith("auto's values [[100, 60000, 2]] (changed)")
