@@ -26,6 +26,7 @@ from irqtune.kernel.names import option_name
 from irqtune.kernel.netlink.links import LinkWatcher
 from irqtune.services.options import parse_options
 from irqtune.services.overlay import read_overlay_file
+from irqtune.services.tuner import Env
 
 log = tunedlog.log
 verify_failed = tunedlog.verify_failed
@@ -178,6 +179,9 @@ class TunerPlugin(Guarded):
 	_declared = ()
 	# Whether the watcher may run at all (unit tests turn it off).
 	_watch = True
+	# Fields of the builds' irqtune.services.tuner.Env that tests replace
+	# (state_dir, kfs, root, bus, napi_irqs); empty: the running system.
+	_seams = {}
 
 	def __init__(self, *args, **kwargs):
 		super().__init__(*args, **kwargs)
@@ -216,6 +220,14 @@ class TunerPlugin(Guarded):
 
 	def _make_tuner(self, instance, options):
 		raise NotImplementedError
+
+	def _built(self, instance, build, options):
+		"""The tuner a feature's build(options, env) makes; its option
+		errors recorded."""
+		tuner, errors = build(options, Env(instance.name, **dict(self._seams,
+			expand=lambda value: str(self._variables.expand(value)).strip())))
+		self._option_errors_found(instance, errors)
+		return tuner
 
 	def _option_errors_found(self, instance, errors):
 		"""Record option errors: _instance_init logs each once, verify

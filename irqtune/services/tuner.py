@@ -62,6 +62,13 @@ needs_watching
     True when drivers may recreate what the tuner set (NAPIs, IRQs), so the
     plugin runs the link watcher and the periodic re-check.
 
+A feature builds its tuner with build(options, env) -> (tuner or None,
+[OptionError]): the options as the profile gives them ({name: text}), env
+(Env) what the plugin or a test hands it besides.  The build owns the
+parsing, a variables file, the scope, the kernel's capabilities, the
+ledger's name; None when the options leave
+nothing to tune.
+
 Every optional part has its default in Tuner (a system-wide tuner: no
 devices, nothing kept per device, renames pass it by) or DeviceTuner (per
 device originals, renames followed); the plugins call the contract only,
@@ -80,8 +87,10 @@ import functools
 import logging
 from dataclasses import dataclass
 
+from ..kernel import irqs
+from ..kernel.kfs import KFS
 from ..kernel.netdevs import ifindex_of, ifname_of
-from .ledger import device_entry, name_now
+from .ledger import Ledger, device_entry, name_now
 
 log = logging.getLogger(__name__)
 
@@ -131,6 +140,24 @@ def verify_on_kernel_name(verify):
                 check.device = check.device or now
         return checks
     return wrapper
+
+
+@dataclass(frozen=True)
+class Env:
+    """What a feature's build takes besides the options: the instance it
+    tunes for (its ledgers are named after it) and the system it reaches -
+    the defaults are the running system's, tests hand fixtures."""
+
+    instance: str
+    expand: object = str.strip      # a variables file's value -> text (TuneD: its variables)
+    state_dir: str = None           # the ledgers' directory (None: /run/irqtune)
+    kfs: object = KFS
+    root: str = "/"                 # where systemd's unit files are (the opt-in's drop-ins)
+    bus: object = None              # systemd's manager (None: the system bus)
+    napi_irqs: object = irqs.napi_irqs     # ifname -> the IRQs of its NAPIs (GSIM's nic:)
+
+    def ledger(self, name, kin=None):
+        return Ledger(name, self.state_dir, kin=kin)
 
 
 class Tuner:

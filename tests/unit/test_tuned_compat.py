@@ -234,9 +234,10 @@ def prepare(name, module, workdir, patch):
             patch(module, "detect_napi_capabilities", lambda: None)
             options = {"defer_hard_irqs": "100", "gro_flush_timeout": "20us"}
         else:
+            from irqtune.features.channels import tuner as channels
             check = collections.namedtuple("Check", "ok what current expected note")
             patch(RecordingTuner, "_check", check, raising=False)
-            patch(module, "HousekeepingTuner", RecordingTuner)
+            patch(channels, "HousekeepingTuner", RecordingTuner)
             options = {"channels": "2", "irq_affinity": "housekeeping",
                        "housekeeping_cpus": "0-1"}
         patch(module.common, "LinkWatcher", IdleWatcher)
@@ -255,9 +256,9 @@ def prepare(name, module, workdir, patch):
         test_gsim.set_originals(kernel)
         patch(gsim.interface, "_write_text", kernel.write)
         before = kernel.knobs()
-        attrs = {"_gsim_proc_root": kernel.proc, "_gsim_sysfs_root": kernel.sys,
-                 "_gsim_state_dir": os.path.join(workdir, "state"), "_gsim_watch": False,
-                 "_gsim_napi_irqs": None}
+        from irqtune.kernel.kfs import KernelFs
+        attrs = {"_seams": {"kfs": KernelFs(kernel.proc, kernel.sys), "napi_irqs": None,
+                            "state_dir": os.path.join(workdir, "state")}, "_watch": False}
         options = {"delay_us": "100", "target_intr_rate": "1000000",
                    "hardirq_percent": "70"}
 
