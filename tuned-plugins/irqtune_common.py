@@ -24,7 +24,6 @@ from tuned.plugins import irqtune_tunedlog as tunedlog
 from irqtune.kernel.errors import IrqtuneError, describe_os_error
 from irqtune.kernel.names import option_name
 from irqtune.kernel.netlink.links import LinkWatcher
-from irqtune.services.options import parse_options
 from irqtune.services.overlay import read_overlay_file
 from irqtune.services.tuner import Env
 
@@ -102,7 +101,7 @@ ENTRY_POINTS = {
 		"its originals may not be back; compare with tuned-adm verify", None),
 	"_retune": ("tuning recreated NAPIs/IRQs again",
 		"tuned-adm verify names what is not set", None),
-	# napi: gro_flush_timeout=auto and the like, on the periodic re-check.
+	# A tuner's tick on the periodic re-check (napi: gro_flush_timeout=auto).
 	"_follow_measurement": ("measuring for the auto values",
 		"the values stay as they are; tuned-adm verify names what is not set", None),
 	# TuneD 2.25+: a renamed NIC, by its new name (hotplug's move event).
@@ -172,9 +171,6 @@ class TunerPlugin(Guarded):
 	# What an instance whose options left no tuner does, for the lines of
 	# its option errors (otherwise the bad options are left out).
 	_without_tuner = "the instance tunes nothing"
-	# Seconds between re-checks for recreated NAPIs/IRQs between link
-	# events; the recheck_interval option overrides it, 0 turns it off.
-	recheck_interval = 5.0
 	# The plugin's options, declared in the library (irqtune.frontends.plugin_options).
 	_declared = ()
 	# Whether the watcher may run at all (unit tests turn it off).
@@ -207,14 +203,8 @@ class TunerPlugin(Guarded):
 		instance._option_errors = []
 		instance._watcher = None
 		instance._devices_seen = set()      # devices tuned since the profile applied
-		instance._recheck_interval = self.recheck_interval
-		options = self._expanded_options(instance)
-		given, errors = parse_options([o for o in self._declared if o.name == "recheck_interval"],
-			options)
-		instance._recheck_interval = given.get("recheck_interval", self.recheck_interval)
-		self._option_errors_found(instance, errors)
 		try:
-			instance._tuner = self._make_tuner(instance, options)
+			instance._tuner = self._make_tuner(instance, self._expanded_options(instance))
 		finally:
 			self._log_option_errors(instance)
 
@@ -256,13 +246,9 @@ class TunerPlugin(Guarded):
 		result = instance._tuner.apply(*devices)
 		if devices:
 			log.info("instance %s: %s: %s" % (instance.name, summarise(devices),
-				self._describe(result)))
+				instance._tuner.describe(result)))
 		elif result:
-			log.info("instance %s: %s" % (instance.name, self._describe(result)))
-
-	def _describe(self, result):
-		"""The log text for what a tuner's apply returned."""
-		return str(result)
+			log.info("instance %s: %s" % (instance.name, instance._tuner.describe(result)))
 
 	def _start_watching(self, instance):
 		if instance._tuner is None or instance._watcher is not None or not self._watch \
@@ -270,8 +256,20 @@ class TunerPlugin(Guarded):
 			return
 		instance._watcher = LinkWatcher(
 			lambda ifindex: self._retune_link(instance, ifindex),
-			lambda: self._retune_all(instance), interval=instance._recheck_interval)
+			lambda: self._recheck(instance), interval=instance._tuner.recheck_interval)
 		instance._watcher.start()
+
+	def _recheck(self, instance):
+		"""Every re-check interval: what drivers recreated is tuned again,
+		then a tuner whose values follow a measurement (napi's auto) measures."""
+		self._retune_all(instance)
+		if instance._tuner is not None:
+			self._follow_measurement(instance)
+
+	def _follow_measurement(self, instance):
+		change = instance._tuner.tick(instance._lock)
+		if change is not None:
+			log.info("instance %s: %s" % (instance.name, change.line()))
 
 	def _retune(self, instance, device):
 		with instance._lock:
@@ -280,7 +278,7 @@ class TunerPlugin(Guarded):
 			result = instance._tuner.apply_new(device)
 			if result:
 				log.info("instance %s: %s tuned again: %s" % (instance.name,
-					"%s:" % device if device else "", self._describe(result)))
+					"%s:" % device if device else "", instance._tuner.describe(result)))
 
 	# -- verify -----------------------------------------------------------
 

@@ -68,13 +68,6 @@ class GsimPlugin(common.InstancePlugin):
 	====
 	"""
 
-	@property
-	def recheck_interval(self):
-		return self._gsim_rescan_interval
-
-	# Seams for tests: the rescan period (s).
-	_gsim_rescan_interval = 5.0
-
 	_declared = PLUGINS["gsim"]
 
 	def _make_tuner(self, instance, options):

@@ -61,6 +61,3 @@ class NicHousekeepingPlugin(netdev.NetDevicePlugin):
 
 	def _make_tuner(self, instance, options):
 		return self._built(instance, channels.build, options)
-
-	# IRQs come back with a driver reset, not between link events: check less often
-	recheck_interval = 10.0

@@ -61,12 +61,17 @@ ledger
 needs_watching
     True when drivers may recreate what the tuner set (NAPIs, IRQs), so the
     plugin runs the link watcher and the periodic re-check.
+recheck_interval
+    Seconds between those re-checks (0: on link events only); the feature's
+    build sets it from the options, or leaves its default.
+describe(result)
+    What apply's result means, for the summary line ("set 8 NAPIs").
 
 A feature builds its tuner with build(options, env) -> (tuner or None,
 [OptionError]): the options as the profile gives them ({name: text}), env
 (Env) what the plugin or a test hands it besides.  The build owns the
 parsing, a variables file, the scope, the kernel's capabilities, the
-ledger's name; None when the options leave
+ledger's name and the re-check interval; None when the options leave
 nothing to tune.
 
 Every optional part has its default in Tuner (a system-wide tuner: no
@@ -172,6 +177,7 @@ class Tuner:
     """
 
     needs_watching = False
+    recheck_interval = 5.0
 
     def __init__(self, ledger=None):
         self.ledger = ledger
@@ -190,6 +196,9 @@ class Tuner:
 
     def tick(self, lock):
         return None
+
+    def describe(self, result):
+        return str(result)
 
     def restore(self, device=None):
         self.forget(device)

@@ -42,7 +42,8 @@ def plugin(tmp_path, monkeypatch):
         os.makedirs(os.path.join(proc, "irq"), exist_ok=True)
         cls = type("TestGsimPlugin", (module.GsimPlugin,), {
             "_seams": {"kfs": KernelFs(proc, sysfs), "state_dir": state_dir, "napi_irqs": None},
-            "_watch": watch, "_gsim_rescan_interval": interval})
+            "_watch": watch})
+        monkeypatch.setattr(gsim.GsimTuner, "recheck_interval", interval)
         cls.__module__ = module.__name__    # Plugin.name derives from it
         v = Variables()
         for key, value in (variables or {}).items():

@@ -230,8 +230,9 @@ def prepare(name, module, workdir, patch):
     if name in ("napi", "nic_housekeeping"):
         RecordingTuner.instances = []
         if name == "napi":
-            patch(module, "NapiTuner", RecordingTuner)
-            patch(module, "detect_napi_capabilities", lambda: None)
+            from irqtune.features.napi import tuner as napi
+            patch(napi, "NapiTuner", RecordingTuner)
+            patch(napi, "detect_napi_capabilities", lambda kfs: None)
             options = {"defer_hard_irqs": "100", "gro_flush_timeout": "20us"}
         else:
             from irqtune.features.channels import tuner as channels

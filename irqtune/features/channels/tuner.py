@@ -30,6 +30,9 @@ class HousekeepingTuner(DeviceTuner):
     napi-get, asked from the kernel when None (see irqs.nic_queue_irqs).
     """
 
+    # IRQs come back with a driver reset, not between link events: check less often
+    recheck_interval = 10.0
+
     def __init__(self, config, ledger=None, kfs=KFS, channels=None, ifindex=None, napi=None,
                  ifname=None):
         super().__init__(ledger, ifindex, ifname)

@@ -2,4 +2,4 @@
 """Per-NAPI deferral and IRQ suspension."""
 
 from .config import OPTIONS, VALUES, NapiConfig, parse_queues  # noqa: F401
-from .tuner import NapiTuner  # noqa: F401
+from .tuner import NapiTuner, build  # noqa: F401
