@@ -28,22 +28,25 @@ from irqtune.services.overlay import read_overlay_file
 from irqtune.services.tuner import Env
 
 log = tunedlog.log
+_ROLLBACK_FULL = getattr(consts, "ROLLBACK_FULL", 2)
 verify_failed = tunedlog.verify_failed
 verify_checks = tunedlog.verify_checks
 
 
-def wants_restore(rollback):
+def wants_restore(rollback, full_only=False):
 	"""Whether an unapply call asks for the originals back.
 
 	TuneD 2.20 passes a bool (full_rollback): runtime values are restored
 	either way.  2.21+ passes consts.ROLLBACK_NONE/SOFT/FULL = 0/1/2, and
 	NONE (daemon exit with rollback=not_on_exit) means leave everything -
-	the persisted originals then serve the next start.  bool is an int
-	subclass, so it is tested first.
+	the persisted originals then serve the next start.  full_only (a
+	tuner's full_rollback_only: drop-ins meant to outlive a shutdown):
+	only a full rollback, True in 2.20.  bool is an int subclass, so it is
+	tested first.
 	"""
 	if isinstance(rollback, bool) or rollback is None:
-		return True
-	return rollback != 0
+		return bool(rollback) or not full_only
+	return rollback == _ROLLBACK_FULL if full_only else rollback != 0
 
 
 def expanded_option(variables, instance, name):
@@ -321,9 +324,6 @@ class TunerPlugin(Guarded):
 
 	# -- unapply ----------------------------------------------------------
 
-	def _wants_restore(self, rollback):
-		return wants_restore(rollback)
-
 	def _instance_unapply_static(self, instance, rollback=None):
 		# The watcher may wait for the lock: stop it before taking it.
 		self._instance_stop_background(instance)
@@ -331,7 +331,7 @@ class TunerPlugin(Guarded):
 			tuner = instance._tuner
 			if tuner is None:
 				return
-			if self._wants_restore(rollback):
+			if wants_restore(rollback, tuner.full_rollback_only):
 				tuner.restore_all()
 			else:
 				log.info("instance %s: values left in place for the next start%s"

@@ -66,6 +66,9 @@ recheck_interval
     build sets it from the options, or leaves its default.
 describe(result)
     What apply's result means, for the summary line ("set 8 NAPIs").
+full_rollback_only
+    True when what the tuner changes is meant to outlive a shutdown (the
+    opt-in's drop-ins): only a full rollback puts the originals back.
 
 A feature builds its tuner with build(options, env) -> (tuner or None,
 [OptionError]): the options as the profile gives them ({name: text}), env
@@ -178,6 +181,7 @@ class Tuner:
 
     needs_watching = False
     recheck_interval = 5.0
+    full_rollback_only = False
 
     def __init__(self, ledger=None):
         self.ledger = ledger

@@ -271,9 +271,10 @@ def prepare(name, module, workdir, patch):
         import test_service_optin as tso
         from support.fakes.systemd import FakeSystemd
         root = tso.make_root(pathlib.Path(workdir))
-        attrs = {"_optin_root": root, "_optin_bus": FakeSystemd(),
-                 "_optin_state_dir": os.path.join(workdir, "state"),
-                 "_optin_proc_root": os.path.join(workdir, "proc")}
+        from irqtune.kernel.kfs import KernelFs
+        attrs = {"_seams": {"root": root, "bus": FakeSystemd(),
+                            "state_dir": os.path.join(workdir, "state"),
+                            "kfs": KernelFs(proc=os.path.join(workdir, "proc"))}}
         dropin = tso.dropin(root, "memcached.service")
 
         def observe():
@@ -373,13 +374,11 @@ def test_no_decorated_handlers(name):
                                                (0, False), (1, True), (2, True)])
 def test_unapply_static_argument(name, rollback, restores):
     """Every value any version passes, called directly: bool before int."""
+    common = load_plugin_module(name).common
     if name == "busy_poll_optin":
-        full = load_plugin_module(name)._full_rollback
-        assert full(rollback) == (rollback is True or (rollback == 2 and
-                                                      not isinstance(rollback, bool)))
+        assert common.wants_restore(rollback, full_only=True) == (
+            rollback is True or (rollback == 2 and not isinstance(rollback, bool)))
     else:
-        common = sys.modules.get("tuned.plugins.irqtune_common") or \
-            load_plugin_module(name) and sys.modules["tuned.plugins.irqtune_common"]
         assert common.wants_restore(rollback) is restores
 
 
