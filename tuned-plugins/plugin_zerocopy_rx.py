@@ -1,14 +1,13 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
+import functools
+
 import tuned.logs
 from tuned.plugins import irqtune_common as common
 from tuned.plugins import irqtune_netdev as netdev
 
-from irqtune.kernel.caps import detect_napi_capabilities
-from irqtune.features.napi import VALUES, NapiConfig, NapiTuner
-from irqtune.services.options import renamed
+from irqtune.features import napi, zerocopy
+from irqtune.services.options import Feature
 from irqtune.frontends.plugin_options import OVERLAY_PREFIXES, PLUGINS
-from irqtune.services.ledger import Ledger
-from irqtune.features.zerocopy import ZeroCopyConfig, ZeroCopyRxTuner
 
 log = tuned.logs.get()
 
@@ -110,23 +109,5 @@ class ZerocopyRxPlugin(netdev.NetDevicePlugin):
 		return set(self._device_matcher.match_list(nics, devices)) - {"lo"}
 
 	def _make_tuner(self, instance, options):
-		options = self._options(instance)
-		config, errors = ZeroCopyConfig.from_options(options)
-		napi_config, napi_errors = NapiConfig.from_options(options,
-			declared=renamed(VALUES, "napi_"))
-		self._option_errors_found(instance, errors + napi_errors)
-		return ZeroCopyRxTuner(config,
-			ledger=Ledger("zerocopy_rx-" + instance.name, kin="zerocopy_rx-"),
-			napi=self._napi_factory(instance, napi_config) if napi_config.attrs() else None)
-
-	@staticmethod
-	def _napi_factory(instance, napi_config):
-		"""A NapiTuner per device, scoped to its reserved queues, with its
-		own ledger (the reserved queues differ between devices)."""
-		caps = []
-		def factory(ifname, queues):
-			if not caps:
-				caps.append(detect_napi_capabilities())
-			return NapiTuner(napi_config, caps[0], queues=queues,
-				ledger=Ledger("zerocopy_rx-%s-napi-%s" % (instance.name, ifname)))
-		return factory
+		return self._built(instance, functools.partial(zerocopy.build,
+			napi=Feature(napi.QUEUE_VALUES, napi.build_for_queues)), options)

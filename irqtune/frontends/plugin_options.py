@@ -4,7 +4,6 @@ option lists and hints, the man page, docs/options.md and the Ansible
 role's checks are derived from these (irqtune.services.options)."""
 
 from ..features import channels, gsim, napi, service_optin, zerocopy
-from ..services.options import renamed
 
 PLUGINS = {
     "busy_poll_optin": service_optin.OPTIONS,
@@ -12,7 +11,7 @@ PLUGINS = {
     "napi": napi.OPTIONS,
     "nic_housekeeping": channels.OPTIONS,
     # napi_*: the napi values of the reserved queues' NAPIs, never auto.
-    "zerocopy_rx": zerocopy.OPTIONS + renamed(napi.VALUES, "napi_"),
+    "zerocopy_rx": zerocopy.OPTIONS + napi.QUEUE_VALUES,
 }
 # The prefix of the lines of a plugin's variables_file (irqtune.services.overlay).
 OVERLAY_PREFIXES = {"gsim": gsim.OVERLAY_PREFIX, "zerocopy_rx": zerocopy.OVERLAY_PREFIX}

@@ -50,6 +50,17 @@ class Option:
                               % (err.accepted, self.auto)) from None
 
 
+@dataclass(frozen=True)
+class Feature:
+    """What a plugin is made of: its options (Option) and build(options,
+    env) -> (tuner or None, [OptionError]) (irqtune.services.tuner); overlay:
+    the prefix of its variables_file's lines, None without one."""
+
+    options: tuple
+    build: object
+    overlay: str = None
+
+
 def parse_options(declared, options, auto=False):
     """({name: value}, [OptionError]) of the declared options given a
     value in options ({name: text}); a bad value is reported and left

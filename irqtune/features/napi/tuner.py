@@ -10,6 +10,7 @@ device - so they are never written when napi-set can do the job).
 import errno
 import logging
 from dataclasses import replace
+from functools import partial
 
 from ...kernel.caps import detect_napi_capabilities
 from ...kernel.errors import OptionError, describe_os_error
@@ -23,7 +24,7 @@ from ...services.ledger import positioned
 from ...services.measure import auto as measured
 from ...services.options import parse_options
 from ...services.tuner import Check, DeviceTuner, on_kernel_name, verify_on_kernel_name
-from .config import OPTIONS, NapiConfig, parse_queues
+from .config import OPTIONS, QUEUE_VALUES, NapiConfig, parse_queues
 
 log = logging.getLogger(__name__)
 
@@ -375,3 +376,13 @@ def build(options, env):
                       ledger=env.ledger("napi-" + env.instance, kin="napi-"), auto=values)
     tuner.recheck_interval = recheck
     return tuner, errors + more
+
+
+def build_for_queues(options, env):
+    """For a feature that reserves queues (zerocopy_rx's napi_* options,
+    QUEUE_VALUES): (make(queues=, ledger=) -> NapiTuner of those queues,
+    or None when no value is set, [OptionError])."""
+    config, errors = NapiConfig.from_options(options, declared=QUEUE_VALUES)
+    if not config.attrs():
+        return None, errors
+    return partial(NapiTuner, config, detect_napi_capabilities(env.kfs), kfs=env.kfs), errors
