@@ -24,7 +24,6 @@ from tuned.plugins import irqtune_tunedlog as tunedlog
 from irqtune.kernel.errors import IrqtuneError, describe_os_error
 from irqtune.kernel.names import option_name
 from irqtune.kernel.netlink.links import LinkWatcher
-from irqtune.services.overlay import read_overlay_file
 from irqtune.services.tuner import Env
 
 log = tunedlog.log
@@ -47,23 +46,6 @@ def wants_restore(rollback, full_only=False):
 	if isinstance(rollback, bool) or rollback is None:
 		return bool(rollback) or not full_only
 	return rollback == _ROLLBACK_FULL if full_only else rollback != 0
-
-
-def expanded_option(variables, instance, name):
-	"""An option's text with profile variables expanded, "" when unset."""
-	value = instance.options.get(name)
-	if value is None:
-		return ""
-	if isinstance(value, str):
-		value = variables.expand(value)
-	return str(value).strip()
-
-
-def overlay_file_options(variables, instance_name, path, prefix, options):
-	"""<prefix><option>=value lines of an overlay's variables file (see
-	irqtune.services.overlay), with profile variables expanded."""
-	return read_overlay_file(path, prefix, set(options) - {"variables_file"},
-		expand=lambda value: str(variables.expand(value)).strip())
 
 
 _VARIABLE_REF = re.compile(r"\$\{(\w+)\}")
@@ -163,19 +145,16 @@ def summarise(names, shown=4):
 class TunerPlugin(Guarded):
 	"""What every irqtune plugin does around its tuner (irqtune.services.tuner's
 	contract): the lock, the link watcher, option errors, the rollback
-	rules and verify's lines.  A plugin keeps only its options, its docs
-	and _make_tuner(instance, options), which returns the tuner (None
-	when the options make tuning impossible) after reporting option
-	errors through _option_errors_found.
+	rules and verify's lines.  A plugin is its documentation and one
+	lookup, _feature (irqtune.frontends.plugins.PLUGINS[name]): its options
+	and the build that makes the tuner from them (None when the options
+	make tuning impossible) with the option errors.
 
 	instance._lock serialises the daemon's calls with the link watcher's.
 	"""
 
-	# What an instance whose options left no tuner does, for the lines of
-	# its option errors (otherwise the bad options are left out).
-	_without_tuner = "the instance tunes nothing"
-	# The plugin's options, declared in the library (irqtune.frontends.plugin_options).
-	_declared = ()
+	# The plugin's options and build (irqtune.services.options.Feature).
+	_feature = None
 	# Whether the watcher may run at all (unit tests turn it off).
 	_watch = True
 	# Fields of the builds' irqtune.services.tuner.Env that tests replace
@@ -188,11 +167,11 @@ class TunerPlugin(Guarded):
 
 	@classmethod
 	def _get_config_options(cls):
-		return {o.name: o.default for o in cls._declared}
+		return {o.name: o.default for o in cls._feature.options}
 
 	@classmethod
 	def get_config_options_hints(cls):
-		return {o.name: o.hint for o in cls._declared}
+		return {o.name: o.hint for o in cls._feature.options}
 
 	def _expanded_options(self, instance):
 		return {k: (self._variables.expand(v) if isinstance(v, str) else v)
@@ -207,32 +186,22 @@ class TunerPlugin(Guarded):
 		instance._watcher = None
 		instance._devices_seen = set()      # devices tuned since the profile applied
 		try:
-			instance._tuner = self._make_tuner(instance, self._expanded_options(instance))
+			instance._tuner, errors = self._feature.build(self._expanded_options(instance),
+				Env(instance.name, **dict(self._seams, expand=self._expand)))
+			instance._option_errors = errors      # logged once here, reported again by verify
 		finally:
 			self._log_option_errors(instance)
 
-	def _make_tuner(self, instance, options):
-		raise NotImplementedError
-
-	def _built(self, instance, build, options):
-		"""The tuner a feature's build(options, env) makes; its option
-		errors recorded."""
-		tuner, errors = build(options, Env(instance.name, **dict(self._seams,
-			expand=lambda value: str(self._variables.expand(value)).strip())))
-		self._option_errors_found(instance, errors)
-		return tuner
-
-	def _option_errors_found(self, instance, errors):
-		"""Record option errors: _instance_init logs each once, verify
-		reports them again."""
-		instance._option_errors = list(instance._option_errors) + list(errors)
+	def _expand(self, value):
+		"""A value of a variables file, with the profile's variables expanded."""
+		return str(self._variables.expand(value)).strip()
 
 	def _log_option_errors(self, instance):
 		"""One line per bad value, under the option's name in the unit, with
 		the variable it came from and what becomes of it: left out, or -
 		when the errors left no tuner - the whole instance."""
 		consequence = "the option is not applied" if instance._tuner is not None \
-			else self._without_tuner
+			else self._feature.without_tuner
 		for err in instance._option_errors:
 			origin = option_origin(instance.options.get(err.option), err.value)
 			log.error("instance %s: %s%s; %s" % (instance.name, err, origin, consequence))

@@ -3,8 +3,7 @@
 
 from tuned.plugins import irqtune_common as common
 
-from irqtune.features import service_optin
-from irqtune.frontends.plugin_options import PLUGINS
+from irqtune.frontends.plugins import PLUGINS
 
 
 class BusyPollOptinPlugin(common.InstancePlugin):
@@ -46,9 +45,4 @@ class BusyPollOptinPlugin(common.InstancePlugin):
 	====
 	"""
 
-	_declared = PLUGINS["busy_poll_optin"]
-
-	_without_tuner = "no service is opted in"
-
-	def _make_tuner(self, instance, options):
-		return self._built(instance, service_optin.build, options)
+	_feature = PLUGINS["busy_poll_optin"]

@@ -1,11 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-import tuned.logs
 from tuned.plugins import irqtune_common as common
 
-from irqtune.features import gsim
-from irqtune.frontends.plugin_options import PLUGINS
-
-log = tuned.logs.get()
+from irqtune.frontends.plugins import PLUGINS
 
 
 class GsimPlugin(common.InstancePlugin):
@@ -68,7 +64,4 @@ class GsimPlugin(common.InstancePlugin):
 	====
 	"""
 
-	_declared = PLUGINS["gsim"]
-
-	def _make_tuner(self, instance, options):
-		return self._built(instance, gsim.build, options)
+	_feature = PLUGINS["gsim"]

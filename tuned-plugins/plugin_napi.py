@@ -1,12 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-import tuned.logs
-from tuned.plugins import irqtune_common as common
 from tuned.plugins import irqtune_netdev as netdev
 
-from irqtune.features import napi
-from irqtune.frontends.plugin_options import PLUGINS
-
-log = tuned.logs.get()
+from irqtune.frontends.plugins import PLUGINS
 
 
 class NapiPlugin(netdev.NetDevicePlugin):
@@ -95,7 +90,4 @@ class NapiPlugin(netdev.NetDevicePlugin):
 	====
 	"""
 
-	_declared = PLUGINS["napi"]
-
-	def _make_tuner(self, instance, options):
-		return self._built(instance, napi.build, options)
+	_feature = PLUGINS["napi"]

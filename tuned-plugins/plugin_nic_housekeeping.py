@@ -1,12 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-import tuned.logs
-from tuned.plugins import irqtune_common as common
 from tuned.plugins import irqtune_netdev as netdev
 
-from irqtune.features import channels
-from irqtune.frontends.plugin_options import PLUGINS
-
-log = tuned.logs.get()
+from irqtune.frontends.plugins import PLUGINS
 
 
 class NicHousekeepingPlugin(netdev.NetDevicePlugin):
@@ -57,7 +52,4 @@ class NicHousekeepingPlugin(netdev.NetDevicePlugin):
 	====
 	"""
 
-	_declared = PLUGINS["nic_housekeeping"]
-
-	def _make_tuner(self, instance, options):
-		return self._built(instance, channels.build, options)
+	_feature = PLUGINS["nic_housekeeping"]

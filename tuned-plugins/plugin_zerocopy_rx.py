@@ -1,15 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-import functools
-
-import tuned.logs
-from tuned.plugins import irqtune_common as common
 from tuned.plugins import irqtune_netdev as netdev
 
-from irqtune.features import napi, zerocopy
-from irqtune.services.options import Feature
-from irqtune.frontends.plugin_options import OVERLAY_PREFIXES, PLUGINS
-
-log = tuned.logs.get()
+from irqtune.frontends.plugins import PLUGINS
 
 
 class ZerocopyRxPlugin(netdev.NetDevicePlugin):
@@ -87,27 +79,4 @@ class ZerocopyRxPlugin(netdev.NetDevicePlugin):
 	====
 	"""
 
-	_declared = PLUGINS["zerocopy_rx"]
-
-	def _options(self, instance):
-		"""Options with profile variables expanded, overridden by the
-		variables file (read again each time: device matching runs before
-		_instance_init)."""
-		options = self._expanded_options(instance)
-		options.update(common.overlay_file_options(self._variables, instance.name,
-			options.pop("variables_file", None), OVERLAY_PREFIXES["zerocopy_rx"],
-			self._get_config_options()))
-		return options
-
-	def _get_matching_devices(self, instance, devices):
-		nics = self._options(instance).get("nics")
-		if nics is None:
-			return super()._get_matching_devices(instance, devices)
-		if not nics.strip():
-			return set()
-		# named explicitly: virtual devices (veth) too, never lo
-		return set(self._device_matcher.match_list(nics, devices)) - {"lo"}
-
-	def _make_tuner(self, instance, options):
-		return self._built(instance, functools.partial(zerocopy.build,
-			napi=Feature(napi.QUEUE_VALUES, napi.build_for_queues)), options)
+	_feature = PLUGINS["zerocopy_rx"]

@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from tuned_loader import load_plugin_module
+from tuned_loader import load_plugin_module, plugin_base
 
 
 class Instance:
@@ -115,7 +115,7 @@ def test_the_summary_line_says_what_the_tuner_did(napi_init, caplog):
 
 def test_option_origin():
     pytest.importorskip("tuned.plugins")
-    common = load_plugin_module("napi").common
+    common = plugin_base("napi")
     assert common.option_origin("5", "5") == ""
     assert common.option_origin(None, "") == ""
     assert common.option_origin("${a}", "x") == ", from variable a"

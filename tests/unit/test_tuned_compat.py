@@ -41,7 +41,7 @@ import sys
 
 import pytest
 
-from tuned_loader import load_plugin_module
+from tuned_loader import load_plugin_module, plugin_base
 from irqtune.services.tuner import Check, DeviceTuner
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -241,7 +241,7 @@ def prepare(name, module, workdir, patch):
             patch(channels, "HousekeepingTuner", RecordingTuner)
             options = {"channels": "2", "irq_affinity": "housekeeping",
                        "housekeeping_cpus": "0-1"}
-        patch(module.common, "LinkWatcher", IdleWatcher)
+        patch(sys.modules["tuned.plugins.irqtune_common"], "LinkWatcher", IdleWatcher)
 
         def observe():
             tuner = RecordingTuner.instances[-1]
@@ -374,7 +374,7 @@ def test_no_decorated_handlers(name):
                                                (0, False), (1, True), (2, True)])
 def test_unapply_static_argument(name, rollback, restores):
     """Every value any version passes, called directly: bool before int."""
-    common = load_plugin_module(name).common
+    common = plugin_base(name)
     if name == "busy_poll_optin":
         assert common.wants_restore(rollback, full_only=True) == (
             rollback is True or (rollback == 2 and not isinstance(rollback, bool)))
