@@ -24,43 +24,28 @@ from tuned.plugins import irqtune_tunedlog as tunedlog
 from irqtune.kernel.errors import IrqtuneError, describe_os_error
 from irqtune.kernel.names import option_name
 from irqtune.kernel.netlink.links import LinkWatcher
-from irqtune.services.options import parse_options
-from irqtune.services.overlay import read_overlay_file
+from irqtune.services.tuner import Env
 
 log = tunedlog.log
+_ROLLBACK_FULL = getattr(consts, "ROLLBACK_FULL", 2)
 verify_failed = tunedlog.verify_failed
 verify_checks = tunedlog.verify_checks
 
 
-def wants_restore(rollback):
+def wants_restore(rollback, full_only=False):
 	"""Whether an unapply call asks for the originals back.
 
 	TuneD 2.20 passes a bool (full_rollback): runtime values are restored
 	either way.  2.21+ passes consts.ROLLBACK_NONE/SOFT/FULL = 0/1/2, and
 	NONE (daemon exit with rollback=not_on_exit) means leave everything -
-	the persisted originals then serve the next start.  bool is an int
-	subclass, so it is tested first.
+	the persisted originals then serve the next start.  full_only (a
+	tuner's full_rollback_only: drop-ins meant to outlive a shutdown):
+	only a full rollback, True in 2.20.  bool is an int subclass, so it is
+	tested first.
 	"""
 	if isinstance(rollback, bool) or rollback is None:
-		return True
-	return rollback != 0
-
-
-def expanded_option(variables, instance, name):
-	"""An option's text with profile variables expanded, "" when unset."""
-	value = instance.options.get(name)
-	if value is None:
-		return ""
-	if isinstance(value, str):
-		value = variables.expand(value)
-	return str(value).strip()
-
-
-def overlay_file_options(variables, instance_name, path, prefix, options):
-	"""<prefix><option>=value lines of an overlay's variables file (see
-	irqtune.services.overlay), with profile variables expanded."""
-	return read_overlay_file(path, prefix, set(options) - {"variables_file"},
-		expand=lambda value: str(variables.expand(value)).strip())
+		return bool(rollback) or not full_only
+	return rollback == _ROLLBACK_FULL if full_only else rollback != 0
 
 
 _VARIABLE_REF = re.compile(r"\$\{(\w+)\}")
@@ -101,7 +86,7 @@ ENTRY_POINTS = {
 		"its originals may not be back; compare with tuned-adm verify", None),
 	"_retune": ("tuning recreated NAPIs/IRQs again",
 		"tuned-adm verify names what is not set", None),
-	# napi: gro_flush_timeout=auto and the like, on the periodic re-check.
+	# A tuner's tick on the periodic re-check (napi: gro_flush_timeout=auto).
 	"_follow_measurement": ("measuring for the auto values",
 		"the values stay as they are; tuned-adm verify names what is not set", None),
 	# TuneD 2.25+: a renamed NIC, by its new name (hotplug's move event).
@@ -160,24 +145,21 @@ def summarise(names, shown=4):
 class TunerPlugin(Guarded):
 	"""What every irqtune plugin does around its tuner (irqtune.services.tuner's
 	contract): the lock, the link watcher, option errors, the rollback
-	rules and verify's lines.  A plugin keeps only its options, its docs
-	and _make_tuner(instance, options), which returns the tuner (None
-	when the options make tuning impossible) after reporting option
-	errors through _option_errors_found.
+	rules and verify's lines.  A plugin is its documentation and one
+	lookup, _feature (irqtune.frontends.plugins.PLUGINS[name]): its options
+	and the build that makes the tuner from them (None when the options
+	make tuning impossible) with the option errors.
 
 	instance._lock serialises the daemon's calls with the link watcher's.
 	"""
 
-	# What an instance whose options left no tuner does, for the lines of
-	# its option errors (otherwise the bad options are left out).
-	_without_tuner = "the instance tunes nothing"
-	# Seconds between re-checks for recreated NAPIs/IRQs between link
-	# events; the recheck_interval option overrides it, 0 turns it off.
-	recheck_interval = 5.0
-	# The plugin's options, declared in the library (irqtune.frontends.plugin_options).
-	_declared = ()
+	# The plugin's options and build (irqtune.services.options.Feature).
+	_feature = None
 	# Whether the watcher may run at all (unit tests turn it off).
 	_watch = True
+	# Fields of the builds' irqtune.services.tuner.Env that tests replace
+	# (state_dir, kfs, root, bus, napi_irqs); empty: the running system.
+	_seams = {}
 
 	def __init__(self, *args, **kwargs):
 		super().__init__(*args, **kwargs)
@@ -185,11 +167,11 @@ class TunerPlugin(Guarded):
 
 	@classmethod
 	def _get_config_options(cls):
-		return {o.name: o.default for o in cls._declared}
+		return {o.name: o.default for o in cls._feature.options}
 
 	@classmethod
 	def get_config_options_hints(cls):
-		return {o.name: o.hint for o in cls._declared}
+		return {o.name: o.hint for o in cls._feature.options}
 
 	def _expanded_options(self, instance):
 		return {k: (self._variables.expand(v) if isinstance(v, str) else v)
@@ -203,31 +185,23 @@ class TunerPlugin(Guarded):
 		instance._option_errors = []
 		instance._watcher = None
 		instance._devices_seen = set()      # devices tuned since the profile applied
-		instance._recheck_interval = self.recheck_interval
-		options = self._expanded_options(instance)
-		given, errors = parse_options([o for o in self._declared if o.name == "recheck_interval"],
-			options)
-		instance._recheck_interval = given.get("recheck_interval", self.recheck_interval)
-		self._option_errors_found(instance, errors)
 		try:
-			instance._tuner = self._make_tuner(instance, options)
+			instance._tuner, errors = self._feature.build(self._expanded_options(instance),
+				Env(instance.name, **dict(self._seams, expand=self._expand)))
+			instance._option_errors = errors      # logged once here, reported again by verify
 		finally:
 			self._log_option_errors(instance)
 
-	def _make_tuner(self, instance, options):
-		raise NotImplementedError
-
-	def _option_errors_found(self, instance, errors):
-		"""Record option errors: _instance_init logs each once, verify
-		reports them again."""
-		instance._option_errors = list(instance._option_errors) + list(errors)
+	def _expand(self, value):
+		"""A value of a variables file, with the profile's variables expanded."""
+		return str(self._variables.expand(value)).strip()
 
 	def _log_option_errors(self, instance):
 		"""One line per bad value, under the option's name in the unit, with
 		the variable it came from and what becomes of it: left out, or -
 		when the errors left no tuner - the whole instance."""
 		consequence = "the option is not applied" if instance._tuner is not None \
-			else self._without_tuner
+			else self._feature.without_tuner
 		for err in instance._option_errors:
 			origin = option_origin(instance.options.get(err.option), err.value)
 			log.error("instance %s: %s%s; %s" % (instance.name, err, origin, consequence))
@@ -244,13 +218,9 @@ class TunerPlugin(Guarded):
 		result = instance._tuner.apply(*devices)
 		if devices:
 			log.info("instance %s: %s: %s" % (instance.name, summarise(devices),
-				self._describe(result)))
+				instance._tuner.describe(result)))
 		elif result:
-			log.info("instance %s: %s" % (instance.name, self._describe(result)))
-
-	def _describe(self, result):
-		"""The log text for what a tuner's apply returned."""
-		return str(result)
+			log.info("instance %s: %s" % (instance.name, instance._tuner.describe(result)))
 
 	def _start_watching(self, instance):
 		if instance._tuner is None or instance._watcher is not None or not self._watch \
@@ -258,8 +228,20 @@ class TunerPlugin(Guarded):
 			return
 		instance._watcher = LinkWatcher(
 			lambda ifindex: self._retune_link(instance, ifindex),
-			lambda: self._retune_all(instance), interval=instance._recheck_interval)
+			lambda: self._recheck(instance), interval=instance._tuner.recheck_interval)
 		instance._watcher.start()
+
+	def _recheck(self, instance):
+		"""Every re-check interval: what drivers recreated is tuned again,
+		then a tuner whose values follow a measurement (napi's auto) measures."""
+		self._retune_all(instance)
+		if instance._tuner is not None:
+			self._follow_measurement(instance)
+
+	def _follow_measurement(self, instance):
+		change = instance._tuner.tick(instance._lock)
+		if change is not None:
+			log.info("instance %s: %s" % (instance.name, change.line()))
 
 	def _retune(self, instance, device):
 		with instance._lock:
@@ -268,7 +250,7 @@ class TunerPlugin(Guarded):
 			result = instance._tuner.apply_new(device)
 			if result:
 				log.info("instance %s: %s tuned again: %s" % (instance.name,
-					"%s:" % device if device else "", self._describe(result)))
+					"%s:" % device if device else "", instance._tuner.describe(result)))
 
 	# -- verify -----------------------------------------------------------
 
@@ -311,9 +293,6 @@ class TunerPlugin(Guarded):
 
 	# -- unapply ----------------------------------------------------------
 
-	def _wants_restore(self, rollback):
-		return wants_restore(rollback)
-
 	def _instance_unapply_static(self, instance, rollback=None):
 		# The watcher may wait for the lock: stop it before taking it.
 		self._instance_stop_background(instance)
@@ -321,7 +300,7 @@ class TunerPlugin(Guarded):
 			tuner = instance._tuner
 			if tuner is None:
 				return
-			if self._wants_restore(rollback):
+			if wants_restore(rollback, tuner.full_rollback_only):
 				tuner.restore_all()
 			else:
 				log.info("instance %s: values left in place for the next start%s"

@@ -16,6 +16,7 @@ from tuned.plugins import irqtune_common as common
 
 from irqtune.kernel.netdevs import (default_selects_physical, ifname_of, is_virtual_netdev,
                                     netdev_names)
+from irqtune.services.overlay import overlaid
 
 log = common.log
 
@@ -87,11 +88,26 @@ class NetDevicePlugin(common.TunerPlugin, hotplug.Plugin):
 		return [self._hardware_inventory.get_device("net", x) for x in devices]
 
 	def _get_matching_devices(self, instance, devices):
+		nics = self._nics(instance)
+		if nics is not None:
+			# named explicitly: virtual devices (veth) too, never lo
+			return set(self._device_matcher.match_list(nics, devices)) - {"lo"} \
+				if nics.strip() else set()
 		matched = super()._get_matching_devices(instance, devices)
 		if instance.devices_udev_regex is None and \
 				default_selects_physical(instance.devices_expression):
 			matched = {d for d in matched if not is_virtual_netdev(d)}
 		return matched
+
+	def _nics(self, instance):
+		"""The nics option (zerocopy_rx), which replaces devices=, as its
+		variables file may set it (read again each time: device matching
+		runs before _instance_init); None when the plugin has none or it is
+		unset."""
+		if not any(o.name == "nics" for o in self._feature.options):
+			return None
+		return overlaid(self._expanded_options(instance), self._feature.options,
+			self._feature.overlay, self._expand).get("nics")
 
 	def _instance_apply_static(self, instance):
 		with instance._lock:

@@ -1,33 +1,9 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """TuneD adapter for irqtune.features.service_optin (see there for the rules)."""
 
-import tuned.consts as consts
-import tuned.logs
 from tuned.plugins import irqtune_common as common
 
-from irqtune.features import service_optin
-from irqtune.kernel.kfs import KernelFs
-from irqtune.services.ledger import Ledger
-from irqtune.services.options import parse_options
-from irqtune.frontends.plugin_options import PLUGINS
-
-log = tuned.logs.get()
-
-_ROLLBACK_FULL = getattr(consts, "ROLLBACK_FULL", 2)
-
-
-def _full_rollback(rollback):
-	"""Whether an unapply removes the drop-ins.
-
-	Unlike runtime values (common.wants_restore), drop-ins are meant to
-	outlive a shutdown, as the bootloader plugin's changes do: only a full
-	rollback (profile switch, TuneD stopped by the administrator) removes
-	them.  TuneD 2.20 passes that as a bool, 2.21+ as ROLLBACK_FULL (2);
-	bool is an int subclass, so it is tested first.
-	"""
-	if isinstance(rollback, bool):
-		return rollback
-	return rollback == _ROLLBACK_FULL
+from irqtune.frontends.plugins import PLUGINS
 
 
 class BusyPollOptinPlugin(common.InstancePlugin):
@@ -69,37 +45,4 @@ class BusyPollOptinPlugin(common.InstancePlugin):
 	====
 	"""
 
-	# Seams for tests: root directory, systemd's bus, /proc, ledger dir.
-	_optin_root = "/"
-	_optin_bus = None
-	_optin_proc_root = "/proc"
-	_optin_state_dir = None
-
-	_declared = PLUGINS["busy_poll_optin"]
-
-	_without_tuner = "no service is opted in"
-
-	def _make_tuner(self, instance, options):
-		def option(name):
-			return common.expanded_option(self._variables, instance, name)
-		# Every bad value is reported, not only the first one.
-		given = {name: option(name) for name in self._get_config_options()}
-		values, errors = service_optin.OptInValues.from_options(given)
-		checked, more = parse_options(self._declared, {name: given[name]
-			for name in ("services", "restart", "library")})
-		errors += more
-		if errors:
-			self._option_errors_found(instance, errors)
-			return None     # no service is opted in
-		optin = service_optin.ServiceOptIn(checked.get("services", ()), values,
-			library=checked.get("library"), root=self._optin_root,
-			bus=self._optin_bus, restart=checked.get("restart", False),
-			kfs=KernelFs(proc=self._optin_proc_root))
-		# What an earlier daemon wrote (kill -9, or kept over a shutdown
-		# until /run was cleared): the tuner's first apply takes it over.
-		return service_optin.OptInTuner(optin,
-			ledger=Ledger("busy_poll_optin-" + instance.name, self._optin_state_dir),
-			label="busy_poll_optin " + instance.name)
-
-	def _wants_restore(self, rollback):
-		return _full_rollback(rollback)
+	_feature = PLUGINS["busy_poll_optin"]

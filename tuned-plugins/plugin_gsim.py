@@ -1,14 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-import tuned.logs
 from tuned.plugins import irqtune_common as common
 
-from irqtune.features import gsim
-from irqtune.kernel import irqs
-from irqtune.kernel.kfs import KernelFs
-from irqtune.services.ledger import Ledger
-from irqtune.frontends.plugin_options import PLUGINS
-
-log = tuned.logs.get()
+from irqtune.frontends.plugins import PLUGINS
 
 
 class GsimPlugin(common.InstancePlugin):
@@ -71,32 +64,4 @@ class GsimPlugin(common.InstancePlugin):
 	====
 	"""
 
-	# Seams for tests: procfs and sysfs roots, ledger directory, rescan
-	# period (s), whether a watcher thread runs, NAPI IRQ lookup.
-	_gsim_proc_root = "/proc"
-	_gsim_sysfs_root = "/sys"
-	_gsim_state_dir = None
-	_gsim_rescan_interval = 5.0
-	_gsim_watch = True
-	_gsim_napi_irqs = staticmethod(irqs.napi_irqs)
-
-	@property
-	def recheck_interval(self):
-		return self._gsim_rescan_interval
-
-	@property
-	def _watch(self):
-		return self._gsim_watch
-
-	_declared = PLUGINS["gsim"]
-
-	def _make_tuner(self, instance, options):
-		tuner, errors = gsim.build_tuner(
-			{name: common.expanded_option(self._variables, instance, name)
-				for name in self._get_config_options()},
-			ledger=Ledger("gsim-" + instance.name, self._gsim_state_dir),
-			kfs=KernelFs(self._gsim_proc_root, self._gsim_sysfs_root),
-			napi_irqs=self._gsim_napi_irqs,
-			expand=lambda value: str(self._variables.expand(value)).strip())
-		self._option_errors_found(instance, errors)
-		return tuner
+	_feature = PLUGINS["gsim"]

@@ -1,16 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-import tuned.logs
-from tuned.plugins import irqtune_common as common
 from tuned.plugins import irqtune_netdev as netdev
 
-from irqtune.kernel.caps import detect_napi_capabilities
-from irqtune.kernel.errors import OptionError
-from irqtune.services.measure import auto
-from irqtune.features.napi import NapiConfig, NapiTuner, parse_queues
-from irqtune.frontends.plugin_options import PLUGINS
-from irqtune.services.ledger import Ledger
-
-log = tuned.logs.get()
+from irqtune.frontends.plugins import PLUGINS
 
 
 class NapiPlugin(netdev.NetDevicePlugin):
@@ -99,30 +90,4 @@ class NapiPlugin(netdev.NetDevicePlugin):
 	====
 	"""
 
-	_declared = PLUGINS["napi"]
-
-	def _make_tuner(self, instance, options):
-		config, errors = NapiConfig.from_options(options, auto=True)
-		try:
-			queues = parse_queues(options.get("queues"))
-		except OptionError as err:
-			self._option_errors_found(instance, errors + [err])
-			return None    # a bad scope must not widen to every NAPI
-		values, auto_errors = auto.from_options(config, options, instance._recheck_interval)
-		self._option_errors_found(instance, errors + auto_errors)
-		return NapiTuner(config, detect_napi_capabilities(), queues=queues,
-			ledger=Ledger("napi-" + instance.name, kin="napi-"), auto=values)
-
-	def _retune_all(self, instance):
-		super()._retune_all(instance)
-		if instance._tuner is not None:
-			self._follow_measurement(instance)
-
-	def _follow_measurement(self, instance):
-		# The tuner measures (gro_flush_timeout=auto) and sets what changed.
-		change = instance._tuner.tick(instance._lock)
-		if change is not None:
-			log.info("instance %s: %s" % (instance.name, change.line()))
-
-	def _describe(self, result):
-		return "set %d NAPIs" % result
+	_feature = PLUGINS["napi"]

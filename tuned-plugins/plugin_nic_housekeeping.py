@@ -1,13 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-import tuned.logs
-from tuned.plugins import irqtune_common as common
 from tuned.plugins import irqtune_netdev as netdev
 
-from irqtune.features.channels import HousekeepingTuner, housekeeping_tuner
-from irqtune.services.ledger import Ledger
-from irqtune.frontends.plugin_options import PLUGINS
-
-log = tuned.logs.get()
+from irqtune.frontends.plugins import PLUGINS
 
 
 class NicHousekeepingPlugin(netdev.NetDevicePlugin):
@@ -58,13 +52,4 @@ class NicHousekeepingPlugin(netdev.NetDevicePlugin):
 	====
 	"""
 
-	_declared = PLUGINS["nic_housekeeping"]
-
-	def _make_tuner(self, instance, options):
-		tuner, errors = housekeeping_tuner(options, HousekeepingTuner,
-			ledger=Ledger("nic_housekeeping-" + instance.name, kin="nic_housekeeping-"))
-		self._option_errors_found(instance, errors)
-		return tuner
-
-	# IRQs come back with a driver reset, not between link events: check less often
-	recheck_interval = 10.0
+	_feature = PLUGINS["nic_housekeeping"]

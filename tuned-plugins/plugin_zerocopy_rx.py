@@ -1,16 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-import tuned.logs
-from tuned.plugins import irqtune_common as common
 from tuned.plugins import irqtune_netdev as netdev
 
-from irqtune.kernel.caps import detect_napi_capabilities
-from irqtune.features.napi import VALUES, NapiConfig, NapiTuner
-from irqtune.services.options import renamed
-from irqtune.frontends.plugin_options import OVERLAY_PREFIXES, PLUGINS
-from irqtune.services.ledger import Ledger
-from irqtune.features.zerocopy import ZeroCopyConfig, ZeroCopyRxTuner
-
-log = tuned.logs.get()
+from irqtune.frontends.plugins import PLUGINS
 
 
 class ZerocopyRxPlugin(netdev.NetDevicePlugin):
@@ -88,45 +79,4 @@ class ZerocopyRxPlugin(netdev.NetDevicePlugin):
 	====
 	"""
 
-	_declared = PLUGINS["zerocopy_rx"]
-
-	def _options(self, instance):
-		"""Options with profile variables expanded, overridden by the
-		variables file (read again each time: device matching runs before
-		_instance_init)."""
-		options = self._expanded_options(instance)
-		options.update(common.overlay_file_options(self._variables, instance.name,
-			options.pop("variables_file", None), OVERLAY_PREFIXES["zerocopy_rx"],
-			self._get_config_options()))
-		return options
-
-	def _get_matching_devices(self, instance, devices):
-		nics = self._options(instance).get("nics")
-		if nics is None:
-			return super()._get_matching_devices(instance, devices)
-		if not nics.strip():
-			return set()
-		# named explicitly: virtual devices (veth) too, never lo
-		return set(self._device_matcher.match_list(nics, devices)) - {"lo"}
-
-	def _make_tuner(self, instance, options):
-		options = self._options(instance)
-		config, errors = ZeroCopyConfig.from_options(options)
-		napi_config, napi_errors = NapiConfig.from_options(options,
-			declared=renamed(VALUES, "napi_"))
-		self._option_errors_found(instance, errors + napi_errors)
-		return ZeroCopyRxTuner(config,
-			ledger=Ledger("zerocopy_rx-" + instance.name, kin="zerocopy_rx-"),
-			napi=self._napi_factory(instance, napi_config) if napi_config.attrs() else None)
-
-	@staticmethod
-	def _napi_factory(instance, napi_config):
-		"""A NapiTuner per device, scoped to its reserved queues, with its
-		own ledger (the reserved queues differ between devices)."""
-		caps = []
-		def factory(ifname, queues):
-			if not caps:
-				caps.append(detect_napi_capabilities())
-			return NapiTuner(napi_config, caps[0], queues=queues,
-				ledger=Ledger("zerocopy_rx-%s-napi-%s" % (instance.name, ifname)))
-		return factory
+	_feature = PLUGINS["zerocopy_rx"]

@@ -4,7 +4,7 @@
 A feature declares its options as a tuple of Option; the TuneD plugins'
 option lists and hints, the configs' parsing, the Ansible role's checks,
 the man page and docs/options.md are derived from these declarations
-(irqtune.frontends.plugin_options names the tuple of each plugin).
+(irqtune.frontends.plugins names each plugin's Feature: options and build).
 """
 
 from dataclasses import dataclass, replace
@@ -48,6 +48,20 @@ class Option:
                 raise
             raise OptionError(self.name, text, "%s; or auto (measured from the services in %s)"
                               % (err.accepted, self.auto)) from None
+
+
+@dataclass(frozen=True)
+class Feature:
+    """What a plugin is made of: its options (Option) and build(options,
+    env) -> (tuner or None, [OptionError]) (irqtune.services.tuner); overlay:
+    the prefix of its variables_file's lines, None without one;
+    without_tuner: what an instance whose options left no tuner does, for
+    the lines of its option errors."""
+
+    options: tuple
+    build: object
+    overlay: str = None
+    without_tuner: str = "the instance tunes nothing"
 
 
 def parse_options(declared, options, auto=False):

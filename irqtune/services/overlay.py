@@ -15,6 +15,15 @@ from ..kernel.errors import describe_os_error
 log = logging.getLogger(__name__)
 
 
+def overlaid(options, declared, prefix, expand=str.strip):
+    """options ({name: text}) with the lines of the file its variables_file
+    option names laid over them; declared: the options a line may set."""
+    options = dict(options)
+    options.update(read_overlay_file(options.pop("variables_file", None), prefix,
+                                     {o.name for o in declared} - {"variables_file"}, expand))
+    return options
+
+
 def read_overlay_file(path, prefix, options, expand=str.strip):
     """{option: value} of path's <prefix><option>=value lines.
 

@@ -61,6 +61,21 @@ ledger
 needs_watching
     True when drivers may recreate what the tuner set (NAPIs, IRQs), so the
     plugin runs the link watcher and the periodic re-check.
+recheck_interval
+    Seconds between those re-checks (0: on link events only); the feature's
+    build sets it from the options, or leaves its default.
+describe(result)
+    What apply's result means, for the summary line ("set 8 NAPIs").
+full_rollback_only
+    True when what the tuner changes is meant to outlive a shutdown (the
+    opt-in's drop-ins): only a full rollback puts the originals back.
+
+A feature builds its tuner with build(options, env) -> (tuner or None,
+[OptionError]): the options as the profile gives them ({name: text}), env
+(Env) what the plugin or a test hands it besides.  The build owns the
+parsing, a variables file, the scope, the kernel's capabilities, the
+ledger's name and the re-check interval; None when the options leave
+nothing to tune.
 
 Every optional part has its default in Tuner (a system-wide tuner: no
 devices, nothing kept per device, renames pass it by) or DeviceTuner (per
@@ -80,8 +95,10 @@ import functools
 import logging
 from dataclasses import dataclass
 
+from ..kernel import irqs
+from ..kernel.kfs import KFS
 from ..kernel.netdevs import ifindex_of, ifname_of
-from .ledger import device_entry, name_now
+from .ledger import Ledger, device_entry, name_now
 
 log = logging.getLogger(__name__)
 
@@ -133,6 +150,24 @@ def verify_on_kernel_name(verify):
     return wrapper
 
 
+@dataclass(frozen=True)
+class Env:
+    """What a feature's build takes besides the options: the instance it
+    tunes for (its ledgers are named after it) and the system it reaches -
+    the defaults are the running system's, tests hand fixtures."""
+
+    instance: str
+    expand: object = str.strip      # a variables file's value -> text (TuneD: its variables)
+    state_dir: str = None           # the ledgers' directory (None: /run/irqtune)
+    kfs: object = KFS
+    root: str = "/"                 # where systemd's unit files are (the opt-in's drop-ins)
+    bus: object = None              # systemd's manager (None: the system bus)
+    napi_irqs: object = irqs.napi_irqs     # ifname -> the IRQs of its NAPIs (GSIM's nic:)
+
+    def ledger(self, name, kin=None):
+        return Ledger(name, self.state_dir, kin=kin)
+
+
 class Tuner:
     """The contract (see the module) with a default for every optional
     part, as a tuner of the whole system (GSIM, service opt-in) has them:
@@ -145,6 +180,8 @@ class Tuner:
     """
 
     needs_watching = False
+    recheck_interval = 5.0
+    full_rollback_only = False
 
     def __init__(self, ledger=None):
         self.ledger = ledger
@@ -163,6 +200,9 @@ class Tuner:
 
     def tick(self, lock):
         return None
+
+    def describe(self, result):
+        return str(result)
 
     def restore(self, device=None):
         self.forget(device)

@@ -31,6 +31,7 @@ import sys
 from irqtune.kernel import crashpoint
 from irqtune.services.ledger import Ledger
 from irqtune.kernel.kfs import KernelFs
+from irqtune.services.tuner import Env
 
 MOVED = {"napi-sysfs": "sa0", "affinity": "eth0", "zerocopy-fixture": "eth0"}
 
@@ -119,10 +120,9 @@ def gsim_profiles():
 def gsim_tuner(work, instance, options):
     from irqtune.features import gsim
     kernel = os.path.join(work, "kernel")
-    tuner, errors = gsim.build_tuner(
-        options, ledger=Ledger("gsim-" + instance, run_dir(work)),
-        kfs=KernelFs(os.path.join(kernel, "proc"), os.path.join(kernel, "sys")),
-        napi_irqs=None)
+    tuner, errors = gsim.build(options, Env(
+        instance, state_dir=run_dir(work), napi_irqs=None,
+        kfs=KernelFs(os.path.join(kernel, "proc"), os.path.join(kernel, "sys"))))
     assert not errors and tuner is not None, errors
     return tuner
 

@@ -8,6 +8,7 @@ from irqtune.kernel.errors import OptionError
 from irqtune.kernel.kfs import KernelFs
 from irqtune.kernel.names import shown
 from irqtune.kernel.values import parse_index_list
+from irqtune.services.tuner import Env
 
 
 @pytest.fixture
@@ -139,21 +140,21 @@ def test_a_bad_cpu_list_is_an_error_naming_option_value_and_form(text):
 def test_a_bad_housekeeping_cpus_leaves_no_tuner(tree, text):
     """The library's builder for the nic_housekeeping plugin: a bad value
     gives no tuner (nothing is changed) rather than one on every CPU."""
-    from irqtune.features.channels import housekeeping_tuner
+    from irqtune.features import channels
     sys_root, proc_root = tree(online="0-7")
-    tuner, errors = housekeeping_tuner(
+    tuner, errors = channels.build(
         {"channels": "housekeeping", "irq_affinity": "housekeeping", "housekeeping_cpus": text},
-        kfs=KernelFs(proc_root, sys_root), channels=object(), napi=())
+        Env("nic", kfs=KernelFs(proc_root, sys_root), state_dir=proc_root))
     assert tuner is None
     assert [e.option for e in errors] == ["housekeeping_cpus"]
 
 
 def test_a_good_housekeeping_cpus_builds_a_tuner_on_those_cpus(tree):
-    from irqtune.features.channels import housekeeping_tuner
+    from irqtune.features import channels
     sys_root, proc_root = tree(online="0-7")
-    tuner, errors = housekeeping_tuner(
+    tuner, errors = channels.build(
         {"channels": "bad", "irq_affinity": "housekeeping", "housekeeping_cpus": "0,8191,1"},
-        kfs=KernelFs(proc_root, sys_root), channels=object(), napi=())
+        Env("nic", kfs=KernelFs(proc_root, sys_root), state_dir=proc_root))
     assert [e.option for e in errors] == ["channels"]     # the rest still applies
     assert tuner.housekeeping.cpus == (0, 1) and tuner.affinity == (0, 1)
 

@@ -13,6 +13,7 @@ import pytest
 from tuned_loader import Cfg, create_instance, load_plugin_module
 
 from irqtune.features import gsim
+from irqtune.kernel.kfs import KernelFs
 
 from support.fakes.gsim import FakeKernel
 from test_gsim import ETH0_QUEUES, ORIGINAL_KNOBS, set_originals
@@ -40,9 +41,9 @@ def plugin(tmp_path, monkeypatch):
         sysfs = kernel.sys if kernel is not None else str(tmp_path / "nosys")
         os.makedirs(os.path.join(proc, "irq"), exist_ok=True)
         cls = type("TestGsimPlugin", (module.GsimPlugin,), {
-            "_gsim_proc_root": proc, "_gsim_sysfs_root": sysfs,
-            "_gsim_state_dir": state_dir, "_gsim_watch": watch,
-            "_gsim_rescan_interval": interval, "_gsim_napi_irqs": None})
+            "_seams": {"kfs": KernelFs(proc, sysfs), "state_dir": state_dir, "napi_irqs": None},
+            "_watch": watch})
+        monkeypatch.setattr(gsim.GsimTuner, "recheck_interval", interval)
         cls.__module__ = module.__name__    # Plugin.name derives from it
         v = Variables()
         for key, value in (variables or {}).items():

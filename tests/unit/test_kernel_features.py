@@ -27,6 +27,7 @@ from irqtune.frontends.status import table as status
 from irqtune.kernel.caps import KernelFeatures, NapiCapabilities, detect_kernel_features
 from irqtune.kernel.errors import UnsupportedError
 from irqtune.kernel.kfs import KernelFs
+from irqtune.services.tuner import Env
 from irqtune.features.napi import NapiConfig, NapiTuner
 from support.fakes.systemd import FakeSystemd
 
@@ -156,7 +157,8 @@ def test_busy_poll_optin_refused_without_busy_poll(tmp_path):
 def test_gsim_missing_names_why(tmp_path, caplog, version, message):
     kfs = proc_tree(tmp_path, version, busy_poll=True)
     caplog.set_level(logging.WARNING)
-    tuner, errors = gsim.build_tuner({"delay_us": "100"}, kfs=kfs, napi_irqs=lambda *a: {})
+    tuner, errors = gsim.build({"delay_us": "100"}, Env("gsim", kfs=kfs, state_dir=str(tmp_path),
+                                                        napi_irqs=lambda *a: {}))
     assert errors == [] and tuner.iface is None
     assert [r.getMessage() for r in caplog.records] == [message]
     if version == RT_VERSION:

@@ -948,7 +948,7 @@ def loaded():
 def test_plugin_forwards_the_tick_and_logs_the_change_in_one_line(napi_plugin, caplog):
     instance = Instance(loaded().tick())
     caplog.set_level(logging.DEBUG)
-    napi_plugin._retune_all(instance)
+    napi_plugin._recheck(instance)
     assert instance._tuner.locks == [instance._lock]
     lines = [r.getMessage() for r in caplog.records if r.name.startswith("tuned")
              and "auto:" in r.getMessage()]
@@ -960,7 +960,7 @@ def test_plugin_forwards_the_tick_and_logs_the_change_in_one_line(napi_plugin, c
 def test_plugin_turns_a_failed_measurement_into_one_line(napi_plugin, caplog):
     instance = Instance(RuntimeError("boom"))
     caplog.set_level(logging.DEBUG)
-    napi_plugin._retune_all(instance)
+    napi_plugin._recheck(instance)
     assert tuned_errors(caplog) == [
         "instance napi: measuring for the auto values failed: RuntimeError: boom (a bug in "
         "irqtune, please report it); the values stay as they are; tuned-adm verify names what "
@@ -978,7 +978,7 @@ def test_plugin_says_a_bug_below_the_re_check_once(napi_plugin, tmp_path, netdev
     caplog.set_level(logging.DEBUG)
     for _ in range(10):
         clock.now += 5
-        napi_plugin._retune_all(instance)
+        napi_plugin._recheck(instance)
     assert len(bugs(caplog)) == 1, bugs(caplog)
 
 

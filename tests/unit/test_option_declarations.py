@@ -1,17 +1,18 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""Each option is declared once, in the library (irqtune.frontends.plugin_options):
+"""Each option is declared once, in the library (irqtune.frontends.plugins):
 the plugins' option lists and hints, the man page, docs/options.md and the
 Ansible role's checks are derived from the declarations."""
 
 import importlib.util
 import os
+from dataclasses import replace
 
 import pytest
 
 from ansible_collections.irqtune.tuning.plugins.plugin_utils import profile_variables
 from irqtune.kernel.errors import OptionError
 from irqtune.services.options import Option
-from irqtune.frontends.plugin_options import PLUGINS
+from irqtune.frontends.plugins import PLUGINS
 from irqtune.kernel.values import parse_int
 from tuned_loader import load_plugin_module
 
@@ -31,15 +32,16 @@ def plugin_man():
 @pytest.fixture
 def declared(monkeypatch):
     """napi with one option more, declared as a feature would."""
-    monkeypatch.setitem(PLUGINS, "napi", PLUGINS["napi"] + (NEW,))
+    monkeypatch.setitem(PLUGINS, "napi", replace(PLUGINS["napi"],
+                                                 options=PLUGINS["napi"].options + (NEW,)))
 
 
 @pytest.mark.parametrize("name", sorted(PLUGINS))
 def test_plugins_take_their_options_from_the_library(name):
     cls = next(c for c in vars(load_plugin_module(name)).values()
                if isinstance(c, type) and c.__module__.endswith("plugin_" + name))
-    assert cls._get_config_options() == {o.name: o.default for o in PLUGINS[name]}
-    assert cls.get_config_options_hints() == {o.name: o.hint for o in PLUGINS[name]}
+    assert cls._get_config_options() == {o.name: o.default for o in PLUGINS[name].options}
+    assert cls.get_config_options_hints() == {o.name: o.hint for o in PLUGINS[name].options}
 
 
 def test_a_declaration_reaches_the_plugin(declared):

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from tuned_loader import load_plugin_module
+from tuned_loader import load_plugin_module, plugin_base
 
 from irqtune.kernel.errors import NetlinkRequestError
 from irqtune.services.tuner import DeviceTuner
@@ -68,7 +68,7 @@ def test_unexpected_error_in_verify_fails_verify_without_raising(napi_plugin, ca
 
 def test_every_entry_point_of_every_plugin_is_guarded():
     pytest.importorskip("tuned.plugins")
-    common = load_plugin_module("napi").common
+    common = plugin_base("napi")
     for name in ("napi", "nic_housekeeping", "gsim", "busy_poll_optin"):
         module = load_plugin_module(name)
         plugin = [c for c in vars(module).values() if isinstance(c, type)

@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from tuned_loader import load_plugin_module
+from tuned_loader import load_plugin_module, plugin_base
 
 
 class Instance:
@@ -36,18 +36,18 @@ def napi_init(monkeypatch, tmp_path):
     caps = NapiCapabilities(True, True, True, frozenset(
         ("defer-hard-irqs", "gro-flush-timeout", "irq-suspend-timeout")),
         kernel=KernelFeatures(busy_poll=True))
-    monkeypatch.setattr(module, "detect_napi_capabilities", lambda: caps)
-    from irqtune.services.ledger import Ledger
-    monkeypatch.setattr(module, "Ledger",
-                        lambda name, kin=None: Ledger(name, str(tmp_path), kin=kin))
+    from irqtune.features.napi import tuner
+    monkeypatch.setattr(tuner, "detect_napi_capabilities", lambda kfs: caps)
 
     def init(options, variables=()):
         plugin = object.__new__(module.NapiPlugin)
+        plugin._seams = {"state_dir": str(tmp_path)}
         plugin._variables = Variables()
         for name, value in variables:
             plugin._variables.add_variable(name, value)
         instance = Instance("napi", options)
         plugin._instance_init(instance)
+        instance.plugin = plugin
         return instance
     return init
 
@@ -83,9 +83,39 @@ def test_bad_value_with_a_good_scope_is_left_out(napi_init, caplog):
         "applied"]
 
 
+def test_the_build_sets_the_re_check_interval_the_watcher_keeps(napi_init, monkeypatch):
+    """recheck_interval is the napi build's; the plugin base only hands it
+    to the link watcher (nic_housekeeping's tuner checks less often)."""
+    watchers = []
+
+    class Watcher:
+        def __init__(self, on_change, on_tick, interval):
+            watchers.append(interval)
+
+        def start(self):
+            pass
+    for options, interval in (({}, 5.0), ({"recheck_interval": "30"}, 30)):
+        instance = napi_init(dict(options, defer_hard_irqs="100"))
+        monkeypatch.setitem(instance.plugin._start_watching.__func__.__globals__, "LinkWatcher",
+                            Watcher)
+        instance.plugin._start_watching(instance)
+        assert instance._tuner.recheck_interval == interval
+    assert watchers == [5.0, 30]
+    from irqtune.features.channels import HousekeepingTuner
+    assert HousekeepingTuner.recheck_interval == 10.0
+
+
+def test_the_summary_line_says_what_the_tuner_did(napi_init, caplog):
+    caplog.set_level(logging.DEBUG)
+    instance = napi_init({"defer_hard_irqs": "100"})
+    instance._tuner.apply = lambda *devices: 8
+    instance.plugin._apply_devices(instance, ["eth0"])
+    assert "instance napi: eth0: set 8 NAPIs" in [r.getMessage() for r in caplog.records]
+
+
 def test_option_origin():
     pytest.importorskip("tuned.plugins")
-    common = load_plugin_module("napi").common
+    common = plugin_base("napi")
     assert common.option_origin("5", "5") == ""
     assert common.option_origin(None, "") == ""
     assert common.option_origin("${a}", "x") == ", from variable a"

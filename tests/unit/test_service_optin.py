@@ -665,8 +665,7 @@ def tuned_plugin(tmp_path):
 
     def make(root, fake, options):
         cls = type("TestBusyPollOptinPlugin", (module.BusyPollOptinPlugin,),
-                   {"_optin_root": root, "_optin_bus": fake,
-                    "_optin_state_dir": state_dir})
+                   {"_seams": {"root": root, "bus": fake, "state_dir": state_dir}})
         # Plugin.name derives from the module name: keep TuneD's.
         cls.__module__ = module.__name__
         plugin = cls(None, StorageFactory(provider), None, None, None,
@@ -856,3 +855,18 @@ def test_plugin_variables_expanded(tuned_plugin, tmp_path):
     plugin._instance_init(inst)
     plugin.instance_apply_tuning(inst)
     assert os.path.exists(dropin(root, "memcached.service"))
+
+
+def test_plugin_bad_names_opt_no_service_in(tuned_plugin, tmp_path, caplog):
+    """A bad services, restart or library is as bad as a bad value: the
+    build opts no service in, and names every bad option in its own line."""
+    root = make_root(tmp_path)
+    caplog.set_level(logging.DEBUG)
+    plugin, inst = tuned_plugin(root, FakeSystemd(), {"services": "memcached, my service",
+                                                      "restart": "maybe"})
+    assert inst._tuner is None
+    plugin.instance_apply_tuning(inst)
+    assert not os.path.exists(dropin(root, "memcached.service"))
+    lines = [r.getMessage() for r in caplog.records if r.levelno >= logging.ERROR]
+    assert [line.split(":")[1].strip() for line in lines] == ["services", "restart"], lines
+    assert all(line.endswith("; no service is opted in") for line in lines), lines

@@ -41,7 +41,7 @@ import sys
 
 import pytest
 
-from tuned_loader import load_plugin_module
+from tuned_loader import load_plugin_module, plugin_base
 from irqtune.services.tuner import Check, DeviceTuner
 
 HERE = os.path.dirname(os.path.abspath(__file__))
@@ -230,16 +230,18 @@ def prepare(name, module, workdir, patch):
     if name in ("napi", "nic_housekeeping"):
         RecordingTuner.instances = []
         if name == "napi":
-            patch(module, "NapiTuner", RecordingTuner)
-            patch(module, "detect_napi_capabilities", lambda: None)
+            from irqtune.features.napi import tuner as napi
+            patch(napi, "NapiTuner", RecordingTuner)
+            patch(napi, "detect_napi_capabilities", lambda kfs: None)
             options = {"defer_hard_irqs": "100", "gro_flush_timeout": "20us"}
         else:
+            from irqtune.features.channels import tuner as channels
             check = collections.namedtuple("Check", "ok what current expected note")
             patch(RecordingTuner, "_check", check, raising=False)
-            patch(module, "HousekeepingTuner", RecordingTuner)
+            patch(channels, "HousekeepingTuner", RecordingTuner)
             options = {"channels": "2", "irq_affinity": "housekeeping",
                        "housekeeping_cpus": "0-1"}
-        patch(module.common, "LinkWatcher", IdleWatcher)
+        patch(sys.modules["tuned.plugins.irqtune_common"], "LinkWatcher", IdleWatcher)
 
         def observe():
             tuner = RecordingTuner.instances[-1]
@@ -255,9 +257,9 @@ def prepare(name, module, workdir, patch):
         test_gsim.set_originals(kernel)
         patch(gsim.interface, "_write_text", kernel.write)
         before = kernel.knobs()
-        attrs = {"_gsim_proc_root": kernel.proc, "_gsim_sysfs_root": kernel.sys,
-                 "_gsim_state_dir": os.path.join(workdir, "state"), "_gsim_watch": False,
-                 "_gsim_napi_irqs": None}
+        from irqtune.kernel.kfs import KernelFs
+        attrs = {"_seams": {"kfs": KernelFs(kernel.proc, kernel.sys), "napi_irqs": None,
+                            "state_dir": os.path.join(workdir, "state")}, "_watch": False}
         options = {"delay_us": "100", "target_intr_rate": "1000000",
                    "hardirq_percent": "70"}
 
@@ -269,9 +271,10 @@ def prepare(name, module, workdir, patch):
         import test_service_optin as tso
         from support.fakes.systemd import FakeSystemd
         root = tso.make_root(pathlib.Path(workdir))
-        attrs = {"_optin_root": root, "_optin_bus": FakeSystemd(),
-                 "_optin_state_dir": os.path.join(workdir, "state"),
-                 "_optin_proc_root": os.path.join(workdir, "proc")}
+        from irqtune.kernel.kfs import KernelFs
+        attrs = {"_seams": {"root": root, "bus": FakeSystemd(),
+                            "state_dir": os.path.join(workdir, "state"),
+                            "kfs": KernelFs(proc=os.path.join(workdir, "proc"))}}
         dropin = tso.dropin(root, "memcached.service")
 
         def observe():
@@ -371,13 +374,11 @@ def test_no_decorated_handlers(name):
                                                (0, False), (1, True), (2, True)])
 def test_unapply_static_argument(name, rollback, restores):
     """Every value any version passes, called directly: bool before int."""
+    common = plugin_base(name)
     if name == "busy_poll_optin":
-        full = load_plugin_module(name)._full_rollback
-        assert full(rollback) == (rollback is True or (rollback == 2 and
-                                                      not isinstance(rollback, bool)))
+        assert common.wants_restore(rollback, full_only=True) == (
+            rollback is True or (rollback == 2 and not isinstance(rollback, bool)))
     else:
-        common = sys.modules.get("tuned.plugins.irqtune_common") or \
-            load_plugin_module(name) and sys.modules["tuned.plugins.irqtune_common"]
         assert common.wants_restore(rollback) is restores
 
 

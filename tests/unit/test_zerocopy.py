@@ -362,3 +362,43 @@ def test_rss_table_readable_but_not_settable(host, caplog):
     caplog.clear()
     tuner.restore_all()
     assert not caplog.messages and host.nic.count == 2
+
+
+@pytest.fixture
+def napi_part(monkeypatch):
+    """The napi feature of the reserved queues, as the registry composes it,
+    with the kernel's capabilities stubbed."""
+    from irqtune.features import napi
+    from irqtune.kernel.caps import KernelFeatures, NapiCapabilities
+    from irqtune.services.options import Feature
+    caps = NapiCapabilities(True, True, True, frozenset(
+        ("defer-hard-irqs", "gro-flush-timeout", "irq-suspend-timeout")),
+        kernel=KernelFeatures(busy_poll=True))
+    monkeypatch.setattr(napi.tuner, "detect_napi_capabilities", lambda kfs: caps)
+    return Feature(napi.QUEUE_VALUES, napi.build_for_queues)
+
+
+def test_build_lays_its_variables_file_over_the_napi_values_too(tmp_path, napi_part):
+    from irqtune.features import zerocopy
+    from irqtune.services.tuner import Env
+    overlay = tmp_path / "zerocopy-rx-host-variables.conf"
+    overlay.write_text("zerocopy_queues=2\nzerocopy_napi_defer_hard_irqs=7\n")
+    tuner, errors = zerocopy.build({"queues": "1", "variables_file": str(overlay),
+                                    "napi_gro_flush_timeout": "auto"},
+                                   Env("zc", state_dir=str(tmp_path)), napi=napi_part)
+    assert [(e.option, e.value) for e in errors] == [("napi_gro_flush_timeout", "auto")]
+    assert tuner.config.queues == 2
+    assert tuner.ledger.path == str(tmp_path / "zerocopy_rx-zc.json")
+    assert tuner.ledger.kin == "zerocopy_rx-"
+    reserved = tuner._napi_factory("eth0", [2, 3])
+    assert reserved.config.defer_hard_irqs == 7 and reserved.config.gro_flush_timeout is None
+    assert reserved.queues == [2, 3]
+    assert reserved.ledger.path == str(tmp_path / "zerocopy_rx-zc-napi-eth0.json")
+
+
+def test_build_without_napi_values_tunes_no_napi(tmp_path, napi_part):
+    from irqtune.features import zerocopy
+    from irqtune.services.tuner import Env
+    tuner, errors = zerocopy.build({"queues": "1"}, Env("zc", state_dir=str(tmp_path)),
+                                   napi=napi_part)
+    assert errors == [] and tuner._napi_factory is None and not tuner.needs_watching

@@ -30,6 +30,12 @@ def load_plugin_module(name):
     return _load("plugin_" + name)
 
 
+def plugin_base(name):
+    """tuned.plugins.irqtune_common, as plugin_<name> was loaded with it."""
+    load_plugin_module(name)
+    return sys.modules["tuned.plugins.irqtune_common"]
+
+
 def load_profile_functions():
     """tuned.profiles.functions.function_irqtune_* from this tree, where
     TuneD's function repository imports them from (the installed TuneD

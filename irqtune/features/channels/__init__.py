@@ -21,4 +21,4 @@ kept for verify.
 
 from .config import OPTIONS, HousekeepingConfig, parse_channels, parse_irq_affinity  # noqa: F401
 from .counts import plan_channels  # noqa: F401
-from .tuner import HousekeepingTuner, housekeeping_tuner  # noqa: F401
+from .tuner import HousekeepingTuner, build  # noqa: F401

@@ -30,6 +30,9 @@ class HousekeepingTuner(DeviceTuner):
     napi-get, asked from the kernel when None (see irqs.nic_queue_irqs).
     """
 
+    # IRQs come back with a driver reset, not between link events: check less often
+    recheck_interval = 10.0
+
     def __init__(self, config, ledger=None, kfs=KFS, channels=None, ifindex=None, napi=None,
                  ifname=None):
         super().__init__(ledger, ifindex, ifname)
@@ -148,9 +151,9 @@ class HousekeepingTuner(DeviceTuner):
         self._save_state(before_change=False)
 
 
-def housekeeping_tuner(options, tuner_class=None, **kwargs):
-    """(HousekeepingTuner or None, [OptionError]) from a profile's options
-    (kwargs: HousekeepingTuner's; tuner_class: a stand-in in tests).
+def build(options, env):
+    """(HousekeepingTuner or None, [OptionError]) from the nic_housekeeping
+    plugin's options.
 
     A bad value is reported and left out and the rest applies - except a
     bad housekeeping_cpus, which leaves no tuner at all: left out, it would
@@ -161,4 +164,5 @@ def housekeeping_tuner(options, tuner_class=None, **kwargs):
     config, errors = HousekeepingConfig.from_options(options)
     if any(e.option == "housekeeping_cpus" for e in errors):
         return None, errors
-    return (tuner_class or HousekeepingTuner)(config, **kwargs), errors
+    return HousekeepingTuner(config, env.ledger("nic_housekeeping-" + env.instance,
+                                                kin="nic_housekeeping-"), env.kfs), errors

@@ -4,4 +4,4 @@
 from .config import OPTIONS, OVERLAY_PREFIX, GsimConfig, IrqSelection  # noqa: F401
 from .interface import (KNOBS, MISSING_MESSAGE, RT_MISSING_MESSAGE,  # noqa: F401
                         SHAPE_LATEST, SHAPE_V1, SHAPE_V4, detect, parse_switch)
-from .tuner import GsimTuner, build_tuner  # noqa: F401
+from .tuner import GsimTuner, build  # noqa: F401

@@ -12,7 +12,7 @@ from ...kernel.caps import detect_kernel_features
 from ...kernel.errors import OptionError, describe_os_error, errno_name
 from ...kernel.kfs import KFS
 from ...services.ledger import first
-from ...services.overlay import read_overlay_file
+from ...services.overlay import overlaid
 from ...services.tuner import Check, Tuner
 from .config import OPTIONS, OVERLAY_PREFIX, GsimConfig, IrqSelection
 from .interface import (APPLY_ORDER, MISSING_MESSAGE, RESTORE_ORDER, RT_MISSING_MESSAGE,
@@ -230,20 +230,16 @@ class GsimTuner(Tuner):
         self._remove_ledger()
 
 
-def build_tuner(options, ledger=None, kfs=KFS, napi_irqs=irqs_mod.napi_irqs,
-                expand=str.strip):
-    """(GsimTuner or None, [OptionError]) from a profile's options.
+def build(options, env):
+    """(GsimTuner or None, [OptionError]) from the gsim plugin's options.
 
     A variables_file's gsim_<option>=value lines replace the options; a bad
     value is left out (reported), a bad irqs selects no IRQ while the
-    targets still apply.  None when nothing is configured.  expand: what a
-    value from the file goes through (the plugin expands profile variables).  On a kernel
+    targets still apply.  None when nothing is configured.  On a kernel
     without GSIM one warning names what is missing, and the tuner reports
     every option as unsupported.
     """
-    options = dict(options)
-    options.update(read_overlay_file(options.pop("variables_file", None), OVERLAY_PREFIX,
-                                     {o.name for o in OPTIONS} - {"variables_file"}, expand))
+    options = overlaid(options, OPTIONS, OVERLAY_PREFIX, env.expand)
     config, errors = GsimConfig.from_options(options)
     try:
         selection = IrqSelection.parse(options.get("irqs"))
@@ -252,11 +248,11 @@ def build_tuner(options, ledger=None, kfs=KFS, napi_irqs=irqs_mod.napi_irqs,
         selection = IrqSelection()
     if not config.items() and not selection:
         return None, errors
-    iface = detect(kfs)
+    iface = detect(env.kfs)
     if iface is None:
-        log.warning("%s", RT_MISSING_MESSAGE if detect_kernel_features(kfs).preempt_rt
+        log.warning("%s", RT_MISSING_MESSAGE if detect_kernel_features(env.kfs).preempt_rt
                     else MISSING_MESSAGE)
     else:
         log.info("GSIM interface %s", iface)
-    return GsimTuner(config, selection, iface, ledger=ledger, kfs=kfs,
-                     napi_irqs=napi_irqs), errors
+    return GsimTuner(config, selection, iface, ledger=env.ledger("gsim-" + env.instance),
+                     kfs=env.kfs, napi_irqs=env.napi_irqs), errors

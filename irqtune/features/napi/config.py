@@ -15,11 +15,16 @@ from ...kernel.names import attr_name
 from ...kernel.napi_attrs import NAPI_ATTRS
 from ...kernel.values import MAX_QUEUE, parse_index_list, parse_int
 from ...services.measure import auto as measured
-from ...services.options import AUTO, Option, parse_options
+from ...services.options import AUTO, Option, parse_options, renamed
 
 # One option per attribute (irqtune.kernel.napi_attrs), named as it is.
 VALUES = tuple(Option(a.option, a.parse, a.accepted, a.doc,
                       auto=None if a.auto_start is None else "auto_services") for a in NAPI_ATTRS)
+
+
+# The values as another feature's napi_* options, for the NAPIs of the queues
+# it reserves (zerocopy_rx): nothing measures there, so none may be auto.
+QUEUE_VALUES = renamed(VALUES, "napi_")
 
 
 def parse_queues(text, option="queues"):
@@ -55,7 +60,7 @@ class NapiConfig:
         Empty or missing options are not set.  auto: whether the timeouts
         may be "auto" (the napi plugin measures for them): such a value is
         the series' START and its attribute is in config.auto.  declared:
-        VALUES, or VALUES renamed (zerocopy_rx's napi_* options).
+        VALUES, or QUEUE_VALUES (zerocopy_rx's napi_* options).
         """
         given, errors = parse_options(declared, options, auto)
         values = {o.name: given[d.name] for o, d in zip(VALUES, declared) if d.name in given}

@@ -10,8 +10,10 @@ device - so they are never written when napi-set can do the job).
 import errno
 import logging
 from dataclasses import replace
+from functools import partial
 
-from ...kernel.errors import describe_os_error
+from ...kernel.caps import detect_napi_capabilities
+from ...kernel.errors import OptionError, describe_os_error
 from ...kernel.kfs import KFS
 from ...kernel.names import option_name
 from ...kernel.napi_attrs import BY_NAME, DEFER_HARD_IRQS, GRO_FLUSH_TIMEOUT, IRQ_SUSPEND_TIMEOUT
@@ -19,7 +21,10 @@ from ...kernel.netlink.genl import NetlinkRequestError
 from ...kernel.netlink.netdev import NapiFamily, QueueFamily
 from ...kernel.values import format_index_list
 from ...services.ledger import positioned
+from ...services.measure import auto as measured
+from ...services.options import parse_options
 from ...services.tuner import Check, DeviceTuner, on_kernel_name, verify_on_kernel_name
+from .config import OPTIONS, QUEUE_VALUES, NapiConfig, parse_queues
 
 log = logging.getLogger(__name__)
 
@@ -57,6 +62,9 @@ class NapiTuner(DeviceTuner):
 
     def _books(self):
         return [self.tuned]
+
+    def describe(self, result):
+        return "set %d NAPIs" % result
 
     def _plan(self):
         """Split the wanted attributes by how they can be set on this kernel."""
@@ -345,3 +353,36 @@ def _napis_of(nl, ifindexes):
         if napi.get("ifindex") in found:
             found[napi["ifindex"]].append(napi)
     return found
+
+
+def build(options, env):
+    """(NapiTuner or None, [OptionError]) from the napi plugin's options.
+
+    The re-check interval comes first: gro_flush_timeout=auto and
+    irq_suspend_timeout=auto measure on it (irqtune.services.measure.auto,
+    which starts them at the series' values).  A bad value is left out; a
+    bad queues leaves no tuner, as a scope left out would widen to every NAPI.
+    """
+    given, errors = parse_options([o for o in OPTIONS if o.name == "recheck_interval"], options)
+    recheck = given.get("recheck_interval", NapiTuner.recheck_interval)
+    config, more = NapiConfig.from_options(options, auto=True)
+    errors += more
+    try:
+        queues = parse_queues(options.get("queues"))
+    except OptionError as err:
+        return None, errors + [err]
+    values, more = measured.from_options(config, options, recheck)
+    tuner = NapiTuner(config, detect_napi_capabilities(env.kfs), queues=queues, kfs=env.kfs,
+                      ledger=env.ledger("napi-" + env.instance, kin="napi-"), auto=values)
+    tuner.recheck_interval = recheck
+    return tuner, errors + more
+
+
+def build_for_queues(options, env):
+    """For a feature that reserves queues (zerocopy_rx's napi_* options,
+    QUEUE_VALUES): (make(queues=, ledger=) -> NapiTuner of those queues,
+    or None when no value is set, [OptionError])."""
+    config, errors = NapiConfig.from_options(options, declared=QUEUE_VALUES)
+    if not config.attrs():
+        return None, errors
+    return partial(NapiTuner, config, detect_napi_capabilities(env.kfs), kfs=env.kfs), errors

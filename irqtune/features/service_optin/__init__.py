@@ -42,4 +42,4 @@ from .config import (DEFAULT_USECS, LIBRARY_NAME, OPTIONS, OptInValues,  # noqa:
                      find_library, parse_bool, parse_services)
 from .dropins import DROPIN_NAME, MARKER, _CLAIMED, dropin_content  # noqa: F401
 from .optin import ServiceOptIn  # noqa: F401
-from .tuner import OptInTuner  # noqa: F401
+from .tuner import OptInTuner, build  # noqa: F401

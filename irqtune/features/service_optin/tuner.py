@@ -5,7 +5,10 @@ records, errors as values."""
 import logging
 
 from ...kernel.errors import IrqtuneError, UnsupportedError
+from ...services.options import parse_options
 from ...services.tuner import Check, Tuner
+from .config import OPTIONS, OptInValues
+from .optin import ServiceOptIn
 
 log = logging.getLogger("irqtune.features.service_optin")
 
@@ -18,6 +21,11 @@ class OptInTuner(Tuner):
     next one what to remove; a later daemon takes over what an earlier one
     wrote.  label starts every verify line ("busy_poll_optin <instance>").
     """
+
+    # Drop-ins are meant to outlive a shutdown, as the bootloader plugin's
+    # changes do: only a full rollback (a profile switch, TuneD stopped by
+    # the administrator) removes them.
+    full_rollback_only = True
 
     def __init__(self, optin, ledger=None, label="busy_poll_optin"):
         super().__init__(ledger)
@@ -74,3 +82,20 @@ class OptInTuner(Tuner):
             log.error("%s", err)
         self.applied = False
         self._remove_ledger()
+
+
+def build(options, env):
+    """(OptInTuner or None, [OptionError]) from the busy_poll_optin plugin's
+    options.  Every bad value is reported, and any opts no service in.
+    The tuner's first apply takes over what an earlier daemon wrote (kill
+    -9, or kept over a shutdown until /run was cleared)."""
+    values, errors = OptInValues.from_options(options)
+    checked, more = parse_options([o for o in OPTIONS if o.name in
+                                   ("services", "restart", "library")], options)
+    if errors or more:
+        return None, errors + more
+    optin = ServiceOptIn(checked.get("services", ()), values, library=checked.get("library"),
+                         root=env.root, bus=env.bus, restart=checked.get("restart", False),
+                         kfs=env.kfs)
+    return OptInTuner(optin, ledger=env.ledger("busy_poll_optin-" + env.instance),
+                      label="busy_poll_optin " + env.instance), []

@@ -3,4 +3,4 @@
 
 from .config import OPTIONS, OVERLAY_PREFIX, ZeroCopyConfig  # noqa: F401
 from .leases import HeldLease, held_leases  # noqa: F401
-from .tuner import ZeroCopyRxTuner  # noqa: F401
+from .tuner import ZeroCopyRxTuner, build  # noqa: F401

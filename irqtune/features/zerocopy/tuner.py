@@ -31,8 +31,10 @@ from ...kernel.netlink.ethtool import change_channels
 from ...kernel.netlink.ethtool_ntuple import NtupleRules
 from ...kernel.netlink.ethtool_rx import RxConfigFamily
 from ...services.ledger import take_device
+from ...services.overlay import overlaid
 from ...services.tuner import Check, DeviceTuner, Refusals, on_kernel_name, verify_on_kernel_name
 from .checks import NicChecks
+from .config import OPTIONS, OVERLAY_PREFIX, ZeroCopyConfig
 from .leases import LEASES, LeaseKernel, LeaseSteps
 from .plan import Refused, ranges, refusal, reserve
 from .steps import NTUPLE, NicSteps
@@ -287,3 +289,22 @@ class ZeroCopyRxTuner(LeaseSteps, NicSteps, NicChecks, DeviceTuner):
             func(*args, **kwargs)
         except OSError as err:
             log.error("%s: cannot restore %s: %s", ifname, what, refusal(what, err))
+
+
+def build(options, env, napi=None):
+    """(ZeroCopyRxTuner, [OptionError]) from the zerocopy_rx plugin's
+    options, laid over by its variables_file's zerocopy_<option>= lines.
+
+    napi: None, or the feature (irqtune.services.options.Feature) that sets
+    per-NAPI values on the reserved queues: its options are laid over too,
+    its build gives make(queues=, ledger=) -> a tuner of those queues, or
+    None; each device's has its own ledger (the reserved queues differ).
+    """
+    options = overlaid(options, OPTIONS + (napi.options if napi else ()), OVERLAY_PREFIX,
+                       env.expand)
+    config, errors = ZeroCopyConfig.from_options(options)
+    make, more = napi.build(options, env) if napi else (None, [])
+    napi_of = None if make is None else lambda ifname, queues: make(
+        queues=queues, ledger=env.ledger("zerocopy_rx-%s-napi-%s" % (env.instance, ifname)))
+    return ZeroCopyRxTuner(config, ledger=env.ledger("zerocopy_rx-" + env.instance,
+                                                     kin="zerocopy_rx-"), napi=napi_of), errors + more

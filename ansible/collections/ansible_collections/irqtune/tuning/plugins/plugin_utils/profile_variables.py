@@ -79,7 +79,7 @@ def load_library(source_dir):
 
 # -- what each variable feeds ---------------------------------------------------
 # A variable is checked by the parser of every plugin option it feeds, as
-# the irqtune library declares it (irqtune.frontends.plugin_options): the profile's
+# the irqtune library declares it (irqtune.frontends.plugins): the profile's
 # tuned.conf says which ones - ${variable} as an option's whole value, or
 # in a list joined by ',' - and an overlay's variables file feeds the
 # options of its plugin's unit under the plugin's prefix.  TuneD's own
@@ -187,19 +187,22 @@ class ProfileVariables:
         self.shipped = shipped_variables(source_dir)
         load_library(source_dir)
         self.option_error = importlib.import_module("irqtune.kernel.errors").OptionError
-        declared = importlib.import_module("irqtune.frontends.plugin_options")
+        registry = importlib.import_module("irqtune.frontends.plugins").PLUGINS
+        plugins = {name: feature.options for name, feature in registry.items()}
+        prefixes = {name: feature.overlay for name, feature in registry.items()
+                    if feature.overlay}
         kinds = _tuned_kinds(importlib.import_module("irqtune.kernel.values"), self.option_error)
         self.checks = {}        # {profile: {variable: [checker]}}
         for profile in self.shipped:
             self.checks[profile] = {name: [kinds[VARIABLE_KINDS[name]]]
                                     for name in self.shipped[profile] if name in VARIABLE_KINDS}
             fed = feeds(os.path.join(source_dir, "profiles", profile), profile,
-                        declared.PLUGINS, declared.OVERLAY_PREFIXES)
+                        plugins, prefixes)
             for name, targets in fed.items():
                 self.checks[profile].setdefault(name, [])
                 for plugin, option, auto in targets:
                     if plugin is not None:
-                        option = {o.name: o for o in declared.PLUGINS[plugin]}[option]
+                        option = {o.name: o for o in plugins[plugin]}[option]
                         if option.parse is not None:
                             self.checks[profile][name].append(
                                 lambda _, text, o=option, a=auto: o.value(text, a))
