@@ -332,7 +332,7 @@ def test_active_rt_profile_napi_unit_with_every_variables_file(tmp_path, monkeyp
     resolve them as TuneD does, from the oldest variables file an upgraded
     host keeps, an empty one or the shipped one."""
     pytest.importorskip("tuned.profiles")
-    from tuned_loader import load_profile_functions
+    from support.tuned_loader import load_profile_functions
     load_profile_functions()     # irqtune's functions, where TuneD looks for them
     repo = Path(__file__).resolve().parents[2]
     rt = "realtime-virtual-host-irqtune"

@@ -10,7 +10,7 @@ import time
 
 import pytest
 
-from tuned_loader import Cfg, create_instance, load_plugin_module
+from support.tuned_loader import Cfg, create_instance, load_plugin_module
 
 from irqtune.features import gsim
 

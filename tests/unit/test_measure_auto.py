@@ -23,7 +23,7 @@ from support.fakes.netdev import FakeNetdev
 from test_napi_config import FULL, OLD_KERNEL
 from test_plugin_option_errors import napi_init, tuned_errors  # noqa: F401 - the fixture
 from test_profile_upgrade import PROFILES, check_loaded, load, tuned_profiles  # noqa: F401
-from tuned_loader import load_plugin_module
+from support.tuned_loader import load_plugin_module
 
 from irqtune.frontends.doctor import targets
 from irqtune.kernel import files

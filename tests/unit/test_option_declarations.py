@@ -13,7 +13,7 @@ from irqtune.kernel.errors import OptionError
 from irqtune.services.options import Option
 from irqtune.frontends.plugin_options import PLUGINS
 from irqtune.kernel.values import parse_int
-from tuned_loader import load_plugin_module
+from support.tuned_loader import load_plugin_module
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 NEW = Option("poll_budget", lambda o, v: parse_int(o, v, 1, 64), "1-64",

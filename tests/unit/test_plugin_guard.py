@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from tuned_loader import load_plugin_module
+from support.tuned_loader import load_plugin_module
 
 from irqtune.kernel.errors import NetlinkRequestError
 from irqtune.services.tuner import DeviceTuner

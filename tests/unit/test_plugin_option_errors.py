@@ -8,7 +8,7 @@ import logging
 
 import pytest
 
-from tuned_loader import load_plugin_module
+from support.tuned_loader import load_plugin_module
 
 
 class Instance:

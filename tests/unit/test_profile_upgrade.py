@@ -21,7 +21,7 @@ import shutil
 
 import pytest
 
-from tuned_loader import load_profile_functions
+from support.tuned_loader import load_profile_functions
 
 from irqtune.features import gsim
 from irqtune.features.channels.config import HousekeepingConfig

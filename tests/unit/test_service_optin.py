@@ -15,7 +15,7 @@ import sys
 
 import pytest
 
-import tuned_loader
+from support import tuned_loader
 
 from irqtune.features import service_optin as so
 from irqtune.kernel.kfs import KernelFs

@@ -41,7 +41,7 @@ import sys
 
 import pytest
 
-from tuned_loader import load_plugin_module
+from support.tuned_loader import load_plugin_module
 from irqtune.services.tuner import Check, DeviceTuner
 
 HERE = os.path.dirname(os.path.abspath(__file__))
