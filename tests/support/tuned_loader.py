@@ -3,6 +3,7 @@
 TuneD imports them (tuned.plugins.plugin_<name>, irqtune_common beside)."""
 
 import importlib.util
+import logging
 import os
 import sys
 
@@ -62,3 +63,9 @@ def create_instance(plugin, name, options, devices=None):
     params = list(inspect.signature(plugin.create_instance).parameters)
     head = (name, 0) if "priority" in params else (name,)
     return plugin.create_instance(*head, devices, None, None, None, options)
+
+
+def tuned_errors(caplog):
+    """The ERROR lines TuneD's loggers logged (caplog), as TuneD's log shows them."""
+    return [r.getMessage() for r in caplog.records
+            if r.name.startswith("tuned") and r.levelno >= logging.ERROR]

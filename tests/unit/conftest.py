@@ -1,9 +1,17 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
+"""Fixtures of the unit tests; helpers that are not fixtures (fakes,
+builders, constants) live in tests/support, never in a test module."""
+
 import os
 
 import pytest
 
+from irqtune.features import gsim
 from irqtune.services import epoll
+from support.fakes.channels import ORIGINAL_AFFINITY, write
+from support.fakes.gsim import FakeKernel
+from support.fakes.interrupts import INTERRUPTS, QUEUE_IRQS
+from support.tuned_loader import load_plugin_module, load_profile_functions
 
 
 @pytest.fixture
@@ -28,3 +36,87 @@ def inspect_own_epoll():
         inst, = found
         return inst
     return inspect
+
+
+@pytest.fixture
+def fake_kernel(tmp_path, monkeypatch):
+    """make(shape, **kw) -> FakeKernel, with the library writing through it."""
+    made = []
+
+    def make(shape=gsim.SHAPE_LATEST, **kwargs):
+        kernel = FakeKernel(tmp_path / ("k%d" % len(made)), shape, **kwargs)
+        monkeypatch.setattr(gsim.interface, "_write_text", kernel.write)
+        made.append(kernel)
+        return kernel
+    return make
+
+
+@pytest.fixture
+def roots(tmp_path):
+    """(proc, sys, tmp_path): procfs and sysfs of a virtio-net guest with
+    queue IRQs 24-28 (support/fakes/channels.py, interrupts.py)."""
+    proc = tmp_path / "proc"
+    proc.mkdir()
+    (proc / "interrupts").write_text(INTERRUPTS)
+    (proc / "cmdline").write_text("ro isolcpus=domain,2-3 nohz_full=2-3\n")
+    for irq, cpus in ORIGINAL_AFFINITY.items():
+        (proc / "irq" / str(irq)).mkdir(parents=True)
+        write(str(proc), irq, cpus)
+    sys_root = tmp_path / "sys"
+    cpu = sys_root / "devices/system/cpu"
+    cpu.mkdir(parents=True)
+    (cpu / "online").write_text("0-3\n")
+    (cpu / "isolated").write_text("2-3\n")
+    (cpu / "nohz_full").write_text("2-3\n")
+    dev = sys_root / "devices/pci0000:00/0000:00:03.0/virtio1"
+    (dev / "net/eth0").mkdir(parents=True)
+    os.symlink("../../../virtio1", dev / "net/eth0/device")
+    (sys_root / "class/net").mkdir(parents=True)
+    os.symlink("../../devices/pci0000:00/0000:00:03.0/virtio1/net/eth0",
+               sys_root / "class/net/eth0")
+    (dev.parent / "msi_irqs").mkdir()
+    for irq in (24,) + QUEUE_IRQS:
+        (dev.parent / "msi_irqs" / str(irq)).write_text("msix\n")
+    return str(proc), str(sys_root), tmp_path
+
+
+class Instance:
+    """What TunerPlugin._instance_init reads and sets on TuneD's instance."""
+
+    def __init__(self, name, options):
+        self.name = name
+        self.options = options
+
+
+@pytest.fixture
+def napi_init(monkeypatch, tmp_path):
+    """init(options, variables) -> instance, through NapiPlugin._instance_init
+    with TuneD's Variables; no kernel is asked (the capability probe is
+    stubbed) and the originals' ledger lives in tmp_path."""
+    pytest.importorskip("tuned.plugins")
+    module = load_plugin_module("napi")
+    from tuned.profiles.variables import Variables
+    from irqtune.kernel.caps import KernelFeatures, NapiCapabilities
+    caps = NapiCapabilities(True, True, True, frozenset(
+        ("defer-hard-irqs", "gro-flush-timeout", "irq-suspend-timeout")),
+        kernel=KernelFeatures(busy_poll=True))
+    monkeypatch.setattr(module, "detect_napi_capabilities", lambda: caps)
+    from irqtune.services.ledger import Ledger
+    monkeypatch.setattr(module, "Ledger",
+                        lambda name, kin=None: Ledger(name, str(tmp_path), kin=kin))
+
+    def init(options, variables=()):
+        plugin = object.__new__(module.NapiPlugin)
+        plugin._variables = Variables()
+        for name, value in variables:
+            plugin._variables.add_variable(name, value)
+        instance = Instance("napi", options)
+        plugin._instance_init(instance)
+        return instance
+    return init
+
+
+@pytest.fixture
+def tuned_profiles():
+    pytest.importorskip("tuned.profiles")
+    load_profile_functions()

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """HousekeepingTuner with a fake channels backend and fixture procfs/sysfs.
 
-The fake backend behaves like a driver: it keeps counts, checks maxima, can
+The fake backend (support/fakes/channels.py) behaves like a driver: it keeps counts, checks maxima, can
 refuse with a chosen errno, and - like virtio-net - re-spreads its queue
 IRQs over all CPUs when the channel count changes, which is what makes the
 order "read IRQ originals, then change channels" observable.
@@ -15,91 +15,11 @@ import pytest
 
 from irqtune.features import channels as ch
 from irqtune.kernel.errors import OptionError, UnsupportedError
-from irqtune.kernel.netlink.genl import NetlinkRequestError
 from irqtune.services.ledger import Ledger
 from irqtune.kernel.kfs import KernelFs
-from support.fakes.interrupts import INTERRUPTS, QUEUE_IRQS
-
-ORIGINAL_AFFINITY = {24: "0-3", 25: "0", 26: "1", 27: "2", 28: "3"}
-
-
-class FakeDriver:
-    def __init__(self, proc, combined=(4, 4), rx=(0, 0), tx=(0, 0), refuse=None):
-        self.proc = proc
-        self.max = {"combined": combined[0], "rx": rx[0], "tx": tx[0], "other": 0}
-        self.count = {"combined": combined[1], "rx": rx[1], "tx": tx[1], "other": 0}
-        self.refuse = refuse          # (errno, extack) for set_channels
-        self.sets = []
-
-    def channels(self, ifindex):
-        out = {}
-        for kind in ("rx", "tx", "other", "combined"):
-            if self.max[kind]:
-                out[kind + "-max"] = self.max[kind]
-                out[kind + "-count"] = self.count[kind]
-        return out
-
-    def set_channels(self, ifindex, **counts):
-        self.sets.append(counts)
-        if self.refuse:
-            raise NetlinkRequestError("setting channels", *self.refuse)
-        for kind, n in counts.items():
-            if n > self.max[kind]:
-                raise NetlinkRequestError("setting channels", errno.EINVAL,
-                                          "requested channel count exceeds maximum")
-        self.count.update(counts)
-        for irq in QUEUE_IRQS:      # the driver re-spreads its vectors
-            write(self.proc, irq, "0-3")
-
-
-def write(proc, irq, text):
-    path = os.path.join(proc, "irq", str(irq), "smp_affinity_list")
-    with open(path, "w") as f:
-        f.write(text + "\n")
-
-
-def affinity(proc, irq):
-    with open(os.path.join(proc, "irq", str(irq), "smp_affinity_list")) as f:
-        return f.read().strip()
-
-
-@pytest.fixture
-def roots(tmp_path):
-    proc = tmp_path / "proc"
-    proc.mkdir()
-    (proc / "interrupts").write_text(INTERRUPTS)
-    (proc / "cmdline").write_text("ro isolcpus=domain,2-3 nohz_full=2-3\n")
-    for irq, cpus in ORIGINAL_AFFINITY.items():
-        (proc / "irq" / str(irq)).mkdir(parents=True)
-        write(str(proc), irq, cpus)
-    sys_root = tmp_path / "sys"
-    cpu = sys_root / "devices/system/cpu"
-    cpu.mkdir(parents=True)
-    (cpu / "online").write_text("0-3\n")
-    (cpu / "isolated").write_text("2-3\n")
-    (cpu / "nohz_full").write_text("2-3\n")
-    dev = sys_root / "devices/pci0000:00/0000:00:03.0/virtio1"
-    (dev / "net/eth0").mkdir(parents=True)
-    os.symlink("../../../virtio1", dev / "net/eth0/device")
-    (sys_root / "class/net").mkdir(parents=True)
-    os.symlink("../../devices/pci0000:00/0000:00:03.0/virtio1/net/eth0",
-               sys_root / "class/net/eth0")
-    (dev.parent / "msi_irqs").mkdir()
-    for irq in (24,) + QUEUE_IRQS:
-        (dev.parent / "msi_irqs" / str(irq)).write_text("msix\n")
-    return str(proc), str(sys_root), tmp_path
-
-
-def tuner(roots, driver, state=True, ifindex=7, names=None, **options):
-    """names: {device name: ifindex} of every device (default: eth0 only)."""
-    proc, sys_root, tmp = roots
-    config, errors = ch.HousekeepingConfig.from_options(options)
-    assert not errors
-    names = {"eth0": ifindex} if names is None else names
-    return ch.HousekeepingTuner(
-        config, ledger=Ledger("hk", str(tmp / "run")) if state else None,
-        kfs=KernelFs(proc, sys_root), channels=driver, ifindex=names.get,
-        ifname=lambda index: {i: n for n, i in names.items()}.get(index), napi=())
+from support.fakes.channels import ORIGINAL_AFFINITY, FakeDriver, affinity, write
+from support.fakes.channels import housekeeping_tuner as tuner
+from support.fakes.interrupts import QUEUE_IRQS
 
 
 # -- options and planning ---------------------------------------------------

@@ -24,10 +24,9 @@ import os
 
 import pytest
 from support.fakes.netdev import FakeNetdev
-from test_channels import FakeDriver, affinity, roots, tuner as hk_tuner, write  # noqa: F401
-from test_napi_config import FULL, OLD_KERNEL
-from support.fakes.ethtool import FakeNic
-from test_zerocopy import Host
+from support.fakes.channels import FakeDriver, affinity, housekeeping_tuner as hk_tuner, write
+from support.fakes.netdev import FULL, OLD_KERNEL
+from support.fakes.ethtool import FakeNic, ZeroCopyHost as Host
 
 from irqtune.kernel.kfs import KernelFs
 from irqtune.services.ledger import Ledger

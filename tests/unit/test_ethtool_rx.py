@@ -19,6 +19,7 @@ import pytest
 from irqtune.kernel.netlink import ethtool_rx as ex
 from irqtune.kernel.netlink.ethtool import features_msg, rings_msg, rss_msg
 from irqtune.kernel.netlink.genl import NetlinkRequestError, decode, encode
+from support.fakes.replay import Replay
 
 HERE = os.path.join(os.path.dirname(__file__), "ethtool_replies")
 
@@ -31,39 +32,6 @@ def fixture(source, name):
 def sources():
     return sorted(os.path.basename(d) for d in glob.glob(os.path.join(HERE, "*"))
                   if os.path.isdir(d))
-
-
-class Replay:
-    """A generic netlink family's transport answering from one recorded
-    file (mixed in before the family class; the netdev families' tests use
-    it too)."""
-
-    def __init__(self, recorded):
-        # (buffer, whether its sequence numbers become the request's)
-        self.buffers = [(bytearray(bytes.fromhex(b)), True) for b in recorded["replies"]]
-        first = self.buffers[0][0]
-        prid = struct.unpack_from("=H", first, 4)[0]
-        if prid == 2:     # first message is an error: its echoed request has the id
-            prid = struct.unpack_from("=H", first, 24)[0]
-        self.family_id, self.groups = prid, {}     # no monitor socket in replays
-        self.sent = []
-
-    def _send(self, data):
-        self.sent.append(data)
-
-    def _recv(self):
-        # The recording's sequence number becomes this request's.
-        seq = struct.unpack_from("=I", self.sent[-1], 8)[0]
-        data, patch = self.buffers.pop(0)
-        offset = 0
-        while patch and offset + 16 <= len(data):
-            length = struct.unpack_from("=I", data, offset)[0]
-            struct.pack_into("=I", data, offset + 8, seq)
-            offset += (length + 3) & ~3
-        return bytes(data)
-
-    def close(self):
-        pass
 
 
 class Replayed(Replay, ex.RxConfigFamily):

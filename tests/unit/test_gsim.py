@@ -21,36 +21,9 @@ from irqtune.kernel import irqs
 from irqtune.kernel.errors import OptionError
 from irqtune.services.ledger import Ledger
 from irqtune.kernel.kfs import KernelFs
-from support.fakes.gsim import IRQS, NCPU, FakeKernel, interrupts_text
+from support.fakes.gsim import ETH0_QUEUES, IRQS, NCPU, SEED, interrupts_text, set_originals
+from support.fakes.gsim import gsim_tuner as tuner
 
-ORIGINAL_KNOBS = {"delay_us": 7, "target_intr_rate": 12345, "hardirq_percent": 33,
-                  "update_ms": 9}
-
-
-@pytest.fixture
-def fake_kernel(tmp_path, monkeypatch):
-    """make(shape, **kw) -> FakeKernel, with the library writing through it."""
-    made = []
-
-    def make(shape=gsim.SHAPE_LATEST, **kwargs):
-        kernel = FakeKernel(tmp_path / ("k%d" % len(made)), shape, **kwargs)
-        monkeypatch.setattr(gsim.interface, "_write_text", kernel.write)
-        made.append(kernel)
-        return kernel
-    return make
-
-
-def tuner(kernel, options, irqs="nic:eth0", state=None):
-    config, errors = gsim.GsimConfig.from_options(options)
-    assert errors == []
-    iface = gsim.detect(kernel.kfs)
-    assert iface is not None
-    return gsim.GsimTuner(config, gsim.IrqSelection.parse(irqs), iface, ledger=state,
-                          kfs=kernel.kfs, napi_irqs=None)
-
-
-SEED = {"delay_us": "100", "target_intr_rate": "1000000", "hardirq_percent": "70"}
-ETH0_QUEUES = [25, 26, 27, 28]
 ALL_SHAPES = [gsim.SHAPE_LATEST, gsim.SHAPE_V4, gsim.SHAPE_V1]
 
 
@@ -228,13 +201,6 @@ def test_selection_select(fake_kernel):
 
 
 # -- apply, verify, restore -----------------------------------------------------
-
-def set_originals(k, switches_on=(26,)):
-    for name, value in ORIGINAL_KNOBS.items():
-        k.set_knob(k.target_name if name == "target_intr_rate" else name, value)
-    for irq in switches_on:
-        k._set_switch(irq, True)
-
 
 @pytest.mark.parametrize("shape", ALL_SHAPES)
 def test_apply_verify_restore(fake_kernel, shape):

@@ -14,8 +14,7 @@ from support.tuned_loader import Cfg, create_instance, load_plugin_module
 
 from irqtune.features import gsim
 
-from support.fakes.gsim import FakeKernel
-from test_gsim import ETH0_QUEUES, ORIGINAL_KNOBS, set_originals
+from support.fakes.gsim import ETH0_QUEUES, ORIGINAL_KNOBS, FakeKernel, set_originals
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 SEED = {"delay_us": "100", "target_intr_rate": "1000000", "hardirq_percent": "70",

@@ -23,7 +23,7 @@ import os
 
 import pytest
 from support.fakes.gsim import NICS
-from test_gsim import SEED, fake_kernel, tuner  # noqa: F401
+from support.fakes.gsim import SEED, gsim_tuner as tuner
 
 from irqtune.features import channels as ch
 from irqtune.features import gsim

@@ -14,7 +14,6 @@ import json
 import os
 
 import pytest
-from test_channels import roots  # noqa: F401 - the fixture
 
 from irqtune.kernel import crashpoint
 from irqtune.kernel.caps import NapiCapabilities
@@ -140,7 +139,9 @@ def test_napi_sysfs_original_is_on_disk_at_each_write(tmp_path, monkeypatch):
 
 def test_channel_counts_and_affinities_are_on_disk_before_the_channel_change(roots,
                                                                            monkeypatch):
-    from test_channels import ORIGINAL_AFFINITY, QUEUE_IRQS, FakeDriver, tuner
+    from support.fakes.channels import ORIGINAL_AFFINITY, FakeDriver
+    from support.fakes.channels import housekeeping_tuner as tuner
+    from support.fakes.interrupts import QUEUE_IRQS
     proc, sys_root, tmp = roots
     log = WriteLog(monkeypatch, tmp / "run")
 
@@ -168,7 +169,7 @@ def test_channel_counts_and_affinities_are_on_disk_before_the_channel_change(roo
 def test_gsim_originals_are_on_disk_at_each_write(tmp_path, monkeypatch):
     from irqtune.features import gsim
     from support.fakes.gsim import FakeKernel
-    from test_gsim import SEED, tuner
+    from support.fakes.gsim import SEED, gsim_tuner as tuner
     kernel = FakeKernel(tmp_path / "k", gsim.SHAPE_LATEST)
 
     def write(path, text):
@@ -196,7 +197,7 @@ def test_gsim_originals_are_on_disk_at_each_write(tmp_path, monkeypatch):
 
 def test_optin_records_are_on_disk_before_the_first_dropin(tmp_path, monkeypatch):
     from irqtune.features import service_optin as so
-    from test_service_optin import LIB, make_root
+    from support.fakes.optin import LIB, make_root
     root = make_root(tmp_path)
     run = tmp_path / "run"
     log = WriteLog(monkeypatch, run)
@@ -213,9 +214,8 @@ def test_optin_records_are_on_disk_before_the_first_dropin(tmp_path, monkeypatch
 # -- zero-copy rx ------------------------------------------------------------------
 
 def zerocopy_host(tmp_path):
-    """test_zerocopy's Host with a NIC whose sets are kernel writes."""
-    from support.fakes.ethtool import FakeNic
-    from test_zerocopy import Host
+    """ZeroCopyHost with a NIC whose sets are kernel writes."""
+    from support.fakes.ethtool import FakeNic, ZeroCopyHost as Host
 
     class Nic(FakeNic):
         def set_channels(self, ifindex, combined):

@@ -19,11 +19,9 @@ import threading
 import time
 
 import pytest
-from support.fakes.netdev import FakeNetdev
-from test_napi_config import FULL, OLD_KERNEL
-from test_plugin_option_errors import napi_init, tuned_errors  # noqa: F401 - the fixture
-from test_profile_upgrade import PROFILES, check_loaded, load, tuned_profiles  # noqa: F401
-from support.tuned_loader import load_plugin_module
+from support.fakes.netdev import FULL, OLD_KERNEL, FakeNetdev
+from support.profiles import PROFILES, check_loaded, load
+from support.tuned_loader import load_plugin_module, tuned_errors
 
 from irqtune.frontends.doctor import targets
 from irqtune.kernel import files

@@ -7,11 +7,8 @@ from irqtune.kernel.caps import NapiCapabilities
 from irqtune.services.tuner import Check
 from irqtune.features.napi import NapiConfig, NapiTuner
 from irqtune.kernel.kfs import KernelFs
+from support.fakes.netdev import FULL, OLD_KERNEL
 
-FULL = NapiCapabilities(netdev_family=True, napi_get=True, napi_set=True,
-                        settable=frozenset({"defer-hard-irqs", "gro-flush-timeout",
-                                            "irq-suspend-timeout", "threaded"}))
-OLD_KERNEL = NapiCapabilities(netdev_family=True, napi_get=True)   # 6.8 - 6.12
 NO_FAMILY = NapiCapabilities()
 
 

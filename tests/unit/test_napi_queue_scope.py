@@ -10,8 +10,7 @@ i-th NAPI - here with four queue pairs.
 """
 
 import pytest
-from support.fakes.netdev import FakeNetdev
-from test_napi_config import FULL
+from support.fakes.netdev import FULL, FakeNetdev
 
 from irqtune.services.ledger import Ledger
 from irqtune.features.napi import NapiConfig, NapiTuner

@@ -13,7 +13,7 @@ the queue-type filter is tested here and nowhere else.
 import json
 import os
 
-from test_ethtool_rx import Replay
+from support.fakes.replay import Replay
 
 from irqtune.kernel.netlink.genl import decode
 from irqtune.kernel.netlink.netdev import (CMD_QSTATS_GET, CMD_QUEUE_GET, QUEUE_TYPE_RX,

@@ -8,48 +8,7 @@ import logging
 
 import pytest
 
-from support.tuned_loader import load_plugin_module
-
-
-class Instance:
-    """What TunerPlugin._instance_init reads and sets on TuneD's instance."""
-
-    def __init__(self, name, options):
-        self.name = name
-        self.options = options
-
-
-def tuned_errors(caplog):
-    return [r.getMessage() for r in caplog.records
-            if r.name.startswith("tuned") and r.levelno >= logging.ERROR]
-
-
-@pytest.fixture
-def napi_init(monkeypatch, tmp_path):
-    """init(options, variables) -> instance, through NapiPlugin._instance_init
-    with TuneD's Variables; no kernel is asked (the capability probe is
-    stubbed) and the originals' ledger lives in tmp_path."""
-    pytest.importorskip("tuned.plugins")
-    module = load_plugin_module("napi")
-    from tuned.profiles.variables import Variables
-    from irqtune.kernel.caps import KernelFeatures, NapiCapabilities
-    caps = NapiCapabilities(True, True, True, frozenset(
-        ("defer-hard-irqs", "gro-flush-timeout", "irq-suspend-timeout")),
-        kernel=KernelFeatures(busy_poll=True))
-    monkeypatch.setattr(module, "detect_napi_capabilities", lambda: caps)
-    from irqtune.services.ledger import Ledger
-    monkeypatch.setattr(module, "Ledger",
-                        lambda name, kin=None: Ledger(name, str(tmp_path), kin=kin))
-
-    def init(options, variables=()):
-        plugin = object.__new__(module.NapiPlugin)
-        plugin._variables = Variables()
-        for name, value in variables:
-            plugin._variables.add_variable(name, value)
-        instance = Instance("napi", options)
-        plugin._instance_init(instance)
-        return instance
-    return init
+from support.tuned_loader import load_plugin_module, tuned_errors
 
 
 def test_bad_queues_says_the_instance_tunes_nothing(napi_init, caplog):

@@ -20,7 +20,7 @@ import os
 import struct
 
 import pytest
-from test_ethtool_rx import Replay
+from support.fakes.replay import Replay
 
 from irqtune.features.zerocopy.leases import lease_refusal
 from irqtune.features.zerocopy.plan import refusal

@@ -22,9 +22,9 @@ from irqtune.kernel.kfs import KernelFs
 from irqtune.kernel.errors import IrqtuneError, OptionError, UnsupportedError
 from irqtune.kernel.names import shown
 from irqtune.services import systemd
+from support.fakes.optin import LIB, dropin, make_root
 from support.fakes.systemd import FakeSystemd
 
-LIB = "/usr/lib64/irqtune/libirqtune-busypoll.so"
 
 
 def snapshot(root):
@@ -45,22 +45,6 @@ def forget_claims():
     so._CLAIMED.clear()
     yield
     so._CLAIMED.clear()
-
-
-def make_root(tmp_path, systemd=True, library=True):
-    root = tmp_path / "root"
-    (root / "etc/systemd/system").mkdir(parents=True)
-    if systemd:
-        (root / "run/systemd/system").mkdir(parents=True)
-    if library:
-        lib = root / LIB.lstrip("/")
-        lib.parent.mkdir(parents=True)
-        lib.write_bytes(b"\x7fELF")
-    return str(root)
-
-
-def dropin(root, unit):
-    return os.path.join(root, "etc/systemd/system", unit + ".d", so.DROPIN_NAME)
 
 
 EXPECTED_DEFAULT = """\

@@ -1,8 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 import os
 
-from test_gsim import fake_kernel  # noqa: F401 - the fixture
-
 from irqtune.kernel.caps import NapiCapabilities
 from irqtune.features.napi import NapiConfig, NapiTuner
 from irqtune.services.ledger import Ledger
@@ -52,7 +50,7 @@ def test_a_ledger_that_cannot_be_written_stops_the_change(tmp_path, fake_kernel)
     """Nothing changes without its original on disk: the tuner raises
     LedgerError (the plugins' guard logs it) before the first write."""
     import pytest
-    from test_gsim import SEED, tuner
+    from support.fakes.gsim import SEED, gsim_tuner as tuner
     from irqtune.services.ledger import LedgerError
     k = fake_kernel()
     before = k.knobs()
@@ -79,7 +77,7 @@ def test_optin_records_its_drop_ins_before_writing_them(tmp_path, monkeypatch):
     one the record of every file it may have written."""
     from irqtune.features import service_optin as so
     from irqtune.features.service_optin import optin as optin_module
-    from test_service_optin import dropin, make_root
+    from support.fakes.optin import dropin, make_root
     root = make_root(tmp_path)
     ledger = Ledger("busy_poll_optin-t", str(tmp_path / "run"))
     seen = []

@@ -248,11 +248,10 @@ def prepare(name, module, workdir, patch):
         return options, {}, observe, ("fk0", "fk1")
 
     if name == "gsim":
-        import test_gsim
         from irqtune.features import gsim
-        from support.fakes.gsim import FakeKernel
+        from support.fakes.gsim import FakeKernel, set_originals
         kernel = FakeKernel(os.path.join(workdir, "k"), gsim.SHAPE_LATEST)
-        test_gsim.set_originals(kernel)
+        set_originals(kernel)
         patch(gsim.interface, "_write_text", kernel.write)
         before = kernel.knobs()
         attrs = {"_gsim_proc_root": kernel.proc, "_gsim_sysfs_root": kernel.sys,
@@ -266,13 +265,13 @@ def prepare(name, module, workdir, patch):
         return options, attrs, observe, ()
 
     if name == "busy_poll_optin":
-        import test_service_optin as tso
+        from support.fakes.optin import dropin as dropin_path, make_root
         from support.fakes.systemd import FakeSystemd
-        root = tso.make_root(pathlib.Path(workdir))
+        root = make_root(pathlib.Path(workdir))
         attrs = {"_optin_root": root, "_optin_bus": FakeSystemd(),
                  "_optin_state_dir": os.path.join(workdir, "state"),
                  "_optin_proc_root": os.path.join(workdir, "proc")}
-        dropin = tso.dropin(root, "memcached.service")
+        dropin = dropin_path(root, "memcached.service")
 
         def observe():
             return "kept" if os.path.exists(dropin) else "restored"

@@ -19,10 +19,10 @@ import os
 
 import pytest
 from support.fakes.netdev import FakeNetdev
-from test_channels import FakeDriver, roots, tuner as hk_tuner, write  # noqa: F401
-from test_gsim import SEED, fake_kernel, tuner as gsim_tuner  # noqa: F401
-from test_napi_config import FULL, OLD_KERNEL
-from test_zerocopy import Host
+from support.fakes.channels import FakeDriver, housekeeping_tuner as hk_tuner, write
+from support.fakes.gsim import SEED, gsim_tuner
+from support.fakes.netdev import FULL, OLD_KERNEL
+from support.fakes.ethtool import ZeroCopyHost as Host
 
 from irqtune.features import channels as ch
 from irqtune.kernel.errors import NetlinkRequestError

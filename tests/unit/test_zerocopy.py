@@ -24,28 +24,7 @@ from irqtune.features.zerocopy import ZeroCopyConfig, ZeroCopyRxTuner
 
 from irqtune.kernel.netlink.ethtool_ntuple import NtupleRules
 from irqtune.kernel.names import shown
-from support.fakes.ethtool import FakeNic, FakeRuleTable
-
-
-class Host:
-    """One fake NIC "eth0" (ifindex 7) plus its rule table."""
-
-    def __init__(self, tmp_path, **nic):
-        self.nic = FakeNic(**nic)
-        self.table = FakeRuleTable(size=64)
-        self.ifindex = {"eth0": 7}
-        self.state_dir = str(tmp_path)
-
-    def tuner(self, **options):
-        config, errors = ZeroCopyConfig.from_options(options)
-        assert errors == []
-        return ZeroCopyRxTuner(config, ledger=Ledger("zerocopy_rx-test", self.state_dir),
-                               nic=lambda: self.nic,
-                               rules=lambda ifname: NtupleRules("eth9", ioctl=self.table.ioctl),
-                               ifindex=self.ifindex.get, ifname=self.ifname)
-
-    def ifname(self, ifindex):
-        return {i: n for n, i in self.ifindex.items()}.get(ifindex)
+from support.fakes.ethtool import ZeroCopyHost as Host
 
 
 @pytest.fixture
