@@ -2,6 +2,7 @@
 """Fixtures of the unit tests; helpers that are not fixtures (fakes,
 builders, constants) live in tests/support, never in a test module."""
 
+import logging
 import os
 
 import pytest
@@ -12,6 +13,22 @@ from support.fakes.channels import ORIGINAL_AFFINITY, write
 from support.fakes.gsim import FakeKernel
 from support.fakes.interrupts import INTERRUPTS, QUEUE_IRQS
 from support.tuned_loader import load_plugin_module, load_profile_functions
+
+
+@pytest.fixture(autouse=True)
+def library_logger_as_it_was():
+    """The library's logger ("irqtune") as each test found it.  A plugin a
+    test makes forwards it into TuneD's log for the rest of the process
+    (irqtune_tunedlog.forward_library_log); a later test that loads the
+    plugins again gets a second forwarder, of the new module's handler
+    class, and sees each line twice (test_shown_names before
+    test_gsim_plugin did, in either layout)."""
+    lib = logging.getLogger("irqtune")
+    handlers, level, propagate = list(lib.handlers), lib.level, lib.propagate
+    yield
+    lib.handlers[:] = handlers
+    lib.setLevel(level)
+    lib.propagate = propagate
 
 
 @pytest.fixture
