@@ -626,7 +626,7 @@ def test_properties_as_systemd_types_them():
 # The TuneD adapter, loaded into the installed TuneD's plugin package and
 # driven through TuneD's own Plugin/Instance/Storage classes.
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 
 
 
