@@ -13,7 +13,7 @@ from irqtune.kernel.napi_attrs import NAPI_ATTRS
 from irqtune.kernel.netlink.genl import attr_table
 from irqtune.kernel.netlink.netdev import napi_msg
 
-LIBRARY = pathlib.Path(__file__).resolve().parents[2] / "irqtune"
+LIBRARY = pathlib.Path(__file__).resolve().parents[3] / "irqtune"
 TABLE = "kernel/napi_attrs.py"
 
 # The four attributes in each spelling: netlink (defer-hard-irqs), option

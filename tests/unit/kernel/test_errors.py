@@ -65,7 +65,7 @@ def _errno_words_outside_errors_py():
         return any(isinstance(v, ast.Constant) and isinstance(v.value, str) and "%s" not in v.value
                    for v in nodes)
 
-    root = pathlib.Path(__file__).resolve().parents[2]
+    root = pathlib.Path(__file__).resolve().parents[3]
     found = []
     for path in sorted([*(root / "irqtune").rglob("*.py"), *(root / "tuned-plugins").glob("*.py")]):
         if path == root / "irqtune" / "kernel" / "errors.py":
@@ -93,7 +93,7 @@ def _oserrors_shown_as_python_says():
     """Where an OSError caught by name is put in a message as it is
     ("[Errno 13] Permission denied: '/x'") instead of through
     describe_os_error."""
-    root = pathlib.Path(__file__).resolve().parents[2]
+    root = pathlib.Path(__file__).resolve().parents[3]
     found = []
     for path in sorted((root / "irqtune").rglob("*.py")):
         tree = ast.parse(path.read_text(), str(path))
