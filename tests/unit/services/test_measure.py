@@ -27,7 +27,7 @@ from irqtune.services.measure.epolltrace import Recorded
 from irqtune.kernel.values import format_duration_ns, parse_duration_ns
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FIX = os.path.join(HERE, "measure_fixtures")
+FIX = os.path.join(os.path.dirname(HERE), "measure_fixtures")
 
 
 def busy_periods(samples, decoder):

@@ -132,7 +132,7 @@ def test_services_from_units_and_pid_files(tmp_path):
 # legacy - a RHEL 7.8 host (containers/podman issue 7004, `grep cgroup
 #   /proc/self/mountinfo`); RHEL 8 (systemd 239, legacy by default) mounts
 #   the same hierarchies.
-FIXTURES = os.path.join(os.path.dirname(__file__), "measure_fixtures")
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "measure_fixtures")
 
 
 def mountinfo(name):

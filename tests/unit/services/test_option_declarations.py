@@ -15,7 +15,7 @@ from irqtune.frontends.plugin_options import PLUGINS
 from irqtune.kernel.values import parse_int
 from support.tuned_loader import load_plugin_module
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 NEW = Option("poll_budget", lambda o, v: parse_int(o, v, 1, 64), "1-64",
              "a budget no kernel has", default="8")
 
