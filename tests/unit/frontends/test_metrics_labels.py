@@ -25,7 +25,7 @@ from irqtune.frontends import activeprofile, metrics
 from irqtune.kernel.kfs import KernelFs
 from support.fakes.systemd import FakeSystemd
 
-HERE = os.path.dirname(os.path.abspath(__file__))
+HERE = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))    # tests/unit
 INIT = "init"
 
 

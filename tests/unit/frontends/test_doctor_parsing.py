@@ -30,7 +30,7 @@ from irqtune.frontends.metrics import Family, render
 from support.fakes.systemd import FakeSystemd
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-FIX = os.path.join(HERE, "doctor_fixtures")
+FIX = os.path.join(os.path.dirname(HERE), "doctor_fixtures")
 
 
 def fixture(name):
@@ -334,13 +334,13 @@ def test_active_rt_profile_napi_unit_with_every_variables_file(tmp_path, monkeyp
     pytest.importorskip("tuned.profiles")
     from support.tuned_loader import load_profile_functions
     load_profile_functions()     # irqtune's functions, where TuneD looks for them
-    repo = Path(__file__).resolve().parents[2]
+    repo = Path(__file__).resolve().parents[3]
     rt = "realtime-virtual-host-irqtune"
     parents = [d for d in ("/usr/lib/tuned/profiles", "/usr/lib/tuned")
                if os.path.isfile(os.path.join(d, "realtime-virtual-host", "tuned.conf"))]
     if not parents:
         pytest.skip("no realtime-virtual-host profile installed")
-    texts = {"oldest": (Path(__file__).parent / "profile_fixtures" /
+    texts = {"oldest": (Path(__file__).parent.parent / "profile_fixtures" /
                         (rt + "-variables.conf")).read_text(),
              "empty": "",
              "shipped": (repo / "profiles" / rt / (rt + "-variables.conf")).read_text()}

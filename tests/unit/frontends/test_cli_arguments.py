@@ -20,7 +20,7 @@ from irqtune.kernel.kfs import KernelFs
 from support.fakes.systemd import FakeSystemd
 
 DEBUG_ENV = "IRQTUNE_DEBUG"
-REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+REPO = os.path.dirname(os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)))))
 
 
 def irqtune(*args, stdout=subprocess.PIPE):

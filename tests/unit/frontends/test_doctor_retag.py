@@ -21,7 +21,7 @@ from irqtune.frontends.doctor import chain
 from irqtune.services import epoll
 from irqtune.frontends.doctor.links import Report
 
-FIX = os.path.join(os.path.dirname(os.path.abspath(__file__)), "doctor_fixtures")
+FIX = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "doctor_fixtures")
 
 
 def fixture(name):
