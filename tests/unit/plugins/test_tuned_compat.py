@@ -45,7 +45,7 @@ from support.tuned_loader import load_plugin_module
 from irqtune.services.tuner import Check, DeviceTuner
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-REPO = os.path.abspath(os.path.join(HERE, "..", ".."))
+REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))
 PLUGINS = ("napi", "nic_housekeeping", "gsim", "busy_poll_optin")
 VERSIONS = ("2.20", "2.21", "2.22", "2.25")
 
@@ -416,7 +416,7 @@ def test_upstream_tree(tree):
     version = tree_version(tree)
     cases = [(p, version, e) for p in PLUGINS for e in EVENTS
              if vtuple(version) >= (2, 21) or e != "not_on_exit"]
-    path = os.pathsep.join([tree, REPO, HERE, os.path.dirname(HERE)])
+    path = os.pathsep.join([tree, REPO, HERE, os.path.join(REPO, "tests")])
     out = subprocess.run([sys.executable, "-c", RUNNER, tree, json.dumps(cases)],
                          env=dict(os.environ, PYTHONPATH=path), cwd="/",
                          capture_output=True, text=True)

@@ -16,7 +16,7 @@ from irqtune.features import gsim
 
 from support.fakes.gsim import ETH0_QUEUES, ORIGINAL_KNOBS, FakeKernel, set_originals
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
 SEED = {"delay_us": "100", "target_intr_rate": "1000000", "hardirq_percent": "70",
         "irqs": "nic:eth0"}
 

@@ -24,8 +24,8 @@ from support.profiles import PROFILES, RT, check_loaded, load
 
 from irqtune.kernel.names import shown
 
-REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
-FIXTURES = os.path.join(os.path.dirname(__file__), "profile_fixtures")
+REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))
+FIXTURES = os.path.join(os.path.dirname(__file__), "..", "profile_fixtures")
 
 
 def old_layout(profile):
