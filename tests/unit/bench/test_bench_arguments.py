@@ -25,7 +25,7 @@ import pytest
 
 from irqtune_bench import cli, guard
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 CHECK = ["check", "--server", "root@server.invalid", "--client", "root@client.invalid",
          "--server-addr", "192.0.2.1"]
 HUGE = "1" * 100000

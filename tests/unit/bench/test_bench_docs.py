@@ -12,7 +12,7 @@ from pathlib import Path
 
 from irqtune_bench import docs, saved
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 RUN = REPO / "docs" / "data" / "lab-bench.json.xz"
 MD = REPO / "docs" / "benchmarks.md"
 

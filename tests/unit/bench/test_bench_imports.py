@@ -12,7 +12,7 @@ of the server, inside its CPU figures - load only the host side."""
 import ast
 from pathlib import Path
 
-BENCH = Path(__file__).resolve().parents[2] / "bench" / "irqtune_bench"
+BENCH = Path(__file__).resolve().parents[3] / "bench" / "irqtune_bench"
 # (module, imported): imported lazily on purpose
 LAZY = {("report", "matplotlib"), ("report", "matplotlib.pyplot"),
         ("cli", ".orchestrator"), ("cli", ".saved")}

@@ -17,7 +17,7 @@ import pytest
 
 from irqtune_bench import stats
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 VALUE = b"VALUE irqtune 0 32\r\n" + b"x" * 32 + b"\r\nEND\r\n"
 
 

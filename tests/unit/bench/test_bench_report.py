@@ -149,7 +149,7 @@ def test_verdicts_json_on_the_command_line(tmp_path):
     path.write_text(json.dumps(saved(runs)))
     res = subprocess.run([sys.executable, "-m", "irqtune_bench", "report", "--verdicts-json", str(path)],
                          capture_output=True, text=True, timeout=60,
-                         env={"PYTHONPATH": str(Path(__file__).resolve().parents[2] / "bench")})
+                         env={"PYTHONPATH": str(Path(__file__).resolve().parents[3] / "bench")})
     assert res.returncode == 0, res.stderr
     v, = json.loads(res.stdout)["verdicts"]
     assert {k: v[k] for k in ("load", "mode", "p99_ratio", "insn_ratio", "latency", "cost", "reruns")} == {

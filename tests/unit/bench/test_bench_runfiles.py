@@ -24,9 +24,9 @@ import pytest
 
 from irqtune_bench import cli, docs, saved
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 REAL_RUNS = [REPO / "docs" / "data" / "lab-bench.json.xz",
-             REPO / "tests" / "unit" / "bench_fixtures" / "lab-smoke-run.json.xz"]
+             REPO / "tests" / "unit" / "bench" / "bench_fixtures" / "lab-smoke-run.json.xz"]
 MODES = ["suspend20", "fullbusy", "auto", "recommend"]
 LOADS = [1000, 2000]
 CASE_SECONDS = 10.0           # each refusal, each command, on this 2-core machine

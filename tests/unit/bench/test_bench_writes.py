@@ -20,7 +20,7 @@ import pytest
 
 from irqtune_bench import orchestrator, runner
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 SAVED = {"settings": {"modes": ["suspend20", "fullbusy"], "repeats": 2, "seconds": 2.0, "conns": 1,
                       "warmup": 0.5},
          "loads": [100], "who_sets": {}, "testbed": {"summary": "a saved run"}, "saturation": None,

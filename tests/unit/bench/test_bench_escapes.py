@@ -22,7 +22,7 @@ import pytest
 
 from irqtune_bench import guard, orchestrator, preflight
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 TITLE = "\x1b]0;owned\x07"
 CLEAR = "\x1b[2J"
 # and a "$" pair, which matplotlib would read as (malformed) mathtext

@@ -18,7 +18,7 @@ from irqtune_bench import modes as bench
 
 HERE = Path(__file__).resolve().parent
 
-READBACK = json.loads((HERE / "lab_fixtures" / "bench-readback.json").read_text())["readback"]
+READBACK = json.loads((HERE.parent / "lab_fixtures" / "bench-readback.json").read_text())["readback"]
 CPU = 2     # the bench's default vCPU for memcached
 
 

@@ -12,7 +12,7 @@ from pathlib import Path
 
 import pytest
 
-REPO = Path(__file__).resolve().parents[2]
+REPO = Path(__file__).resolve().parents[3]
 RUN = ["run", "--server", "root@server", "--client", "root@client", "--server-addr", "192.0.2.1"]
 # what every saved run's settings hold (the report's header and the docs read them)
 SETTINGS = {"repeats": 1, "seconds": 1.0, "warmup": 0.0, "conns": 1}
