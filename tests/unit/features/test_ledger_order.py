@@ -208,7 +208,7 @@ def test_optin_records_are_on_disk_before_the_first_dropin(tmp_path, monkeypatch
     assert len(writes) == 2
     for what, disk in writes:
         assert what in [r["path"] for r in disk["busy_poll_optin-test"]["written"]]
-    so._CLAIMED.clear()
+    so.forget_claims()
 
 
 # -- zero-copy rx ------------------------------------------------------------------

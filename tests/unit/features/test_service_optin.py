@@ -42,9 +42,9 @@ def snapshot(root):
 
 @pytest.fixture(autouse=True)
 def forget_claims():
-    so._CLAIMED.clear()
+    so.forget_claims()
     yield
-    so._CLAIMED.clear()
+    so.forget_claims()
 
 
 EXPECTED_DEFAULT = """\
@@ -323,7 +323,7 @@ def test_state_adopted_by_a_later_process(tmp_path):
     first = so.ServiceOptIn("memcached, nginx", root=root, bus=FakeSystemd())
     first.apply()
     state = first.export_state()
-    so._CLAIMED.clear()  # a new process
+    so.forget_claims()  # a new process
     with open(dropin(root, "nginx.service"), "a") as f:
         f.write("# admin\n")
     fake = FakeSystemd()
@@ -346,7 +346,7 @@ def test_apply_takes_over_previous_state(tmp_path):
     first = so.ServiceOptIn("memcached, nginx", root=root, bus=FakeSystemd())
     first.apply()
     state = first.export_state()
-    so._CLAIMED.clear()  # a new process
+    so.forget_claims()  # a new process
     fake = FakeSystemd()
     second = so.ServiceOptIn("memcached", so.OptInValues(usecs=5), root=root,
                              bus=fake)
@@ -365,7 +365,7 @@ def test_previous_state_only_removed(tmp_path):
     first = so.ServiceOptIn("memcached", root=root, bus=FakeSystemd())
     first.apply()
     state = first.export_state()
-    so._CLAIMED.clear()
+    so.forget_claims()
     fake = FakeSystemd()
     assert so.ServiceOptIn("", root=root, bus=fake).apply(previous_state=state) == []
     assert snapshot(root) == before
@@ -739,7 +739,7 @@ def test_plugin_restarted_daemon_takes_over(tuned_plugin, tmp_path):
     plugin, inst = tuned_plugin(root, FakeSystemd(), {"services": "memcached, nginx"})
     plugin.instance_apply_tuning(inst)
     plugin._instance_unapply_static(inst, 1)  # soft: daemon stopped at shutdown
-    so._CLAIMED.clear()  # new process
+    so.forget_claims()  # new process
     plugin2, inst2 = tuned_plugin(root, FakeSystemd(), {"services": "memcached"})
     plugin2.instance_apply_tuning(inst2)
     assert not os.path.exists(dropin(root, "nginx.service"))

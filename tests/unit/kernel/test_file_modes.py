@@ -107,7 +107,7 @@ def test_ledger_does_not_write_through_a_leftover_temporary_symlink(tmp_path, vi
 
 
 def test_dropin_and_its_directory_modes_under_umask_0(tmp_path):
-    so._CLAIMED.clear()
+    so.forget_claims()
     path = tmp_path / "etc/systemd/system/memcached.service.d" / so.DROPIN_NAME
     entry = so.dropins.write_dropin("memcached.service", str(path), so.MARKER + "\n")
     try:
@@ -121,7 +121,7 @@ def test_dropin_and_its_directory_modes_under_umask_0(tmp_path):
         so.dropins.roll_back([entry])
         assert mode(path) == 0o644 and path.read_text().endswith("# earlier\n")
     finally:
-        so._CLAIMED.clear()
+        so.forget_claims()
 
 
 def test_metrics_output_into_a_missing_directory_is_one_line(tmp_path):
