@@ -69,7 +69,7 @@ clean-bench:
 	rm -rf $(BENCH_BUILDDIR)
 
 # docs/benchmarks.md's run-derived part and its plots, from the committed
-# run (tests/unit/test_bench_docs.py checks they match it).
+# run (tests/unit/bench/test_bench_docs.py checks they match it).
 BENCH_DOCS_RUN ?= docs/data/lab-bench.json.xz
 bench-docs:
 	PYTHONPATH=$(BENCH_SRCDIR) $(PYTHON) -m irqtune_bench docs $(BENCH_DOCS_RUN) docs/benchmarks.md --images docs/img

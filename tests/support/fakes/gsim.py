@@ -5,7 +5,7 @@ FakeKernel builds the files of one GSIM shape (latest, v4, v1-v3) under a
 root and, as the library's write function, does what each shape's kernel
 code does on a write: ERANGE or clamping, "name=value" on the v1-v3 file,
 EOPNOTSUPP for hardirq_percent without IRQ time accounting, interrupts that
-disappear.  Used by the unit tests (tests/unit/test_gsim.py) and the crash
+disappear.  Used by the unit tests (tests/unit/features/test_gsim.py) and the crash
 harness's GSIM fixture (tests/crash/run.py).
 """
 

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """irqtune-bench writes its results, plots and the docs' markdown through
-its one writer (files.write_file; tests/unit/test_root_writes.py holds it to
+its one writer (files.write_file; tests/unit/kernel/test_root_writes.py holds it to
 the library's replace_file): in an --out directory another user can write
 (or the default `.` in a shared one), their symlink to a root-only file is
 refused in one line, exit non-zero, and the file stays as it was.

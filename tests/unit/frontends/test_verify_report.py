@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """irqtune.frontends.verify_report: which verify failures only wait for a reboot.
 
-Fixtures (tests/unit/verify_logs, provenance in each file's header):
+Fixtures (tests/unit/frontends/verify_logs, provenance in each file's header):
 tuned-2.20-*.log are TuneD 2.20's daemon log during `tuned-adm verify`
 (copied from tests/integration/test_deploy_verify.py runs on Debian 12);
 bootcmdline-2.20 is /etc/tuned/bootcmdline as that daemon wrote it;

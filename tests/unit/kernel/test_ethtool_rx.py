@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """RxConfigFamily against ethtool netlink replies recorded from real kernels.
 
-tests/unit/ethtool_replies/<source>/*.json hold the receive buffers exactly
+tests/unit/kernel/ethtool_replies/<source>/*.json hold the receive buffers exactly
 as a kernel sent them (recorded with ethtool_replies/record.py; each file
 says which kernel and device).  The family's transport is replaced by one
 that answers from those buffers, so decoding, sequence matching and

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Records the kernel's raw ethtool netlink replies for the unit tests.
 
-    PYTHONPATH=. python3 tests/unit/ethtool_replies/record.py DEVICE OUTDIR "SOURCE" [--sets]
+    PYTHONPATH=. python3 tests/unit/kernel/ethtool_replies/record.py DEVICE OUTDIR "SOURCE" [--sets]
 
 (from the repository, whose library it uses).
 

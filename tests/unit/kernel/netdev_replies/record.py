@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Records the kernel's raw netdev netlink replies for the unit tests.
 
-    PYTHONPATH=. python3 tests/unit/netdev_replies/record.py DEVICE OUTDIR "SOURCE"
+    PYTHONPATH=. python3 tests/unit/kernel/netdev_replies/record.py DEVICE OUTDIR "SOURCE"
 
 (from the repository, whose library it uses).  Read-only: a queue-get
 dump and a per-queue qstats-get dump of DEVICE, one JSON file each with

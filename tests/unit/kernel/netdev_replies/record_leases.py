@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """Records the kernel's raw replies to queue leases for the unit tests.
 
-    PYTHONPATH=/irqtune python3 /irqtune/tests/unit/netdev_replies/record_leases.py NIC
+    PYTHONPATH=/irqtune python3 /irqtune/tests/unit/kernel/netdev_replies/record_leases.py NIC
 
 Run as root in a lab guest of Linux 7.1+ with netdevsim and netkit (the
 7.2 lab: tests/lab/README.md); NIC is the guest's virtio-net device (a
@@ -10,7 +10,7 @@ namespace irqtune-rec with netkit pairs and a veth, leases and provokes
 each refusal the kernel gives, records every reply through the library's
 record hook, removes what it made and prints one JSON document
 {name: recording} (the layout of ethtool_replies/: hex receive buffers,
-kernel release, source).  tests/unit/test_queue_lease_netlink.py reads
+kernel release, source).  tests/unit/kernel/test_queue_lease_netlink.py reads
 the files it is split into.
 """
 
