@@ -69,7 +69,7 @@ clean-bench:
 	rm -rf $(BENCH_BUILDDIR)
 
 # docs/benchmarks.md's run-derived parts and their plots, one per committed
-# run (tests/unit/test_bench_docs.py checks they match them): the judged run
+# run (tests/unit/bench/test_bench_docs.py checks they match them): the judged run
 # on a real kernel, and the lab's emulated one (instruction counts).
 BENCH_DOCS_RUNS ?= docs/data/local-bench.json.xz docs/data/lab-bench.json.xz
 bench-docs:

@@ -5,7 +5,7 @@ run.  Everything between the BEGIN and END markers is replaced by what
 the run's JSON gives - its facts, the per-load tables, the verdicts with
 their intervals, the spread and re-runs, auto's values - and the plots
 it shows are written into DIR.  Text outside the markers is the docs'
-own; `make bench-docs` runs this, and tests/unit/test_bench_docs.py
+own; `make bench-docs` runs this, and tests/unit/bench/test_bench_docs.py
 regenerates and compares.
 """
 

@@ -20,7 +20,7 @@ from .errors import UnsupportedError, errno_error
 # Debian's mips64el runs) numbers from __NR_Linux = 5000
 # (arch/mips/include/uapi/asm/unistd.h).  Machines by the names Linux's
 # uname gives them (platform.machine()): arm64 is "aarch64".  Each entry
-# is checked against the kernel's tables (tests/unit/syscall_fixtures).
+# is checked against the kernel's tables (tests/unit/kernel/syscall_fixtures).
 _SHARED = ("x86_64", "aarch64", "armv7l", "i686", "i386", "ppc64le", "ppc64",
            "s390x", "riscv64", "loongarch64")
 

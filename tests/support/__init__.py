@@ -10,6 +10,8 @@
   labvm        the lab's guests from the host side: netns, tap, QEMU, agent
   host7        a generation-7 guest as an administrator's host (tuned-adm)
   rtlab        the realtime guest, and its judgements of placement and latency
+  tuned_loader the repository's plugins and profile functions loaded into TuneD
+  profiles     the repository's profiles loaded by TuneD's loader, and their problems
 
 Suites import from here, never from each other's directories.
 """

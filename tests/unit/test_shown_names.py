@@ -297,7 +297,7 @@ def test_verify_log_argument_is_escaped():
 @pytest.fixture
 def tunedlog():
     pytest.importorskip("tuned.plugins")
-    from tuned_loader import load_plugin_module
+    from support.tuned_loader import load_plugin_module
     load_plugin_module("napi")
     return sys.modules["tuned.plugins.irqtune_tunedlog"]
 

@@ -40,6 +40,6 @@ that issue epoll system calls themselves (Go).
 
 from .config import (DEFAULT_USECS, LIBRARY_NAME, OPTIONS, OptInValues,  # noqa: F401
                      find_library, parse_bool, parse_services)
-from .dropins import DROPIN_NAME, MARKER, _CLAIMED, dropin_content  # noqa: F401
+from .dropins import DROPIN_NAME, MARKER, dropin_content, forget_claims  # noqa: F401
 from .optin import ServiceOptIn  # noqa: F401
 from .tuner import OptInTuner, build  # noqa: F401

@@ -26,6 +26,13 @@ MARKER = "# irqtune busy_poll_optin drop-in"
 _CLAIMED = set()
 
 
+def forget_claims():
+    """Forget the drop-ins this process has written, as a new process starts
+    knowing none: what a restarted daemon knows of them comes from the
+    ledger alone.  For tests that play such a restart."""
+    _CLAIMED.clear()
+
+
 def dropin_content(library, values, ld_preload_before=None):
     """The drop-in text for one service."""
     preload = library if not ld_preload_before else "%s:%s" % (ld_preload_before, library)

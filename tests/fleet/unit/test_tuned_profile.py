@@ -2,7 +2,7 @@
 """tuned_profile's decisions against a stand-in for tuned-adm (the real
 daemon is exercised by tests/fleet/lab).  How a failed verify is judged is
 irqtune.frontends.verify_report's; the verifies below log what real TuneD daemons
-logged (tests/unit/verify_logs/, whose headers say where from)."""
+logged (tests/unit/frontends/verify_logs/, whose headers say where from)."""
 
 import json
 from pathlib import Path
@@ -17,7 +17,7 @@ FAILED_LINE = ("2026-11-22 12:00:01,002 ERROR    tuned.plugins.plugin_napi: veri
                "device eth1: 'napi 8193 defer-hard-irqs' = '0', expected '100'\n")
 PASSED_LINE = ("2026-11-22 12:00:01,001 INFO     tuned.plugins.plugin_napi: verify: passed: "
                "device eth1: 'napi 8194 defer-hard-irqs' = '100'\n")
-VERIFY_LOGS = Path(__file__).resolve().parents[2] / "unit" / "verify_logs"
+VERIFY_LOGS = Path(__file__).resolve().parents[2] / "unit" / "frontends" / "verify_logs"
 # TUNED_BOOT_CMDLINE="skew_tick=1 irqtune.test_pending=1", as TuneD 2.20 wrote it.
 PENDING = ["skew_tick=1", "irqtune.test_pending=1"]
 

@@ -14,14 +14,20 @@ FakeRuleTable is a driver's ntuple rule table behind SIOCETHTOOL: it reads
 and writes the caller's struct ethtool_rxnfc the way the kernel's
 ethtool_get_rxnfc/ethtool_set_rxnfc do (no test device of the project -
 veth, netdevsim, virtio-net - has an ntuple table).
+
+ZeroCopyHost is one of each as the zero-copy rx tuner's eth0, and the
+tuner on them.
 """
 
 import ctypes
 import errno
 import struct
 
+from irqtune.features.zerocopy import ZeroCopyConfig, ZeroCopyRxTuner
 from irqtune.kernel.netlink import ethtool_ntuple as nt
+from irqtune.kernel.netlink.ethtool_ntuple import NtupleRules
 from irqtune.kernel.netlink.genl import NetlinkRequestError
+from irqtune.services.ledger import Ledger
 
 
 class FakeNic:
@@ -174,3 +180,25 @@ class FakeRuleTable:
                 raise OSError(errno.ENOENT, "No such file or directory")
         else:
             raise OSError(errno.EOPNOTSUPP, "Operation not supported")
+
+
+class ZeroCopyHost:
+    """One fake NIC "eth0" (ifindex 7) plus its rule table, and a zero-copy
+    rx tuner on them (tuner(**options))."""
+
+    def __init__(self, tmp_path, **nic):
+        self.nic = FakeNic(**nic)
+        self.table = FakeRuleTable(size=64)
+        self.ifindex = {"eth0": 7}
+        self.state_dir = str(tmp_path)
+
+    def tuner(self, **options):
+        config, errors = ZeroCopyConfig.from_options(options)
+        assert errors == []
+        return ZeroCopyRxTuner(config, ledger=Ledger("zerocopy_rx-test", self.state_dir),
+                               nic=lambda: self.nic,
+                               rules=lambda ifname: NtupleRules("eth9", ioctl=self.table.ioctl),
+                               ifindex=self.ifindex.get, ifname=self.ifname)
+
+    def ifname(self, ifindex):
+        return {i: n for n, i in self.ifindex.items()}.get(ifindex)

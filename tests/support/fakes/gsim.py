@@ -5,7 +5,7 @@ FakeKernel builds the files of one GSIM shape (latest, v4, v1-v3) under a
 root and, as the library's write function, does what each shape's kernel
 code does on a write: ERANGE or clamping, "name=value" on the v1-v3 file,
 EOPNOTSUPP for hardirq_percent without IRQ time accounting, interrupts that
-disappear.  Used by the unit tests (tests/unit/test_gsim.py) and the crash
+disappear.  Used by the unit tests (tests/unit/features/test_gsim.py) and the crash
 harness's GSIM fixture (tests/crash/run.py).
 """
 
@@ -265,3 +265,28 @@ class FakeKernel:
         if self.shape == gsim.SHAPE_V4 and on and ("MSI" not in chip or "level" in kind):
             raise OSError(errno.EOPNOTSUPP, "Operation not supported")
         self._set_switch(irq, on)
+
+
+# What the unit tests start from and set: the knobs' originals, the options
+# most tests apply, eth0's queue vectors.
+ORIGINAL_KNOBS = {"delay_us": 7, "target_intr_rate": 12345, "hardirq_percent": 33,
+                  "update_ms": 9}
+SEED = {"delay_us": "100", "target_intr_rate": "1000000", "hardirq_percent": "70"}
+ETH0_QUEUES = [25, 26, 27, 28]
+
+
+def set_originals(k, switches_on=(26,)):
+    for name, value in ORIGINAL_KNOBS.items():
+        k.set_knob(k.target_name if name == "target_intr_rate" else name, value)
+    for irq in switches_on:
+        k._set_switch(irq, True)
+
+
+def gsim_tuner(kernel, options, irqs="nic:eth0", state=None):
+    """A GsimTuner of options on a FakeKernel (IRQs given as the irqs option)."""
+    config, errors = gsim.GsimConfig.from_options(options)
+    assert errors == []
+    iface = gsim.detect(kernel.kfs)
+    assert iface is not None
+    return gsim.GsimTuner(config, gsim.IrqSelection.parse(irqs), iface, ledger=state,
+                          kfs=kernel.kfs, napi_irqs=None)

@@ -2,7 +2,7 @@
 """/proc/interrupts of a virtio-net NIC (virtio1 at PCI 0000:00:03.0) with
 two queue pairs on four CPUs: IRQ 24 its config vector, 25-28 its queue
 vectors.  The procfs fixture of the channels unit tests
-(tests/unit/test_channels.py) and of the crash harness's queue IRQ
+(tests/unit/features/test_channels.py) and of the crash harness's queue IRQ
 affinity (tests/crash/run.py)."""
 
 INTERRUPTS = """\

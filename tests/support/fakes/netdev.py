@@ -18,6 +18,7 @@ tuner, irqtune.services.counters and irqtune.frontends.metrics import them) this
 
 import errno
 
+from irqtune.kernel.caps import NapiCapabilities
 from irqtune.kernel.errors import NetlinkRequestError
 
 DEFAULTS = {"threaded": 0, "defer-hard-irqs": 0, "irq-suspend-timeout": 0,
@@ -125,3 +126,11 @@ class FakeNetdev:
                              (netdev, "QstatsFamily"), (netdev, "LeaseFamily")):
             monkeypatch.setattr(module, name, family)
         return self
+
+
+# What napi-set accepts: a kernel with all of it (6.17+) and one with
+# napi-get only.
+FULL = NapiCapabilities(netdev_family=True, napi_get=True, napi_set=True,
+                        settable=frozenset({"defer-hard-irqs", "gro-flush-timeout",
+                                            "irq-suspend-timeout", "threaded"}))
+OLD_KERNEL = NapiCapabilities(netdev_family=True, napi_get=True)   # 6.8 - 6.12
