@@ -3,7 +3,9 @@
 from the saved runs alone:
 
   control_lines    the busy-polling controls at each load: the share of
-                   received packets the poller took, p50 and p99 against
+                   received packets the poller took (BusyPollRxPackets,
+                   and where traced the poller's share of every poll's
+                   packets), p50 and p99 against
                    base (paired by round), and how often their latency
                    lay past 1 ms - packets that waited for the flush timer
   slice_outliers   1 s slices whose p99 lies far above both neighbours'
@@ -51,8 +53,10 @@ def control_lines(runs, modes, loads):
                 continue
             base = {r.get("round"): r for r in cell_runs(runs, "base", load)}
             ours = {r.get("round"): r for r in mine}
-            parts = ["%s @ %d: busy-polled share of received packets %s" % (
-                c, load, _f(median(r.get("busy_share") for r in mine), "%.3f"))]
+            traced = median((r.get("poller_share") or {}).get("share") for r in mine)
+            parts = ["%s @ %d: busy-polled share of received packets %s%s" % (
+                c, load, _f(median(r.get("busy_share") for r in mine), "%.3f"),
+                "" if traced is None else " (traced, the poller's: %.4f)" % traced)]
             for key in ("p50_us", "p99_us"):
                 ratio = stats.interval(stats.paired_ratios(ours, base, key).values()) if base else None
                 parts.append("%s %s us%s" % (key[:3], _f(median(r.get(key) for r in mine)),

@@ -677,14 +677,19 @@ def measured_run(bench, tb, args, log, n_runs, runs, key):
             break
         if len(attempts) == args.reruns:
             run["disturbed"] = reasons
-            log("%s @ %d: still disturbed after %d re-run(s) (%s): kept, left out of the verdicts"
-                % (key["mode"], key["offered"], len(attempts), "; ".join(reasons)))
+            log("%s @ %d: still disturbed after %d re-run(s) (%s): kept and marked (it counts; the sensitivity "
+                "check leaves it out)" % (key["mode"], key["offered"], len(attempts), "; ".join(reasons)))
             break
         log("%s @ %d: disturbed (%s): run again" % (key["mode"], key["offered"], "; ".join(reasons)))
         attempts.append({"reasons": reasons, "p99_us": run.get("p99_us"),
                          "send_late_p99_us": run.get("send_late_p99_us"),
                          "serving_core_other_pct": run.get("serving_core_other_pct"),
                          "main_loop_wait_pct": run.get("main_loop_wait_pct")})
+    m = bench.mode(key["mode"], key["offered"])
+    if not run.get("failed") and m["epoll"] and m["epoll"]["busy_poll_usecs"] and hasattr(tb, "poller_share"):
+        # a busy-polling mode: who took the NAPI's packets, traced in a
+        # window of its own (netns.py)
+        run["poller_share"] = tb.poller_share(key["offered"], args.conns, seed=30000 + len(runs))
     run["reruns"] = len(attempts)
     run["attempts"] = attempts
     run["rule"] = getattr(tb, "rule", DISTURBED)

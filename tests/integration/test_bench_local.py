@@ -104,6 +104,9 @@ def test_the_testbed_is_built_read_back_loaded_and_torn_down(tools, clean):
         assert res["answered"] > 1000 and res["server_task_ms"] > 0
         assert res["worker_sleeps"] is not None and res["napi_thread_runs"] is not None
         assert 0 <= res["generator_core_other_pct"] <= 100
+        share = tb.poller_share(2000, 1, seed=2, seconds=0.5)
+        if share is not None:       # perf installed: keepbusy's poller took packets
+            assert share["poller"] > 0 and 0 < share["share"] <= 1, share
     finally:
         tb.finish()
 

@@ -387,3 +387,19 @@ def test_the_step_test_lines_say_when_auto_changed_and_when_it_held():
     assert lines[1].endswith("auto's values [[100, 20000, 1]]") and lines[2].endswith("(held)")
     assert lines[3] == "  step 2 5000 req/s slice 1: failed: mcload: refused"
     assert lines[4].endswith("auto's values [[100, 60000, 2]] (changed)")
+
+
+def test_the_traced_poller_share_counts_each_context_s_packets():
+    """`perf script -F comm,trace` of napi:napi_poll (filter work > 0) as
+    perf 6.1 printed it on Linux 6.18.44 (this machine, 2026-11-28: the
+    netns testbed, keepbusy at 200K req/s): memcached's worker polling the
+    server's NAPI, the client NAPI's thread polling its own; the third
+    line is the server NAPI's thread in the same format."""
+    from irqtune_bench import netns
+    script = ("       mc-worker napi poll on napi struct 0xffff888169d2b000 for device irqb-srv work 1 budget 64\n"
+              "       mc-worker napi poll on napi struct 0xffff888169d2b000 for device irqb-srv work 3 budget 64\n"
+              " napi/irqb-srv-6 napi poll on napi struct 0xffff888169d2b000 for device irqb-srv work 4 budget 64\n"
+              " napi/irqb-cli-7 napi poll on napi struct 0xffff888169d2b400 for device irqb-cli work 22 budget 64\n")
+    assert netns.napi_polls(script, "irqb-srv") == {"poller": 4, "thread": 4, "share": 0.5}
+    assert netns.napi_polls(script, "irqb-cli") == {"poller": 0, "thread": 22, "share": 0.0}
+    assert netns.napi_polls("", "irqb-srv") == {"poller": 0, "thread": 0, "share": None}
