@@ -2,7 +2,8 @@
 """irqtune-bench: the IRQ suspension series' memcached benchmark (the
 v9 cover letter's eleven modes), run against a server with the NIC under
 test from a client host - on an administrator's own hardware over ssh
-(`irqtune-bench run`), or inside the project's QEMU lab
+(`irqtune-bench run`), on this machine's own kernel (`irqtune-bench
+local`), or inside the project's QEMU lab
 (tests/lab/bench/memcached_modes.py), with one set of modes, read-backs,
 load schedule, JSON, table and plots.
 
@@ -10,6 +11,8 @@ Modules, from the top (bench/.importlinter holds them to it):
   cli           the irqtune-bench command: argument parsing, dispatch
   orchestrator  run and check on the orchestrating host
   ssh           the testbed of two real hosts reached over ssh
+  netns         the testbed on this machine's own kernel: network
+                namespaces and a veth pair (irqtune-bench local)
   runner        the schedule: saturation search, interleaved rounds, the
                 server's changes and their undos
   preflight     what check judges, one finding a line
@@ -17,6 +20,8 @@ Modules, from the top (bench/.importlinter holds them to it):
   docs          docs/benchmarks.md's run-derived part
   runschema     the one schema of a saved run
   report        cells, table, verdicts, plots, the before/after spread table
+  findings      the controls' lines, slice outliers, auto's values, the
+                step test
   server        what runs on the server: the read-back, the server's facts,
                 the incoming connections' NAPIs, the instruction counter
   client        what runs on the client: connections held for steering
