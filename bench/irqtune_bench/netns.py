@@ -35,6 +35,7 @@ reported; a run is disturbed by the generator's lateness alone: the
 other work on its CPU follows the mode (RULE).
 """
 
+import contextlib
 import json
 import os
 import resource
@@ -48,8 +49,9 @@ import time
 from pathlib import Path
 
 from . import placement
+from .files import write_file
 from .guard import BenchError
-from .runner import NIC, UndoLog
+from .runner import NIC, UndoLog, signals_held
 
 NAMESPACE = "irqtune-bench"
 SERVER_DEV, CLIENT_DEV = "irqb-srv", "irqb-cli"
@@ -183,9 +185,9 @@ class NetnsTestbed:
                 raise BenchError("%s %d: this process may use CPUs %s" % (what, cpu, cpus))
         if self.serving_cpu == self.generator_cpu:
             raise BenchError("--memcached-cpu and --generator-cpu name the same CPU %d" % self.serving_cpu)
-        for path in (self.mcload, MEMCACHED, BUSYPOLL_RUN) + ((self.shim,) if "fullbusy" in self.args.modes
-                                                             or "keepbusy" in self.args.modes else ()):
-            if not os.access(path, os.X_OK if not path.endswith(".so") else os.R_OK):
+        # the shim is the runner's to check (Bench.prepare), for the modes that slice
+        for path in (self.mcload, MEMCACHED, BUSYPOLL_RUN):
+            if not os.access(path, os.X_OK):
                 raise BenchError("%s is not installed (make bench-tools; memcached; make install)" % path)
         if os.path.exists("/sys/class/net/%s" % SERVER_DEV) or os.path.exists("/run/netns/%s" % NAMESPACE):
             raise BenchError("%s or the namespace %s exists already: another bench runs, or one was killed "
@@ -253,24 +255,24 @@ class NetnsTestbed:
                     "--prefer", str(e["prefer_busy_poll"]), "--log", "none", "--"] + argv
         cpu = self.serving_cpu
         self.undo.register("memcached", "the bench's memcached", self.stop_memcached)
-        self.memcached = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
-                                          stderr=subprocess.PIPE, preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),
-                                          start_new_session=True)
+        # its complaints go to a file: a pipe nobody reads would stop it once full
+        errors = os.path.join(self.tmp.name, "memcached.err")
+        with open(errors, "wb") as err:
+            self.memcached = subprocess.Popen(argv, env=env, stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL,
+                                              stderr=err, preexec_fn=lambda: os.sched_setaffinity(0, {cpu}),
+                                              start_new_session=True)
         deadline = time.monotonic() + 10
         while not self.listening():
             if self.memcached.poll() is not None or time.monotonic() > deadline:
-                err = self.memcached.stderr.read().decode(errors="replace") if self.memcached.poll() is not None \
-                    else "not listening after 10 s"
+                said = Path(errors).read_bytes().decode(errors="replace").strip()[-300:]
                 self.stop_memcached()
-                raise BenchError("memcached did not start: %s" % err.strip()[-300:])
+                raise BenchError("memcached did not start: %s" % (said or "not listening after 10 s"))
             time.sleep(0.05)
+        # auto_services reads it as root: a root-owned directory, written
+        # through the bench's one writer (a new file renamed into place)
         RUN_DIR.mkdir(mode=0o755, exist_ok=True)
         os.chmod(RUN_DIR, 0o755)
-        tmp = PID_FILE.with_suffix(".tmp")
-        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o644)
-        with os.fdopen(fd, "w") as f:
-            f.write("%d\n" % self.memcached.pid)
-        os.rename(tmp, PID_FILE)
+        write_file(PID_FILE, "%d\n" % self.memcached.pid, 0o644)
         self.served = self.memcached.pid
 
     def listening(self):
@@ -289,8 +291,6 @@ class NetnsTestbed:
             except subprocess.TimeoutExpired:
                 os.killpg(proc.pid, signal.SIGKILL)
                 proc.wait()
-        if proc is not None:
-            proc.stderr.close()
         try:
             PID_FILE.unlink()
         except FileNotFoundError:
@@ -316,7 +316,12 @@ class NetnsTestbed:
         return {"server": snapshots(server), "client_napi": snapshots(napi_threads(CLIENT_DEV)),
                 "stat": Path("/proc/stat").read_text(), "t": time.monotonic()}
 
-    def generate(self, rate, seconds, warmup, conns, seed):
+    @contextlib.contextmanager
+    def generator(self, rate, seconds, warmup, conns, seed):
+        """mcload in the client's namespace on the generator CPU, SCHED_FIFO
+        (its sends on time), for the block; killed when the block ends
+        early - a timeout, or a signal ending the bench, which waits
+        until the generator is started and known (runner.signals_held)."""
         argv = ["ip", "netns", "exec", NAMESPACE, self.mcload, "--host", SERVER_ADDR, "--port", str(self.port),
                 "--rate", "%.3f" % rate, "--seconds", str(seconds), "--warmup", str(warmup),
                 "--conns", str(conns), "--seed", str(seed)]
@@ -325,22 +330,24 @@ class NetnsTestbed:
         def placed():
             os.sched_setaffinity(0, {cpu})
             os.sched_setscheduler(0, os.SCHED_FIFO, os.sched_param(GENERATOR_PRIORITY))
-        proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, preexec_fn=placed)
-        return proc
+        proc = None
+        try:
+            with signals_held():
+                proc = subprocess.Popen(argv, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                        preexec_fn=placed)
+            yield proc
+        finally:
+            if proc is not None and proc.poll() is None:
+                proc.kill()
+                proc.communicate()
 
     def load(self, rate, seconds, warmup, conns, seed):
         before = self.counted()
         # mcload's CPU time: the children's rusage grows by it when it is
         # reaped (ip netns exec execs it: one process)
         gen0 = resource.getrusage(resource.RUSAGE_CHILDREN)
-        proc = self.generate(rate, seconds, warmup, conns, seed)
-        try:
+        with self.generator(rate, seconds, warmup, conns, seed) as proc:
             out, err = proc.communicate(timeout=seconds + warmup + 60)
-        finally:
-            # timed out, or a signal ends the bench: the generator ends too
-            if proc.poll() is None:
-                proc.kill()
-                out, err = proc.communicate()
         after = self.counted()
         gen1 = resource.getrusage(resource.RUSAGE_CHILDREN)
         after["generator_ms"] = 1000.0 * (gen1.ru_utime + gen1.ru_stime - gen0.ru_utime - gen0.ru_stime)
@@ -399,13 +406,11 @@ class NetnsTestbed:
         if not perf:
             return None
         data = os.path.join(self.tmp.name, "napi.data")
-        proc = self.generate(rate, seconds + 1.0, 0.5, conns, seed)
-        try:
+        with self.generator(rate, seconds + 1.0, 0.5, conns, seed) as proc:
             time.sleep(0.5)
             res = subprocess.run([perf, "record", "-q", "-o", data, "-e", "napi:napi_poll", "--filter",
                                   "work > 0", "-a", "--", "sleep", "%g" % seconds], capture_output=True, text=True,
                                  timeout=seconds + 60)
-        finally:
             proc.communicate(timeout=seconds + 60)
         if res.returncode != 0:
             return {"failed": res.stderr.strip()[-200:]}
