@@ -116,15 +116,17 @@ def snapshots(pids):
     return snaps
 
 
-def run_ms(before, after):
-    """ms on a CPU between two snapshots() snapshots, threads present in both."""
+def delta(before, after, key, comm=""):
+    """The growth of a per-thread counter (placement.snapshot()'s run_ns,
+    slices, voluntary, nonvoluntary) between two snapshots() of the same
+    pids, over the threads in both whose name starts with comm."""
     total = 0
     for pid, threads in after.items():
         for tid, t in threads.items():
             b = before.get(pid, {}).get(tid)
-            if b and b["run_ns"] is not None and t["run_ns"] is not None:
-                total += t["run_ns"] - b["run_ns"]
-    return total / 1e6
+            if b and t["comm"].startswith(comm) and t[key] is not None and b[key] is not None:
+                total += t[key] - b[key]
+    return total
 
 
 def napi_polls(script, dev):
@@ -363,36 +365,22 @@ class NetnsTestbed:
 
         def busy_ms(cpu):
             return (cpu1[cpu]["busy"] - cpu0[cpu]["busy"]) * 1000.0 / os.sysconf("SC_CLK_TCK")
-        server_ms = run_ms(before["server"], after["server"])
+        server_ms = delta(before["server"], after["server"], "run_ns") / 1e6
+        client_ms = delta(before["client_napi"], after["client_napi"], "run_ns") / 1e6
         gen_ms = after["generator_ms"]
-        client_ms = run_ms(before["client_napi"], after["client_napi"])
-        switches = self.switches(before["server"], after["server"])
-        out = {"server_task_ms": round(server_ms, 1),
-               "serving_core_busy_pct": round(100.0 * busy_ms(self.serving_cpu) / (1000.0 * secs), 2),
-               "serving_core_other_pct": round(100.0 * max(0.0, busy_ms(self.serving_cpu) - server_ms)
-                                               / (1000.0 * secs), 2),
-               "generator_core_other_pct": round(100.0 * max(0.0, busy_ms(self.generator_cpu) - client_ms - gen_ms)
-                                                 / (1000.0 * secs), 2)}
-        out.update(switches)
-        return out
-
-    def switches(self, before, after):
-        """Where the poller was: how often memcached's worker slept (its
-        epoll_wait found nothing and it blocked) and was preempted, and
-        how often the server NAPI's thread ran (a flush timer or a packet
-        woke it: what the poller did not take), per run."""
-        def count(pred, key):
-            n = 0
-            for pid, threads in after.items():
-                for tid, t in threads.items():
-                    b = before.get(pid, {}).get(tid)
-                    if b and pred(t) and t[key] is not None and b[key] is not None:
-                        n += t[key] - b[key]
-            return n
-        worker = lambda t: t["comm"] == "mc-worker"
-        napi = lambda t: t["comm"].startswith("napi/%s-" % SERVER_DEV)
-        return {"worker_sleeps": count(worker, "voluntary"), "worker_preempted": count(worker, "nonvoluntary"),
-                "napi_thread_runs": count(napi, "slices")}
+        # where the poller was: memcached's worker asleep in epoll_wait (it
+        # found nothing and blocked) or preempted, and the server NAPI's
+        # thread run instead (a flush timer or a packet woke it)
+        server, napi = (before["server"], after["server"]), "napi/%s-" % SERVER_DEV
+        return {"server_task_ms": round(server_ms, 1),
+                "serving_core_busy_pct": round(100.0 * busy_ms(self.serving_cpu) / (1000.0 * secs), 2),
+                "serving_core_other_pct": round(100.0 * max(0.0, busy_ms(self.serving_cpu) - server_ms)
+                                                / (1000.0 * secs), 2),
+                "generator_core_other_pct": round(100.0 * max(0.0, busy_ms(self.generator_cpu) - client_ms - gen_ms)
+                                                  / (1000.0 * secs), 2),
+                "worker_sleeps": delta(*server, "voluntary", "mc-worker"),
+                "worker_preempted": delta(*server, "nonvoluntary", "mc-worker"),
+                "napi_thread_runs": delta(*server, "slices", napi)}
 
     def poller_share(self, rate, conns, seed, seconds=2.0):
         """Who took the server NAPI's packets, by tracing it for `seconds`

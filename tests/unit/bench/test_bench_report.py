@@ -8,6 +8,8 @@ lands on a known side of the series' targets (p99 within 1.5x of
 fullbusy's, at most 0.7x its instructions per request)."""
 
 import json
+import os
+import types
 from pathlib import Path
 
 import pytest
@@ -403,3 +405,33 @@ def test_the_traced_poller_share_counts_each_context_s_packets():
     assert netns.napi_polls(script, "irqb-srv") == {"poller": 4, "thread": 4, "share": 0.5}
     assert netns.napi_polls(script, "irqb-cli") == {"poller": 0, "thread": 22, "share": 0.0}
     assert netns.napi_polls("", "irqb-srv") == {"poller": 0, "thread": 0, "share": None}
+
+
+def test_the_netns_figures_count_the_server_s_threads_and_where_the_poller_was():
+    """Two snapshots of memcached's threads and the NAPI threads as
+    placement.snapshot() reads them: what grew between them, per thread
+    present in both (a thread that started or ended meanwhile counts
+    nothing)."""
+    from irqtune_bench import netns
+
+    def thread(comm, run_ms, slices, vol, nonvol):
+        return {"comm": comm, "run_ns": run_ms * 10 ** 6, "slices": slices, "voluntary": vol, "nonvoluntary": nonvol}
+    before = {"server": {100: {101: thread("mc-worker", 10, 5, 1, 2), 102: thread("mc-lrumaint", 1, 1, 1, 0)},
+                         7: {7: thread("napi/irqb-srv-6", 2, 3, 3, 0)}},
+              "client_napi": {8: {8: thread("napi/irqb-cli-7", 1, 1, 1, 0)}},
+              "stat": "cpu0 0 0 100 0 0 0 0 0\ncpu1 0 0 100 0 0 0 0 0\n", "t": 10.0}
+    after = {"server": {100: {101: thread("mc-worker", 510, 9, 3, 12), 102: thread("mc-lrumaint", 11, 2, 2, 0),
+                              103: thread("mc-new", 99, 9, 9, 9)},
+                        7: {7: thread("napi/irqb-srv-6", 52, 7, 7, 0)}},
+             "client_napi": {8: {8: thread("napi/irqb-cli-7", 101, 4, 4, 0)}},
+             "stat": "cpu0 0 0 200 0 0 0 0 0\ncpu1 0 0 170 0 0 0 0 0\n", "t": 11.0, "generator_ms": 150.0}
+    tb = netns.NetnsTestbed(types.SimpleNamespace(mcload="m", shim="s", memcached_cpu=1, generator_cpu=0))
+    try:
+        hz = os.sysconf("SC_CLK_TCK")
+        got = tb.figures(before, after)
+    finally:
+        tb.tmp.cleanup()
+    assert got["server_task_ms"] == 560.0                   # 500 + 10 + 50: the new thread not
+    assert (got["worker_sleeps"], got["worker_preempted"], got["napi_thread_runs"]) == (2, 10, 4)
+    assert got["serving_core_busy_pct"] == round(100.0 * 70 * 1000 / hz / 1000, 2)
+    assert got["generator_core_other_pct"] == round(max(0.0, 100 * 1000 / hz - 100 - 150) / 10, 2)
