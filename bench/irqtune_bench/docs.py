@@ -64,8 +64,9 @@ def facts(report):
             md(tb.get("kernel", "?")), guest["vcpus"], md(guest["cpu_model"]), guest["nic_queues"],
             md(guest["cmdline_extra"])))
     lines.append("- %d runs counted (%s; %d round(s), %.0f s windows after %.1f s of warm-up, %d connection(s)), "
-                 "%d failed, %d still disturbed at the re-run bound, %d re-runs in all; the whole bench %s s."
-                 % (len(kept) - sum(1 for r in kept if r.get("disturbed")), " x ".join(
+                 "%d failed; %d of those counted still disturbed at the re-run bound (only the sensitivity check "
+                 "leaves them out), %d re-runs in all; the whole bench %s s."
+                 % (len(kept), " x ".join(
                      ["%d modes" % len(s["modes"]), "%d loads" % len(report["loads"])]), s["repeats"], s["seconds"],
                     s["warmup"], s["conns"], len(runs) - len(kept), sum(1 for r in kept if r.get("disturbed")),
                     sum(r.get("reruns", 0) for r in runs), report.get("seconds_total", "?")))

@@ -699,11 +699,14 @@ def measured_run(bench, tb, args, log, n_runs, runs, key):
 
 
 # auto measures the load each run serves: before the run's read-back the
-# server takes that load long enough for TuneD's irqtune to measure it once
-# (a re-check every 5 s finds the load, the next opens a 3 s window) with
-# the bench's auto_interval (modes.AUTO_INTERVAL), so that the values the
-# read-back records are this load's.
-AUTO_WARMUP_SECONDS = 15
+# server takes that load long enough for TuneD's irqtune to measure it
+# twice (a re-check every 5 s, a 3 s window, at most one a bench
+# auto_interval of 10 s: modes.AUTO_INTERVAL), so that the values the
+# read-back records are this load's.  15 s were too few: the validation
+# run of 2026-11-28 found auto at 40K req/s still holding the previous
+# load's [100, 56000, 120000] after it, and [100, 33000, 70000] after
+# the run.
+AUTO_WARMUP_SECONDS = 25
 
 
 def warm_auto(bench, tb, args, load, log, rnd):
