@@ -17,8 +17,8 @@ from irqtune.features.channels.config import HousekeepingConfig
 from irqtune.features.napi import NapiConfig, parse_queues
 from irqtune.features.service_optin.config import OptInValues, parse_bool, parse_services
 from irqtune.features.zerocopy.config import ZeroCopyConfig
-from irqtune.services.measure import auto
-from irqtune.services.overlay import read_overlay_file
+from irqtune.shared.measure import auto
+from irqtune.shared.overlay import read_overlay_file
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PROFILES = sorted(os.listdir(os.path.join(REPO, "profiles")))

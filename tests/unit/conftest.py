@@ -7,7 +7,7 @@ module imports another.
 The tests are laid out by what they test (docs/architecture.md):
 
   kernel/     irqtune/kernel: netlink families, procfs/sysfs, files, values, caps
-  services/   irqtune/services: ledger, tuner contract, options, systemd, measure
+  services/   irqtune/shared: ledger, tuner contract, options, systemd, measure
   features/   irqtune/features: one tuner per mechanism
   frontends/  irqtune/frontends and the irqtune command
   plugins/    tuned-plugins/, tuned-functions/ and profiles/ through TuneD
@@ -28,7 +28,7 @@ import os
 import pytest
 
 from irqtune.features import gsim
-from irqtune.services import epoll
+from irqtune.shared import epoll
 from support.fakes.gsim import FakeKernel
 from support.tuned_loader import load_plugin_module, load_profile_functions
 

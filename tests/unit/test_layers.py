@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The library's layers (.importlinter, docs/architecture.md): kernel
-access -> shared services -> features -> front ends, no feature importing
+access -> shared -> features -> front ends, no feature importing
 another; and the bench's (bench/.importlinter): its floors, the
 orchestrator apart from what runs on the server and the client, nothing
 of the library.  import-linter is installed in `make check`'s virtualenv
@@ -56,6 +56,6 @@ def test_the_front_ends_docstring_names_its_modules_and_the_layers_they_use():
                 layers.update(n.module.split(".")[0] for n in ast.walk(tree)
                               if isinstance(n, ast.ImportFrom) and n.level > 1 and n.module)
     doc = irqtune.frontends.__doc__
-    assert modules and layers == {"kernel", "services", "features"}, (modules, layers)
+    assert modules and layers == {"kernel", "shared", "features"}, (modules, layers)
     assert [m for m in modules if m not in doc] == [], doc
     assert [layer for layer in sorted(layers) if layer not in doc] == [], doc

@@ -4,8 +4,8 @@ napi_* options; OPTIONS: the plugin's), its target values (NapiConfig) and
 the queues= scope.
 
 In the napi plugin gro_flush_timeout and irq_suspend_timeout may be
-"auto": the values then start at the series' (irqtune.services.measure.auto.START)
-and follow the measured services (irqtune.services.measure.auto).  Other users of
+"auto": the values then start at the series' (irqtune.shared.measure.auto.START)
+and follow the measured services (irqtune.shared.measure.auto).  Other users of
 the values (zerocopy_rx's napi_* options) measure nothing and refuse it.
 """
 
@@ -14,8 +14,8 @@ from dataclasses import dataclass, fields
 from ...kernel.names import attr_name
 from ...kernel.napi_attrs import NAPI_ATTRS
 from ...kernel.values import MAX_QUEUE, parse_index_list, parse_int
-from ...services.measure import auto as measured
-from ...services.options import AUTO, Option, parse_options, renamed
+from ...shared.measure import auto as measured
+from ...shared.options import AUTO, Option, parse_options, renamed
 
 # One option per attribute (irqtune.kernel.napi_attrs), named as it is.
 VALUES = tuple(Option(a.option, a.parse, a.accepted, a.doc,

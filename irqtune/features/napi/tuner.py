@@ -20,10 +20,10 @@ from ...kernel.napi_attrs import BY_NAME, DEFER_HARD_IRQS, GRO_FLUSH_TIMEOUT, IR
 from ...kernel.netlink.genl import NetlinkRequestError
 from ...kernel.netlink.netdev import NapiFamily, QueueFamily
 from ...kernel.values import format_index_list
-from ...services.ledger import positioned
-from ...services.measure import auto as measured
-from ...services.options import parse_options
-from ...services.tuner import Check, DeviceTuner, on_kernel_name, verify_on_kernel_name
+from ...shared.ledger import positioned
+from ...shared.measure import auto as measured
+from ...shared.options import parse_options
+from ...shared.tuner import Check, DeviceTuner, on_kernel_name, verify_on_kernel_name
 from .config import OPTIONS, QUEUE_VALUES, NapiConfig, parse_queues
 
 log = logging.getLogger(__name__)
@@ -54,7 +54,7 @@ class NapiTuner(DeviceTuner):
         self.caps = caps
         self.queues = queues
         self.kfs = kfs
-        # the values that follow measured services (irqtune.services.measure.auto.AutoValues)
+        # the values that follow measured services (irqtune.shared.measure.auto.AutoValues)
         self.auto = auto
         self.tuned = {}             # {device: None} applied and not restored: what tick sets
         self.originals = self._load_state()
@@ -205,7 +205,7 @@ class NapiTuner(DeviceTuner):
 
     def tick(self, lock):
         """On the plugin's periodic re-check: the auto values' services are
-        measured when a window is due (irqtune.services.measure.auto.AutoValues; the
+        measured when a window is due (irqtune.shared.measure.auto.AutoValues; the
         window runs without lock, so verify need not wait for it) and a
         change is set on every device tuned, under lock - nothing when the
         devices were restored meanwhile (the profile is being unapplied).
@@ -359,7 +359,7 @@ def build(options, env):
     """(NapiTuner or None, [OptionError]) from the napi plugin's options.
 
     The re-check interval comes first: gro_flush_timeout=auto and
-    irq_suspend_timeout=auto measure on it (irqtune.services.measure.auto,
+    irq_suspend_timeout=auto measure on it (irqtune.shared.measure.auto,
     which starts them at the series' values).  A bad value is left out; a
     bad queues leaves no tuner, as a scope left out would widen to every NAPI.
     """

@@ -26,7 +26,7 @@ from support.shared import PYTHON_FOR_ALL
 from irqtune.kernel import files
 from irqtune.kernel.errors import IrqtuneError
 from irqtune.kernel.kfs import KernelFs
-from irqtune.services.measure import auto
+from irqtune.shared.measure import auto
 
 NOBODY = 65534
 

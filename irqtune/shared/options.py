@@ -53,7 +53,7 @@ class Option:
 @dataclass(frozen=True)
 class Feature:
     """What a plugin is made of: its options (Option) and build(options,
-    env) -> (tuner or None, [OptionError]) (irqtune.services.tuner); overlay:
+    env) -> (tuner or None, [OptionError]) (irqtune.shared.tuner); overlay:
     the prefix of its variables_file's lines, None without one;
     without_tuner: what an instance whose options left no tuner does, for
     the lines of its option errors."""

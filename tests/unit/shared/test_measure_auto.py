@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """gro_flush_timeout=auto / irq_suspend_timeout=auto: the decisions of
-irqtune.services.measure.auto (when to measure, the band, the bounds) and the
+irqtune.shared.measure.auto (when to measure, the band, the bounds) and the
 services it measures, with a fake clock and fake windows; the option
 "auto" and NapiTuner.tick (the tuner measures and sets what changed), on
 the fake netdev family (support/fakes/netdev.py); the napi plugin's
@@ -27,11 +27,11 @@ from irqtune.frontends.doctor import targets
 from irqtune.kernel import files
 from irqtune.kernel.errors import IrqtuneError
 from irqtune.kernel.kfs import KernelFs
-from irqtune.services.ledger import Ledger
-from irqtune.services.measure import auto, busy
-from irqtune.services.measure.epolltrace import Recorded
+from irqtune.shared.ledger import Ledger
+from irqtune.shared.measure import auto, busy
+from irqtune.shared.measure.epolltrace import Recorded
 from irqtune.features.napi import NapiConfig, NapiTuner
-from irqtune.services.tuner import DeviceTuner
+from irqtune.shared.tuner import DeviceTuner
 from support.fakes.systemd import FakeSystemd
 
 STAT = ("4242 (memcached) S 1 4242 4242 0 -1 4194624 2301 0 0 0 1234 567 0 0 20 0 10 0 "
@@ -838,7 +838,7 @@ def test_a_change_on_the_sysfs_fallback_leaves_unsupported_values_out(tmp_path):
 
 
 def test_a_tuner_without_measured_values_measures_nothing(tmp_path):
-    from irqtune.services.tuner import Tuner
+    from irqtune.shared.tuner import Tuner
     assert Tuner().tick(threading.Lock()) is None
     assert napi_tuner(tmp_path).tick(threading.Lock()) is None
 

@@ -9,8 +9,8 @@ services have load, then at most one per interval.  A service has load
 when its processes used at least MIN_LOAD of a CPU since the previous
 re-check, compared only over the same processes (pid and start time: a
 restarted service starts a new mark).  A window
-(irqtune.services.measure.epolltrace) gives the series' rule
-(irqtune.services.measure.recommend); a value changes only when the rule's value
+(irqtune.shared.measure.epolltrace) gives the series' rule
+(irqtune.shared.measure.recommend); a value changes only when the rule's value
 leaves the band [value / BAND, value x BAND] around the one set, so
 measurements that vary a little never make it flap.  Too little traffic
 in a window changes nothing and the next try comes after RETRY seconds,
@@ -146,7 +146,7 @@ def from_options(config, options, recheck_interval):
 
 class Services:
     """The processes of the measured services, found again on every
-    re-check that is due: a unit's by irqtune.services.systemd.UnitProcesses
+    re-check that is due: a unit's by irqtune.shared.systemd.UnitProcesses
     (its control group kept, systemd asked at most every RETRY seconds),
     a pid file's pid checked on every read (Services._pid_in_file)."""
 
