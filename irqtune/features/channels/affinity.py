@@ -11,7 +11,7 @@ from ...kernel.values import format_index_list, parse_index_list
 from ...shared.ledger import first, vector_keys
 from ...shared.tuner import Check
 
-log = logging.getLogger("irqtune.features.channels")
+log = logging.getLogger(__name__)
 
 
 class QueueAffinity:

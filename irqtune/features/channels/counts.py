@@ -12,7 +12,7 @@ from ...kernel.netlink.ethtool import change_channels, channel_count
 from ...shared.tuner import Check
 from .config import HOUSEKEEPING
 
-log = logging.getLogger("irqtune.features.channels")
+log = logging.getLogger(__name__)
 
 
 def plan_channels(current, wanted, housekeeping_count):

@@ -15,7 +15,7 @@ from .affinity import QueueAffinity
 from .config import HOUSEKEEPING, HousekeepingConfig
 from .counts import ChannelCounts
 
-log = logging.getLogger("irqtune.features.channels")
+log = logging.getLogger(__name__)
 
 
 class HousekeepingTuner(DeviceTuner):

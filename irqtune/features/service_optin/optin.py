@@ -15,7 +15,7 @@ from .config import (BUDGET_WITHOUT_CAP, LIBRARY_NAME, OptInValues, check_librar
 from .dropins import (DROPIN_NAME, UNIT_DIR, DropIn, dropin_content, entries_from_state,
                       read_dropin, remove_dropins, roll_back, write_dropin)
 
-log = logging.getLogger("irqtune.features.service_optin")
+log = logging.getLogger(__name__)
 
 
 class ServiceOptIn:

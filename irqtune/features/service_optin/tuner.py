@@ -10,7 +10,7 @@ from ...shared.tuner import Check, Tuner
 from .config import OPTIONS, OptInValues
 from .optin import ServiceOptIn
 
-log = logging.getLogger("irqtune.features.service_optin")
+log = logging.getLogger(__name__)
 
 
 class OptInTuner(Tuner):

@@ -39,7 +39,7 @@ from ...kernel.values import format_index_list
 from ...shared.tuner import Check
 from .plan import Refused
 
-log = logging.getLogger("irqtune.features.zerocopy.tuner")
+log = logging.getLogger(__name__)
 
 LEASES = "queue leases"
 
