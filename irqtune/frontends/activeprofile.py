@@ -136,7 +136,7 @@ def napi_units(etc=ETC):
     profile, sections, skipped = units_of_type("napi", etc)
     units = []
     for section, values in sections:
-        config, errors = NapiConfig.from_options(values, auto=True)
+        config, errors = NapiConfig.from_options(values, allow_auto=True)
         try:
             queues = parse_queues(values.get("queues"))
         except OptionError as err:

@@ -86,7 +86,7 @@ def parse_errors(unit, options):
             errors.append(err)
     kind = unit.type
     if kind == "napi":
-        config, found = NapiConfig.from_options(options, auto=True)
+        config, found = NapiConfig.from_options(options, allow_auto=True)
         errors += found + auto.from_options(config, options, 5)[1]
         attempt(parse_queues, options.get("queues"))
     elif kind == "nic_housekeeping":

@@ -48,14 +48,14 @@ class NapiTuner(DeviceTuner):
     """
 
     def __init__(self, config, caps, queues=None, ledger=None, kfs=KFS, ifindex=None,
-                 ifname=None, auto=None):
+                 ifname=None, follower=None):
         super().__init__(ledger, ifindex, ifname)
         self.config = config
         self.caps = caps
         self.queues = queues
         self.kfs = kfs
-        # the values that follow measured services (irqtune.shared.measure.auto.AutoValues)
-        self.auto = auto
+        # the values that follow measured services (irqtune.shared.measure.auto.Follower)
+        self.follower = follower
         self.tuned = {}             # {device: None} applied and not restored: what tick sets
         self.originals = self._load_state()
         self.per_napi, self.per_device, self.unsupported = self._plan()
@@ -205,14 +205,14 @@ class NapiTuner(DeviceTuner):
 
     def tick(self, lock):
         """On the plugin's periodic re-check: the auto values' services are
-        measured when a window is due (irqtune.shared.measure.auto.AutoValues; the
+        measured when a window is due (irqtune.shared.measure.auto.Follower; the
         window runs without lock, so verify need not wait for it) and a
         change is set on every device tuned, under lock - nothing when the
         devices were restored meanwhile (the profile is being unapplied).
         Returns the Change, for the plugin's one log line, or None."""
-        if self.auto is None:
+        if self.follower is None:
             return None
-        change = self.auto.tick()
+        change = self.follower.tick()
         if change is None:
             return None
         with lock:
@@ -365,7 +365,7 @@ def build(options, env):
     """
     given, errors = parse_options([o for o in OPTIONS if o.name == "recheck_interval"], options)
     recheck = given.get("recheck_interval", NapiTuner.recheck_interval)
-    config, more = NapiConfig.from_options(options, auto=True)
+    config, more = NapiConfig.from_options(options, allow_auto=True)
     errors += more
     try:
         queues = parse_queues(options.get("queues"))
@@ -373,7 +373,7 @@ def build(options, env):
         return None, errors + [err]
     values, more = measured.from_options(config, options, recheck)
     tuner = NapiTuner(config, detect_napi_capabilities(env.kfs), queues=queues, kfs=env.kfs,
-                      ledger=env.ledger("napi-" + env.instance, kin="napi-"), auto=values)
+                      ledger=env.ledger("napi-" + env.instance, kin="napi-"), follower=values)
     tuner.recheck_interval = recheck
     return tuner, errors + more
 

@@ -378,7 +378,7 @@ def test_a_refusal_is_said_once_per_path_and_cause_however_the_file_alternates(
                 lambda p: pid_file(p, "42\n", 0o666), lambda p: pid_file(p, "42\n", 0o646),
                 lambda p: None, taken_over]
     clock = Clock()
-    values = auto.AutoValues(auto.AUTO_ATTRS, {}, auto.Services([str(path)],
+    values = auto.Follower(auto.AUTO_ATTRS, {}, auto.Services([str(path)],
                              KernelFs(proc=str(proc)), clock=clock), 600, clock, Windows())
     caplog.set_level(logging.DEBUG, logger="irqtune")
     for _ in range(3):
@@ -440,7 +440,7 @@ class Windows:
 
 def make(auto_attrs=auto.AUTO_ATTRS, fixed=None, interval=600):
     clock, services, windows = Clock(), FakeServices(), Windows()
-    values = auto.AutoValues(auto_attrs, fixed or {}, services, interval, clock, windows)
+    values = auto.Follower(auto_attrs, fixed or {}, services, interval, clock, windows)
     return values, clock, services, windows
 
 
@@ -537,7 +537,7 @@ def test_windows_without_busy_periods_back_off_to_a_cap():
 
 
 def test_auto_interval_defaults_to_what_the_plugin_documents():
-    config, _ = NapiConfig.from_options({"gro_flush_timeout": "auto"}, auto=True)
+    config, _ = NapiConfig.from_options({"gro_flush_timeout": "auto"}, allow_auto=True)
     for given in ({}, {"auto_interval": ""}, {"auto_interval": " "}):
         values, errors = auto.from_options(config, dict(given, auto_services="memcached"), 5)
         assert errors == [] and values.interval == 600
@@ -713,8 +713,8 @@ def test_no_auto_value_goes_beyond_what_a_profile_may_set():
 def test_auto_option_starts_at_the_series_values():
     config, errors = NapiConfig.from_options({"gro_flush_timeout": "auto",
                                               "irq_suspend_timeout": " AUTO ",
-                                              "defer_hard_irqs": "100"}, auto=True)
-    assert errors == [] and config.auto == {"gro-flush-timeout", "irq-suspend-timeout"}
+                                              "defer_hard_irqs": "100"}, allow_auto=True)
+    assert errors == [] and config.measured_attrs == {"gro-flush-timeout", "irq-suspend-timeout"}
     assert config.attrs() == {"defer-hard-irqs": 100, "gro-flush-timeout": 20000,
                               "irq-suspend-timeout": 20000000}
     assert config.fixed() == {"defer-hard-irqs": 100}
@@ -723,7 +723,7 @@ def test_auto_option_starts_at_the_series_values():
 def test_bad_values_name_auto_among_the_accepted_ones():
     _, errors = NapiConfig.from_options({"gro_flush_timeout": "automatic",
                                          "irq_suspend_timeout": "2s",
-                                         "defer_hard_irqs": "auto"}, auto=True)
+                                         "defer_hard_irqs": "auto"}, allow_auto=True)
     duration = ("a duration: a number of nanoseconds, or a number with unit ns, us, ms or s, "
                 "at most 1s")
     assert [str(e) for e in errors] == [
@@ -737,7 +737,7 @@ def test_bad_values_name_auto_among_the_accepted_ones():
 def test_auto_where_nothing_measures_is_refused():
     """zerocopy_rx's napi_* options, the doctor's other callers: no auto."""
     config, errors = NapiConfig.from_options({"gro_flush_timeout": "auto"})
-    assert config.attrs() == {} and config.auto == frozenset()
+    assert config.attrs() == {} and config.measured_attrs == frozenset()
     assert [str(e) for e in errors] == [
         "gro_flush_timeout: invalid value 'auto' (accepted: a duration: a number of "
         "nanoseconds, or a number with unit ns, us, ms or s, at most 1s)"]
@@ -746,7 +746,7 @@ def test_auto_where_nothing_measures_is_refused():
 def test_profile_drift_leaves_auto_values_out():
     from irqtune.frontends.activeprofile import NapiUnit
     config, _ = NapiConfig.from_options({"gro_flush_timeout": "auto", "defer_hard_irqs": "100"},
-                                        auto=True)
+                                        allow_auto=True)
     unit = NapiUnit("napi", "*", None, config)
     assert unit.expected() == {"defer-hard-irqs": 100}
 
@@ -760,13 +760,13 @@ def netdev(monkeypatch):
 
 def napi_tuner(tmp_path, caps=FULL, values=None):
     config, _ = NapiConfig.from_options({"defer_hard_irqs": "100", "gro_flush_timeout": "auto",
-                                         "irq_suspend_timeout": "auto"}, auto=True)
+                                         "irq_suspend_timeout": "auto"}, allow_auto=True)
     return NapiTuner(config, caps, ledger=Ledger("napi-auto", str(tmp_path)),
-                     ifindex={"eth0": 7}.get, ifname={7: "eth0"}.get, auto=values)
+                     ifindex={"eth0": 7}.get, ifname={7: "eth0"}.get, follower=values)
 
 
 class Changes:
-    """AutoValues that bring one change on the next tick."""
+    """Follower that bring one change on the next tick."""
 
     def __init__(self, targets):
         self.change = auto.Change({a: (auto.START[a], v) for a, v in targets.items()}, "test")
@@ -824,9 +824,9 @@ def test_a_change_on_the_sysfs_fallback_leaves_unsupported_values_out(tmp_path):
     (dev / "napi_defer_hard_irqs").write_text("2\n")
     (dev / "gro_flush_timeout").write_text("0\n")
     config, _ = NapiConfig.from_options({"defer_hard_irqs": "100", "gro_flush_timeout": "auto",
-                                         "irq_suspend_timeout": "auto"}, auto=True)
+                                         "irq_suspend_timeout": "auto"}, allow_auto=True)
     t = NapiTuner(config, OLD_KERNEL, kfs=KernelFs(sys=str(tmp_path)),
-                  auto=Changes({"gro-flush-timeout": 45000, "irq-suspend-timeout": 1000000}))
+                  follower=Changes({"gro-flush-timeout": 45000, "irq-suspend-timeout": 1000000}))
     t.apply("lo")
     assert t.tick(threading.Lock()) is not None
     assert (dev / "gro_flush_timeout").read_text() == "45000\n"
@@ -864,9 +864,9 @@ def test_plugin_measures_the_opted_in_and_the_auto_services(napi_init, caplog):
     instance = napi_init(AUTO_OPTIONS, variables(optin_services="memcached",
                                                  auto_services="/run/x.pid", auto_interval="60"))
     assert tuned_errors(caplog) == []
-    values = instance._tuner.auto
+    values = instance._tuner.follower
     assert values.services.entries == ["memcached.service", "/run/x.pid"]
-    assert values.auto == ["gro-flush-timeout"] and values.interval == 60
+    assert values.measured_attrs == ["gro-flush-timeout"] and values.interval == 60
     assert values.fixed == {"defer-hard-irqs": 100, "irq-suspend-timeout": 20000000}
     assert instance._tuner.per_napi["gro-flush-timeout"] == 20000
 
@@ -874,7 +874,7 @@ def test_plugin_measures_the_opted_in_and_the_auto_services(napi_init, caplog):
 def test_plugin_without_auto_values_measures_nothing(napi_init, caplog):
     instance = napi_init(AUTO_OPTIONS, variables(gro_flush_timeout="20us",
                                                  optin_services="memcached"))
-    assert instance._tuner.auto is None and tuned_errors(caplog) == []
+    assert instance._tuner.follower is None and tuned_errors(caplog) == []
 
 
 @pytest.mark.parametrize("given, options, line", [
@@ -899,7 +899,7 @@ def test_plugin_option_errors_of_auto_are_one_line(napi_init, caplog, given, opt
     instance = napi_init(dict(AUTO_OPTIONS, **options), variables(**given))
     assert tuned_errors(caplog) == [line]
     assert instance._tuner.per_napi["gro-flush-timeout"] == 20000     # the series' value
-    assert (instance._tuner.auto is None) == ("auto_interval" not in given)
+    assert (instance._tuner.follower is None) == ("auto_interval" not in given)
 
 
 class Ticks(DeviceTuner):
@@ -983,15 +983,15 @@ def test_plugin_says_a_bug_below_the_re_check_once(napi_plugin, tmp_path, netdev
 def test_latency_suspend_with_auto_loads_and_measures_its_services(tmp_path, caplog,
                                                                     tuned_profiles):
     """The shipped profile through TuneD's loader, with auto in its
-    variables file: the [napi] unit's options give the AutoValues."""
+    variables file: the [napi] unit's options give the Follower."""
     text = ("optin_services=memcached, nginx\ngro_flush_timeout=auto\n"
             "irq_suspend_timeout=auto\nauto_services=/run/x.pid\n")
     profile, v = load(tmp_path, "latency-suspend", dict({p: "" for p in PROFILES},
                                                         **{"latency-suspend": text}))
     assert check_loaded(profile, v, caplog) == []
     options = {k: v.expand(o) for k, o in profile.units["napi"].options.items()}
-    config, errors = NapiConfig.from_options(options, auto=True)
+    config, errors = NapiConfig.from_options(options, allow_auto=True)
     values, auto_errors = auto.from_options(config, options, 5)
     assert errors == auto_errors == []
     assert values.services.entries == ["memcached.service", "nginx.service", "/run/x.pid"]
-    assert values.interval == 600 and values.auto == list(auto.AUTO_ATTRS)
+    assert values.interval == 600 and values.measured_attrs == list(auto.AUTO_ATTRS)

@@ -94,6 +94,6 @@ def test_renamed_values_name_their_option():
     config, errors = NapiConfig.from_options({"napi_defer_hard_irqs": "5",
                                               "napi_gro_flush_timeout": "auto"},
                                              declared=renamed(VALUES, "napi_"))
-    assert config.defer_hard_irqs == 5 and config.auto == frozenset()
+    assert config.defer_hard_irqs == 5 and config.measured_attrs == frozenset()
     assert [(e.option, e.value) for e in errors] == [("napi_gro_flush_timeout", "auto")]
     assert isinstance(errors[0], OptionError)
