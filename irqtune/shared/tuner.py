@@ -23,7 +23,7 @@ verify(device) -> [Check]
 tick(lock)
     On the plugin's periodic re-check: a tuner whose values follow a
     measurement (NapiTuner with gro_flush_timeout=auto,
-    irqtune.shared.measure.auto) measures when due and sets the new values
+    irqtune.shared.measure.follow) measures when due and sets the new values
     itself, under lock; it returns what changed (for one log line) or
     None.  The originals stay those saved first, so restore is unchanged;
     verify checks the values last set.  The default measures nothing.

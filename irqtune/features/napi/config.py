@@ -4,8 +4,8 @@ napi_* options; OPTIONS: the plugin's), its target values (NapiConfig) and
 the queues= scope.
 
 In the napi plugin gro_flush_timeout and irq_suspend_timeout may be
-"auto": the values then start at the series' (irqtune.shared.measure.auto.START)
-and follow the measured services (irqtune.shared.measure.auto).  Other users of
+"auto": the values then start at the series' (irqtune.shared.measure.follow.START)
+and follow the measured services (irqtune.shared.measure.follow).  Other users of
 the values (zerocopy_rx's napi_* options) measure nothing and refuse it.
 """
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass, fields
 from ...kernel.names import attr_name
 from ...kernel.napi_attrs import NAPI_ATTRS
 from ...kernel.values import MAX_QUEUE, parse_index_list, parse_int
-from ...shared.measure import auto as measured
+from ...shared.measure import follow
 from ...shared.options import AUTO, Option, parse_options, renamed
 
 # One option per attribute (irqtune.kernel.napi_attrs), named as it is.
@@ -39,7 +39,7 @@ OPTIONS = VALUES + (
     Option("recheck_interval", lambda o, v: parse_int(o, v, 0, 86400),
            "seconds, 0-86400 (default 5)",
            "how often recreated NAPIs are looked for; 0: on link events only"),
-) + measured.OPTIONS
+) + follow.OPTIONS
 
 
 @dataclass(frozen=True)
@@ -66,7 +66,7 @@ class NapiConfig:
         given, errors = parse_options(declared, options, allow_auto)
         values = {o.name: given[d.name] for o, d in zip(VALUES, declared) if d.name in given}
         automatic = {attr_name(n) for n, v in values.items() if v == AUTO}
-        values.update({n: measured.START[attr_name(n)] for n, v in values.items() if v == AUTO})
+        values.update({n: follow.START[attr_name(n)] for n, v in values.items() if v == AUTO})
         return cls(measured_attrs=frozenset(automatic), **values), errors
 
     def attrs(self):

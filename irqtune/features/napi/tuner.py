@@ -21,7 +21,7 @@ from ...kernel.netlink.genl import NetlinkRequestError
 from ...kernel.netlink.netdev import NapiFamily, QueueFamily
 from ...kernel.values import format_index_list
 from ...shared.ledger import positioned
-from ...shared.measure import auto as measured
+from ...shared.measure import follow
 from ...shared.options import parse_options
 from ...shared.tuner import Check, DeviceTuner, on_kernel_name, verify_on_kernel_name
 from .config import OPTIONS, QUEUE_VALUES, NapiConfig, parse_queues
@@ -54,7 +54,7 @@ class NapiTuner(DeviceTuner):
         self.caps = caps
         self.queues = queues
         self.kfs = kfs
-        # the values that follow measured services (irqtune.shared.measure.auto.Follower)
+        # the values that follow measured services (irqtune.shared.measure.follow.Follower)
         self.follower = follower
         self.tuned = {}             # {device: None} applied and not restored: what tick sets
         self.originals = self._load_state()
@@ -205,7 +205,7 @@ class NapiTuner(DeviceTuner):
 
     def tick(self, lock):
         """On the plugin's periodic re-check: the auto values' services are
-        measured when a window is due (irqtune.shared.measure.auto.Follower; the
+        measured when a window is due (irqtune.shared.measure.follow.Follower; the
         window runs without lock, so verify need not wait for it) and a
         change is set on every device tuned, under lock - nothing when the
         devices were restored meanwhile (the profile is being unapplied).
@@ -359,7 +359,7 @@ def build(options, env):
     """(NapiTuner or None, [OptionError]) from the napi plugin's options.
 
     The re-check interval comes first: gro_flush_timeout=auto and
-    irq_suspend_timeout=auto measure on it (irqtune.shared.measure.auto,
+    irq_suspend_timeout=auto measure on it (irqtune.shared.measure.follow,
     which starts them at the series' values).  A bad value is left out; a
     bad queues leaves no tuner, as a scope left out would widen to every NAPI.
     """
@@ -371,7 +371,7 @@ def build(options, env):
         queues = parse_queues(options.get("queues"))
     except OptionError as err:
         return None, errors + [err]
-    values, more = measured.from_options(config, options, recheck)
+    values, more = follow.from_options(config, options, recheck)
     tuner = NapiTuner(config, detect_napi_capabilities(env.kfs), queues=queues, kfs=env.kfs,
                       ledger=env.ledger("napi-" + env.instance, kin="napi-"), follower=values)
     tuner.recheck_interval = recheck
