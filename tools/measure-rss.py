@@ -1,6 +1,6 @@
 #!/usr/bin/python3
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""The memory one measurement window (irqtune.services.measure.epolltrace.record,
+"""The memory one measurement window (irqtune.shared.measure.epolltrace.record,
 what gro_flush_timeout=auto runs in TuneD) costs this process, against a
 target that waits as fast as it can.
 
@@ -25,7 +25,7 @@ import time
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 
-from irqtune.services.measure import busy, epolltrace  # noqa: E402
+from irqtune.shared.measure import busy, epolltrace  # noqa: E402
 
 TARGET = r"""
 import os, select, sys

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """What the irqtune TuneD plugins share: the base that drives a tuner
-(irqtune.services.tuner's contract) - lock, link watcher, option errors, rollback
+(irqtune.shared.tuner's contract) - lock, link watcher, option errors, rollback
 rules, the guard of every entry point -, the TuneD version shims, and the
 base of the system-wide plugins (InstancePlugin).  The net-device base
 (hotplug, renames) is irqtune_netdev.py's; what goes into TuneD's log
@@ -24,7 +24,7 @@ from tuned.plugins import irqtune_tunedlog as tunedlog
 from irqtune.kernel.errors import IrqtuneError, describe_os_error
 from irqtune.kernel.names import option_name
 from irqtune.kernel.netlink.links import LinkWatcher
-from irqtune.services.tuner import Env
+from irqtune.shared.tuner import Env
 
 log = tunedlog.log
 _ROLLBACK_FULL = getattr(consts, "ROLLBACK_FULL", 2)
@@ -143,7 +143,7 @@ def summarise(names, shown=4):
 
 
 class TunerPlugin(Guarded):
-	"""What every irqtune plugin does around its tuner (irqtune.services.tuner's
+	"""What every irqtune plugin does around its tuner (irqtune.shared.tuner's
 	contract): the lock, the link watcher, option errors, the rollback
 	rules and verify's lines.  A plugin is its documentation and one
 	lookup, _feature (irqtune.frontends.plugins.PLUGINS[name]): its options
@@ -153,11 +153,11 @@ class TunerPlugin(Guarded):
 	instance._lock serialises the daemon's calls with the link watcher's.
 	"""
 
-	# The plugin's options and build (irqtune.services.options.Feature).
+	# The plugin's options and build (irqtune.shared.options.Feature).
 	_feature = None
 	# Whether the watcher may run at all (unit tests turn it off).
 	_watch = True
-	# Fields of the builds' irqtune.services.tuner.Env that tests replace
+	# Fields of the builds' irqtune.shared.tuner.Env that tests replace
 	# (state_dir, kfs, root, bus, napi_irqs); empty: the running system.
 	_seams = {}
 

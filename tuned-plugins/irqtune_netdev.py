@@ -3,7 +3,7 @@
 nic_housekeeping, zerocopy_rx): TuneD's hotplug devices, the default
 devices=* limited to physical NICs, and renames - reported by TuneD 2.25+
 (_move_device) or not (a link event under a name TuneD does not know,
-_retune_link); the tuner follows them (irqtune.services.tuner's contract).
+_retune_link); the tuner follows them (irqtune.shared.tuner's contract).
 
 Installed beside the plugins in TuneD's plugin package, like
 irqtune_common.py; not a plugin (no "plugin_" prefix).
@@ -16,7 +16,7 @@ from tuned.plugins import irqtune_common as common
 
 from irqtune.kernel.netdevs import (default_selects_physical, ifname_of, is_virtual_netdev,
                                     netdev_names)
-from irqtune.services.overlay import overlaid
+from irqtune.shared.overlay import overlaid
 
 log = common.log
 

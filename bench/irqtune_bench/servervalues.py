@@ -21,7 +21,7 @@ them (issue 47 item 9), checked before anything there is changed:
                   the timeouts 0 to 1 s in ns), or auto for the timeouts
 
 irqtune's library checks unit names the same way (parse_services in
-irqtune/services/systemd.py), but irqtune-bench is packaged without it
+irqtune/shared/systemd.py), but irqtune-bench is packaged without it
 (it runs on the administrator's machine and the client as well), so the
 bench cannot import it.  A refusal is BadArgument: one line naming the
 value's origin, the value (escaped, cut) and what is accepted."""

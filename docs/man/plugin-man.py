@@ -126,7 +126,7 @@ def markdown(plugins):
         for o in options:
             out.append("| `%s` | %s | %s | %s | %s |" % (o.name, o.accepted.replace("|", "\\|"),
                        "-" if o.default is None else "`%s`" % o.default,
-                       "follows `%s`" % o.auto if o.auto else "-", o.doc))
+                       "follows `%s`" % o.follows if o.follows else "-", o.doc))
         out.append("")
     return "\n".join(out)
 

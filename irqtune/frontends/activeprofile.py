@@ -24,7 +24,7 @@ from ..features.napi import NapiConfig, parse_queues
 from ..kernel.errors import IrqtuneError, OptionError
 from ..kernel.kfs import KFS, KernelFs
 from ..kernel.netdevs import default_selects_physical, is_virtual_netdev
-from ..services.systemd import parse_services
+from ..shared.systemd import parse_services
 
 ETC = "/etc/tuned"
 # Where profiles are looked up, in TuneD's order (a profile in a later
@@ -136,7 +136,7 @@ def napi_units(etc=ETC):
     profile, sections, skipped = units_of_type("napi", etc)
     units = []
     for section, values in sections:
-        config, errors = NapiConfig.from_options(values, auto=True)
+        config, errors = NapiConfig.from_options(values, allow_auto=True)
         try:
             queues = parse_queues(values.get("queues"))
         except OptionError as err:

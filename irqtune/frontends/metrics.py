@@ -34,7 +34,7 @@ from ..kernel.names import LINE_MAX, shown
 from ..kernel.netdevs import ifindex_of, ifname_of, net_namespace
 from ..kernel.netlink import netdev
 from ..features.zerocopy import held_leases
-from ..services import counters, epoll, systemd
+from ..shared import counters, epoll, systemd
 from . import activeprofile
 
 STDOUT = "-"            # --output: standard output, as without --output

@@ -7,7 +7,7 @@ docs/options.md and the Ansible role's checks derive from the options."""
 from functools import partial
 
 from ..features import channels, gsim, napi, service_optin, zerocopy
-from ..services.options import Feature
+from ..shared.options import Feature
 
 PLUGINS = {
     "busy_poll_optin": Feature(service_optin.OPTIONS, service_optin.build,

@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """`irqtune status`: what the kernel offers and what each NAPI holds;
 `--watch`: per-NAPI interrupt and busy-poll rates, from the counters of
-irqtune.services.counters."""
+irqtune.shared.counters."""
 
 import sys
 import time
@@ -14,7 +14,7 @@ from ..kernel.names import LINE_MAX, shown
 from ..kernel.napi_attrs import NAPI_ATTRS
 from ..kernel.netdevs import interfaces
 from ..kernel.netlink.netdev import NapiFamily
-from ..services.counters import busy_poll_rx_packets, rates, sample
+from ..shared.counters import busy_poll_rx_packets, rates, sample
 
 COLUMNS = tuple(a.name for a in NAPI_ATTRS) + ("irq",)
 

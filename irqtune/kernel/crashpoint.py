@@ -3,7 +3,7 @@
 
 The crash-point harness (tests/crash, `make crash-check`) proves that no
 original is lost whatever write a process dies after: the ledger must be
-on disk before every change (irqtune.services.ledger).  It starts the process under
+on disk before every change (irqtune.shared.ledger).  It starts the process under
 test - the TuneD daemon, or the library in a subprocess - with
 IRQTUNE_CRASH_DIR naming a directory of its own.  While <dir>/after exists
 it holds a number N: each kernel write appends one line naming what it

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""What recording a service's epoll waits (irqtune.services.measure, `irqtune
+"""What recording a service's epoll waits (irqtune.shared.measure, `irqtune
 doctor`'s recommend link) costs the service.
 
 1. The cost per system call, which the host's other load hardly blurs: a
@@ -34,7 +34,7 @@ import time
 
 ROOT = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
-from irqtune.services.measure import busy, epolltrace  # noqa: E402  (PYTHONPATH=. as make bench sets it)
+from irqtune.shared.measure import busy, epolltrace  # noqa: E402  (PYTHONPATH=. as make bench sets it)
 
 SRV, CLI = "irqtune-ovh-s", "irqtune-ovh-c"
 SERVER_ADDR, CLIENT_ADDR, PORT = "10.250.83.1", "10.250.83.2", 11211

@@ -29,9 +29,9 @@ import os
 import sys
 
 from irqtune.kernel import crashpoint
-from irqtune.services.ledger import Ledger
+from irqtune.shared.ledger import Ledger
 from irqtune.kernel.kfs import KernelFs
-from irqtune.services.tuner import Env
+from irqtune.shared.tuner import Env
 
 MOVED = {"napi-sysfs": "sa0", "affinity": "eth0", "zerocopy-fixture": "eth0"}
 

@@ -15,7 +15,7 @@ import pytest
 
 from irqtune.kernel import crashpoint
 from irqtune.kernel.caps import detect_napi_capabilities
-from irqtune.services.ledger import Ledger
+from irqtune.shared.ledger import Ledger
 from irqtune.features.napi import NapiConfig, NapiTuner
 from support.rawnapi import RawGenl
 

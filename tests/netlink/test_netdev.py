@@ -142,7 +142,7 @@ def test_originals_follow_a_rename_the_tuner_was_not_told_of(netns, tmp_path):
     verify of "vn0" judges vr0's NAPIs, and restore_all - of this tuner and
     of one a restarted daemon builds from the ledger - puts the originals
     back on vr0 rather than dropping them as a gone device's."""
-    from irqtune.services.ledger import Ledger
+    from irqtune.shared.ledger import Ledger
     raw = RawGenl()
     for i, napi in enumerate(raw.napis("vn0")):
         raw.set(napi["id"], defer_hard_irqs=i + 1, gro_flush_timeout=1000 * (i + 1))

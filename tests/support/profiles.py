@@ -17,8 +17,8 @@ from irqtune.features.channels.config import HousekeepingConfig
 from irqtune.features.napi import NapiConfig, parse_queues
 from irqtune.features.service_optin.config import OptInValues, parse_bool, parse_services
 from irqtune.features.zerocopy.config import ZeroCopyConfig
-from irqtune.services.measure import auto
-from irqtune.services.overlay import read_overlay_file
+from irqtune.shared.measure import follow
+from irqtune.shared.overlay import read_overlay_file
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", ".."))
 PROFILES = sorted(os.listdir(os.path.join(REPO, "profiles")))
@@ -86,8 +86,8 @@ def parse_errors(unit, options):
             errors.append(err)
     kind = unit.type
     if kind == "napi":
-        config, found = NapiConfig.from_options(options, auto=True)
-        errors += found + auto.from_options(config, options, 5)[1]
+        config, found = NapiConfig.from_options(options, allow_auto=True)
+        errors += found + follow.from_options(config, options, 5)[1]
         attempt(parse_queues, options.get("queues"))
     elif kind == "nic_housekeeping":
         errors += HousekeepingConfig.from_options(options)[1]

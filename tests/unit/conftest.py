@@ -7,17 +7,18 @@ module imports another.
 The tests are laid out by what they test (docs/architecture.md):
 
   kernel/     irqtune/kernel: netlink families, procfs/sysfs, files, values, caps
-  services/   irqtune/services: ledger, tuner contract, options, systemd, measure
+  shared/     irqtune/shared: ledger, tuner contract, options, systemd, measure
   features/   irqtune/features: one tuner per mechanism
   frontends/  irqtune/frontends and the irqtune command
   plugins/    tuned-plugins/, tuned-functions/ and profiles/ through TuneD
   bench/      bench/irqtune_bench
 
 Here, because they are about more than one folder:
-  test_layers.py            the import contracts of every layer and of the bench
+  test_layers.py            the import contracts of every layer and of the bench,
+                            the modules each layer holds (docs), logger names
   test_import_rule.py       the suites' import rule, over tests/
   test_shown_names.py       names.shown and every place that echoes a name
-  test_undecodable_names.py /proc bytes read by services, the doctor, metrics
+  test_undecodable_names.py /proc bytes read by shared, the doctor, metrics
   test_hostguard_identity.py, test_lab_*.py  tests/support itself (hostguard, rtlab)
 and the fixture folders they share with a layer's tests (doctor_, lab_,
 measure_, metrics_ and profile_fixtures)."""
@@ -28,7 +29,7 @@ import os
 import pytest
 
 from irqtune.features import gsim
-from irqtune.services import epoll
+from irqtune.shared import epoll
 from support.fakes.gsim import FakeKernel
 from support.tuned_loader import load_plugin_module, load_profile_functions
 

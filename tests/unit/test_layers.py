@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The library's layers (.importlinter, docs/architecture.md): kernel
-access -> shared services -> features -> front ends, no feature importing
+access -> shared -> features -> front ends, no feature importing
 another; and the bench's (bench/.importlinter): its floors, the
 orchestrator apart from what runs on the server and the client, nothing
 of the library.  import-linter is installed in `make check`'s virtualenv
@@ -56,6 +56,87 @@ def test_the_front_ends_docstring_names_its_modules_and_the_layers_they_use():
                 layers.update(n.module.split(".")[0] for n in ast.walk(tree)
                               if isinstance(n, ast.ImportFrom) and n.level > 1 and n.module)
     doc = irqtune.frontends.__doc__
-    assert modules and layers == {"kernel", "services", "features"}, (modules, layers)
+    assert modules and layers == {"kernel", "shared", "features"}, (modules, layers)
     assert [m for m in modules if m not in doc] == [], doc
     assert [layer for layer in sorted(layers) if layer not in doc] == [], doc
+
+
+LIBRARY = os.path.join(REPO, "irqtune")
+LAYERS = ("kernel", "shared", "features", "frontends")   # lowest first
+
+
+def modules_in(folder):
+    """A folder's modules as docs/architecture.md spells them: "x.py" for a
+    module, "x/" for a package; __init__ and __pycache__ left out."""
+    found = set()
+    for name in os.listdir(folder):
+        path = os.path.join(folder, name)
+        if name.endswith(".py") and name != "__init__.py":
+            found.add(name)
+        elif os.path.isfile(os.path.join(path, "__init__.py")):
+            found.add(name + "/")
+    return found
+
+
+def documented_tree():
+    """{folder: set of modules} from the tree in docs/architecture.md's
+    "Layers": a line "      name/   a.py, b/, c.py (what it is)," and its
+    continuation lines; "" for the lines of irqtune/ itself."""
+    import re
+    text = open(os.path.join(REPO, "docs", "architecture.md")).read()
+    block = text.split("\n    irqtune/\n", 1)[1].split("\n\n", 1)[0]
+    tree, folder = {}, None
+    for line in block.splitlines():
+        head = re.match(r"      (\S+/)\s", line)
+        if head:
+            folder = head.group(1)[:-1]
+        elif not line.startswith(" " * 28):
+            folder = ""
+        listing = re.sub(r"\([^)]*\)", "", line if folder == "" else line[28:])
+        tree.setdefault(folder, set()).update(
+            re.findall(r"(?<![\w/.])(\w+\.py|\w+/)(?=[\s,]|$)", listing))
+    return tree
+
+
+def test_architecture_md_lists_the_modules_of_each_layer():
+    """issue 50 item 4: the docs' tree is the tree; a module added, moved or
+    renamed fails here until docs/architecture.md says so."""
+    tree = documented_tree()
+    on_disk = {layer: modules_in(os.path.join(LIBRARY, layer)) for layer in LAYERS}
+    on_disk[""] = {m for m in modules_in(LIBRARY) if not m.endswith("/")}
+    assert set(tree) == set(on_disk), sorted(tree)
+    assert {k: sorted(v) for k, v in tree.items()} == \
+        {k: sorted(v) for k, v in on_disk.items()}
+    assert {m[:-1] for m in modules_in(LIBRARY) if m.endswith("/")} == set(LAYERS)
+
+
+def test_importlinter_lists_every_layer_in_order():
+    """The layers contract names every folder of the library, highest
+    first, so a new layer cannot sit outside the contract."""
+    import configparser
+    config = configparser.ConfigParser()
+    config.read(os.path.join(REPO, ".importlinter"))
+    layers = config["importlinter:contract:layers"]["layers"].split()
+    assert layers == ["irqtune." + layer for layer in reversed(LAYERS)]
+
+
+def test_every_module_logs_under_its_own_name():
+    """issue 50 item 4: a record's logger is the module that logged it
+    (logging.getLogger(__name__)), so a line in the daemon's debug log
+    points at its file; TuneD's log shows the plugin's name either way."""
+    import ast
+    wrong = []
+    for root, _, files in os.walk(LIBRARY):
+        for name in files:
+            if not name.endswith(".py"):
+                continue
+            path = os.path.join(root, name)
+            for node in ast.walk(ast.parse(open(path).read())):
+                if (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
+                        and node.func.attr == "getLogger" and node.args
+                        and not (isinstance(node.args[0], ast.Name)
+                                 and node.args[0].id == "__name__")
+                        and not (isinstance(node.args[0], ast.Constant)
+                                 and node.args[0].value == "tuned")):
+                    wrong.append("%s:%d" % (os.path.relpath(path, REPO), node.lineno))
+    assert wrong == []

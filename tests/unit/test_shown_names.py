@@ -18,9 +18,9 @@ import pytest
 from irqtune.kernel import cpus, names
 from irqtune.frontends import metrics, status, verify_report
 from irqtune.frontends.doctor import chain, targets
-from irqtune.services.epoll import EpollInstance, EpollParams, EpollTarget
+from irqtune.shared.epoll import EpollInstance, EpollParams, EpollTarget
 from irqtune.frontends.doctor.links import Report, format_text
-from irqtune.services.counters import Window
+from irqtune.shared.counters import Window
 from irqtune.kernel.errors import OptionError
 
 HIDE = "\x1b[2J\x1b[8m"            # ED 2 (clear screen), SGR 8 (concealed)

@@ -28,8 +28,8 @@ from irqtune.frontends import activeprofile, metrics
 from irqtune.frontends.doctor import targets
 from irqtune.kernel.kfs import KernelFs
 from irqtune.kernel.names import shown
-from irqtune.services import epoll
-from irqtune.services.measure import busy, procstat, tracefs
+from irqtune.shared import epoll
+from irqtune.shared.measure import busy, procstat, tracefs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 FIX = os.path.join(HERE, "doctor_fixtures")

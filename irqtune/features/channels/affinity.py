@@ -8,10 +8,10 @@ from ...kernel.errors import OptionError, describe_os_error
 from ...kernel.irqs import (KERNEL_OWNED_AFFINITY, affinity_error_reason, nic_queue_irqs,
                             read_affinity, read_effective_affinity, write_affinity)
 from ...kernel.values import format_index_list, parse_index_list
-from ...services.ledger import first, vector_keys
-from ...services.tuner import Check
+from ...shared.ledger import first, vector_keys
+from ...shared.tuner import Check
 
-log = logging.getLogger("irqtune.features.channels")
+log = logging.getLogger(__name__)
 
 
 class QueueAffinity:
@@ -19,7 +19,7 @@ class QueueAffinity:
 
     Originals live in the device's ledger entry as saved["irqs"]
     {vector key: {"affinity": cpulist, "irq": number}}, keyed by the
-    vector's action name (irqtune.services.ledger.vector_keys) so that a
+    vector's action name (irqtune.shared.ledger.vector_keys) so that a
     vector a driver requests again under another number inherits its
     original; "irq" is the number the vector had when it was last tuned,
     which tells apply_new what came back.

@@ -5,7 +5,7 @@ from dataclasses import dataclass
 
 from ...kernel.errors import OptionError
 from ...kernel.values import parse_index_list, parse_int
-from ...services.options import Option, parse_options
+from ...shared.options import Option, parse_options
 
 HOUSEKEEPING = "housekeeping"
 MAX_CHANNELS = 65535

@@ -9,10 +9,10 @@ import logging
 from ...kernel.errors import (NOT_PERMITTED, NetlinkRequestError, UnsupportedError,
                               describe_os_error)
 from ...kernel.netlink.ethtool import change_channels, channel_count
-from ...services.tuner import Check
+from ...shared.tuner import Check
 from .config import HOUSEKEEPING
 
-log = logging.getLogger("irqtune.features.channels")
+log = logging.getLogger(__name__)
 
 
 def plan_channels(current, wanted, housekeeping_count):

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """HousekeepingTuner: channel counts and queue IRQ affinity of devices, on
-the tuner contract (irqtune.services.tuner) with one ledger of originals."""
+the tuner contract (irqtune.shared.tuner) with one ledger of originals."""
 
 import logging
 from contextlib import nullcontext
@@ -9,13 +9,13 @@ from ...kernel.cpus import housekeeping_cpus
 from ...kernel.irqs import interrupt_names
 from ...kernel.kfs import KFS
 from ...kernel.netlink.ethtool import ChannelsFamily
-from ...services.ledger import take_device, vector_book
-from ...services.tuner import DeviceTuner, Refusals, on_kernel_name, verify_on_kernel_name
+from ...shared.ledger import take_device, vector_book
+from ...shared.tuner import DeviceTuner, Refusals, on_kernel_name, verify_on_kernel_name
 from .affinity import QueueAffinity
 from .config import HOUSEKEEPING, HousekeepingConfig
 from .counts import ChannelCounts
 
-log = logging.getLogger("irqtune.features.channels")
+log = logging.getLogger(__name__)
 
 
 class HousekeepingTuner(DeviceTuner):

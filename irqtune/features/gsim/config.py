@@ -9,7 +9,7 @@ from ...kernel import irqs as irqs_mod
 from ...kernel.errors import OptionError
 from ...kernel.kfs import KFS
 from ...kernel.values import parse_int
-from ...services.options import Option, parse_options
+from ...shared.options import Option, parse_options
 from .interface import RANGES
 
 

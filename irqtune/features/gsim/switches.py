@@ -3,7 +3,7 @@
 can moderate, allowing moderation on them, checking and putting them back.
 
 The book of originals ({"<irq>": {"name": action name, "allow": 0/1}},
-keyed by number and name: irqtune.services.ledger.irq_entry) belongs to the
+keyed by number and name: irqtune.shared.ledger.irq_entry) belongs to the
 GsimTuner's ledger; every call that reads or changes it takes it.
 """
 
@@ -11,7 +11,7 @@ import errno
 import logging
 import os
 
-from ...services.ledger import first, forget_changed_irqs, irq_entry
+from ...shared.ledger import first, forget_changed_irqs, irq_entry
 from .interface import GsimWriteError
 
 log = logging.getLogger(__name__)

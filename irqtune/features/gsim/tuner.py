@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The GSIM tuner: applies, verifies and restores a GsimConfig (the knobs,
 here) and an IrqSelection (the per-IRQ switches, gsim/switches.py) on
-irqtune.services.tuner's contract, and builds itself from options."""
+irqtune.shared.tuner's contract, and builds itself from options."""
 
 import errno
 import logging
@@ -11,9 +11,9 @@ from ...kernel import irqs as irqs_mod
 from ...kernel.caps import detect_kernel_features
 from ...kernel.errors import OptionError, describe_os_error, errno_name
 from ...kernel.kfs import KFS
-from ...services.ledger import first
-from ...services.overlay import overlaid
-from ...services.tuner import Check, Tuner
+from ...shared.ledger import first
+from ...shared.overlay import overlaid
+from ...shared.tuner import Check, Tuner
 from .config import OPTIONS, OVERLAY_PREFIX, GsimConfig, IrqSelection
 from .interface import (APPLY_ORDER, MISSING_MESSAGE, RESTORE_ORDER, RT_MISSING_MESSAGE,
                         GsimWriteError, accepted_range, detect)
@@ -37,7 +37,7 @@ class GsimTuner(Tuner):
     originals (the ledger):
       {"shape": ..., "knobs": {option: value},
        "irqs": {"<irq>": {"name": action name, "allow": 0/1}}}
-    First value wins (irqtune.services.ledger); an IRQ number whose name changed is
+    First value wins (irqtune.shared.ledger); an IRQ number whose name changed is
     a different interrupt.  iface None: the kernel has no GSIM, and every
     option set is unsupported.  rejected: {option: OptionError, or the
     kernel's error}.

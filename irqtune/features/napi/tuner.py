@@ -20,10 +20,10 @@ from ...kernel.napi_attrs import BY_NAME, DEFER_HARD_IRQS, GRO_FLUSH_TIMEOUT, IR
 from ...kernel.netlink.genl import NetlinkRequestError
 from ...kernel.netlink.netdev import NapiFamily, QueueFamily
 from ...kernel.values import format_index_list
-from ...services.ledger import positioned
-from ...services.measure import auto as measured
-from ...services.options import parse_options
-from ...services.tuner import Check, DeviceTuner, on_kernel_name, verify_on_kernel_name
+from ...shared.ledger import positioned
+from ...shared.measure import follow
+from ...shared.options import parse_options
+from ...shared.tuner import Check, DeviceTuner, on_kernel_name, verify_on_kernel_name
 from .config import OPTIONS, QUEUE_VALUES, NapiConfig, parse_queues
 
 log = logging.getLogger(__name__)
@@ -48,14 +48,14 @@ class NapiTuner(DeviceTuner):
     """
 
     def __init__(self, config, caps, queues=None, ledger=None, kfs=KFS, ifindex=None,
-                 ifname=None, auto=None):
+                 ifname=None, follower=None):
         super().__init__(ledger, ifindex, ifname)
         self.config = config
         self.caps = caps
         self.queues = queues
         self.kfs = kfs
-        # the values that follow measured services (irqtune.services.measure.auto.AutoValues)
-        self.auto = auto
+        # the values that follow measured services (irqtune.shared.measure.follow.Follower)
+        self.follower = follower
         self.tuned = {}             # {device: None} applied and not restored: what tick sets
         self.originals = self._load_state()
         self.per_napi, self.per_device, self.unsupported = self._plan()
@@ -205,14 +205,14 @@ class NapiTuner(DeviceTuner):
 
     def tick(self, lock):
         """On the plugin's periodic re-check: the auto values' services are
-        measured when a window is due (irqtune.services.measure.auto.AutoValues; the
+        measured when a window is due (irqtune.shared.measure.follow.Follower; the
         window runs without lock, so verify need not wait for it) and a
         change is set on every device tuned, under lock - nothing when the
         devices were restored meanwhile (the profile is being unapplied).
         Returns the Change, for the plugin's one log line, or None."""
-        if self.auto is None:
+        if self.follower is None:
             return None
-        change = self.auto.tick()
+        change = self.follower.tick()
         if change is None:
             return None
         with lock:
@@ -359,21 +359,21 @@ def build(options, env):
     """(NapiTuner or None, [OptionError]) from the napi plugin's options.
 
     The re-check interval comes first: gro_flush_timeout=auto and
-    irq_suspend_timeout=auto measure on it (irqtune.services.measure.auto,
+    irq_suspend_timeout=auto measure on it (irqtune.shared.measure.follow,
     which starts them at the series' values).  A bad value is left out; a
     bad queues leaves no tuner, as a scope left out would widen to every NAPI.
     """
     given, errors = parse_options([o for o in OPTIONS if o.name == "recheck_interval"], options)
     recheck = given.get("recheck_interval", NapiTuner.recheck_interval)
-    config, more = NapiConfig.from_options(options, auto=True)
+    config, more = NapiConfig.from_options(options, allow_auto=True)
     errors += more
     try:
         queues = parse_queues(options.get("queues"))
     except OptionError as err:
         return None, errors + [err]
-    values, more = measured.from_options(config, options, recheck)
+    values, more = follow.from_options(config, options, recheck)
     tuner = NapiTuner(config, detect_napi_capabilities(env.kfs), queues=queues, kfs=env.kfs,
-                      ledger=env.ledger("napi-" + env.instance, kin="napi-"), auto=values)
+                      ledger=env.ledger("napi-" + env.instance, kin="napi-"), follower=values)
     tuner.recheck_interval = recheck
     return tuner, errors + more
 

@@ -8,9 +8,9 @@ from dataclasses import dataclass
 
 from ...kernel.errors import OptionError, UnsupportedError
 from ...kernel.values import parse_int
-from ...services.epoll import LIBRARY_NAME
-from ...services.options import Option, parse_options
-from ...services.systemd import parse_services, reroot
+from ...shared.epoll import LIBRARY_NAME
+from ...shared.options import Option, parse_options
+from ...shared.systemd import parse_services, reroot
 
 # Where packages install the library: RPM arch libdir, the Makefile's
 # default, Debian multiarch.  The first that exists wins.

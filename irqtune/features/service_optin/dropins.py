@@ -17,7 +17,7 @@ from ...kernel import crashpoint, files
 from ...kernel.errors import IrqtuneError, describe_os_error
 from ...kernel.names import shown
 
-log = logging.getLogger("irqtune.features.service_optin")
+log = logging.getLogger(__name__)
 
 DROPIN_NAME = "50-irqtune-busypoll.conf"
 UNIT_DIR = "etc/systemd/system"

@@ -8,14 +8,14 @@ import os
 from ...kernel.caps import NO_BUSY_POLL, detect_kernel_features
 from ...kernel.errors import IrqtuneError, UnsupportedError, describe_os_error
 from ...kernel.kfs import KFS
-from ...services.epoll import preload_loaded
-from ...services.systemd import SYSTEMD_RUNNING_MARKER, Systemctl, systemd_running
+from ...shared.epoll import preload_loaded
+from ...shared.systemd import SYSTEMD_RUNNING_MARKER, Systemctl, systemd_running
 from .config import (BUDGET_WITHOUT_CAP, LIBRARY_NAME, OptInValues, check_library_path,
                      find_library, parse_services, reroot)
 from .dropins import (DROPIN_NAME, UNIT_DIR, DropIn, dropin_content, entries_from_state,
                       read_dropin, remove_dropins, roll_back, write_dropin)
 
-log = logging.getLogger("irqtune.features.service_optin")
+log = logging.getLogger(__name__)
 
 
 class ServiceOptIn:
@@ -23,7 +23,7 @@ class ServiceOptIn:
 
     root relocates the configuration paths (/etc, /run/systemd), kfs the
     procfs read for a service's mapped libraries; bus is
-    irqtune.services.systemd.Systemctl's seam (default: the system bus).
+    irqtune.shared.systemd.Systemctl's seam (default: the system bus).
     """
 
     def __init__(self, services, values=None, library=None, root="/",

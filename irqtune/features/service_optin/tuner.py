@@ -1,16 +1,16 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""The opt-in on the tuner contract (irqtune.services.tuner): ledger, verify
+"""The opt-in on the tuner contract (irqtune.shared.tuner): ledger, verify
 records, errors as values."""
 
 import logging
 
 from ...kernel.errors import IrqtuneError, UnsupportedError
-from ...services.options import parse_options
-from ...services.tuner import Check, Tuner
+from ...shared.options import parse_options
+from ...shared.tuner import Check, Tuner
 from .config import OPTIONS, OptInValues
 from .optin import ServiceOptIn
 
-log = logging.getLogger("irqtune.features.service_optin")
+log = logging.getLogger(__name__)
 
 
 class OptInTuner(Tuner):

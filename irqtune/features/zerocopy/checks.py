@@ -11,7 +11,7 @@ originals, napi, _nic, _rules and _ifindex (tuner.py).
 
 from ...kernel.netlink.ethtool import channel_count
 from ...kernel.netlink.ethtool_rx import TCP_DATA_SPLIT_NAMES
-from ...services.tuner import Check
+from ...shared.tuner import Check
 from .plan import ranges, refusal, rule_key
 from .steps import NTUPLE
 

@@ -8,7 +8,7 @@ from dataclasses import dataclass
 from ...kernel.errors import OptionError
 from ...kernel.netlink.ethtool_ntuple import FLOW_TYPES
 from ...kernel.values import U32_MAX, parse_choice, parse_int
-from ...services.options import Option, parse_options
+from ...shared.options import Option, parse_options
 
 MAX_QUEUES = 1024
 ON_OFF = {"on": True, "off": False, "1": True, "0": False, "true": True, "false": False,

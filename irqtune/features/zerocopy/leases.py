@@ -36,10 +36,10 @@ from ...kernel.errors import NOT_PERMITTED, IrqtuneError, describe_os_error
 from ...kernel.names import shown
 from ...kernel.netlink import netdev
 from ...kernel.values import format_index_list
-from ...services.tuner import Check
+from ...shared.tuner import Check
 from .plan import Refused
 
-log = logging.getLogger("irqtune.features.zerocopy.tuner")
+log = logging.getLogger(__name__)
 
 LEASES = "queue leases"
 

@@ -22,7 +22,7 @@ from ...kernel.netlink.genl import NetlinkRequestError
 from .plan import Refused, as_rule, channel_kind, refusal, rule_fields, rx_queue_count, spread
 
 # The tuner's logger: the steps log what the tuner does.
-log = logging.getLogger("irqtune.features.zerocopy.tuner")
+log = logging.getLogger(__name__)
 
 NTUPLE = "rx-ntuple-filter"
 

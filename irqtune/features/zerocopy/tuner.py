@@ -30,9 +30,9 @@ from ...kernel.errors import IrqtuneError, describe_os_error
 from ...kernel.netlink.ethtool import change_channels
 from ...kernel.netlink.ethtool_ntuple import NtupleRules
 from ...kernel.netlink.ethtool_rx import RxConfigFamily
-from ...services.ledger import take_device
-from ...services.overlay import overlaid
-from ...services.tuner import Check, DeviceTuner, Refusals, on_kernel_name, verify_on_kernel_name
+from ...shared.ledger import take_device
+from ...shared.overlay import overlaid
+from ...shared.tuner import Check, DeviceTuner, Refusals, on_kernel_name, verify_on_kernel_name
 from .checks import NicChecks
 from .config import OPTIONS, OVERLAY_PREFIX, ZeroCopyConfig
 from .leases import LEASES, LeaseKernel, LeaseSteps
@@ -295,7 +295,7 @@ def build(options, env, napi=None):
     """(ZeroCopyRxTuner, [OptionError]) from the zerocopy_rx plugin's
     options, laid over by its variables_file's zerocopy_<option>= lines.
 
-    napi: None, or the feature (irqtune.services.options.Feature) that sets
+    napi: None, or the feature (irqtune.shared.options.Feature) that sets
     per-NAPI values on the reserved queues: its options are laid over too,
     its build gives make(queues=, ledger=) -> a tuner of those queues, or
     None; each device's has its own ledger (the reserved queues differ).

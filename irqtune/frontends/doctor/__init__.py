@@ -7,7 +7,7 @@ measured window under the current traffic, during which the service's
 epoll waits are recorded: the values that fit its batches
 (irqtune.frontends.doctor.recommend).  Read-only: the target's epoll fds are
 duplicated and closed again, its sockets only where that cannot change
-their classification (irqtune.services.epoll), nothing is set, the target
+their classification (irqtune.shared.epoll), nothing is set, the target
 keeps running.
 """
 
@@ -25,7 +25,7 @@ from ...kernel.names import LINE_MAX, shown
 from ...kernel.netdevs import ifname_of
 from ...kernel.netlink import netdev
 from ...features.zerocopy import held_leases
-from ...services import counters, epoll
+from ...shared import counters, epoll
 from .. import activeprofile
 from . import chain, recommend, targets
 from .links import EXIT_CANNOT_TELL, Report, format_text  # noqa: F401
@@ -50,7 +50,7 @@ def diagnose(pids=(), devices=(), seconds=3.0, unit=None, kfs=KFS):
         instances[pid] = inspection.instances
         chain.check_bounds(report, inspection, targets.comm(pid, kfs))
     napi_ids = sorted({n for insts in instances.values() for i in insts for n in i.napi_ids})
-    # sockets left unread (irqtune.services.epoll): any NAPI of the named
+    # sockets left unread (irqtune.shared.epoll): any NAPI of the named
     # devices may be theirs, so each is judged
     unread = any(i.napi_unread for insts in instances.values() for i in insts)
 

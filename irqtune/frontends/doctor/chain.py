@@ -24,7 +24,7 @@ from ...kernel.napi_attrs import DEFER_HARD_IRQS as DEFER, GRO_FLUSH_TIMEOUT as 
 from ...kernel.napi_attrs import IRQ_SUSPEND_TIMEOUT as SUSPEND, THREADED
 from ...kernel.netdevs import netdev_names
 from ...kernel.values import format_duration_ns
-from ...services.epoll import LIBRARY_NAME
+from ...shared.epoll import LIBRARY_NAME
 from .links import BROKEN, INFO, OK, UNKNOWN
 
 # Busy polling must take at least this share of the rx packets in the
@@ -214,7 +214,7 @@ def check_epoll(report, inst, comm, napi_devices):
 
 def check_bounds(report, inspection, comm):
     """What the inspection's bounds left out of the target
-    (irqtune.services.epoll.Bounds), when they left out anything."""
+    (irqtune.shared.epoll.Bounds), when they left out anything."""
     skipped = inspection.skipped()
     if skipped:
         b = inspection.bounds

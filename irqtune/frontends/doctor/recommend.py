@@ -1,7 +1,7 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The doctor's `recommend` link: the target's busy periods measured over
-the window (irqtune.services.measure) and the values of the variables file that
-fit them (irqtune.services.measure.recommend).
+the window (irqtune.shared.measure) and the values of the variables file that
+fit them (irqtune.shared.measure.recommend).
 
 What the link says never changes whether suspension engages: it is INFO,
 except when a target process ended during the window (UNKNOWN: the
@@ -12,15 +12,15 @@ from dataclasses import asdict
 
 from ...kernel.errors import IrqtuneError
 from ...kernel.values import format_duration_ns
-from ...services.measure import epolltrace, recommend as rule
-from ...services.measure.recommend import VARIABLES_FILE
+from ...shared.measure import epolltrace, recommend as rule
+from ...shared.measure.recommend import VARIABLES_FILE
 from .links import INFO, UNKNOWN
 
 GROUP = "recommend"
 
 
 def start(pids, kfs):
-    """A started irqtune.services.measure.epolltrace.EpollTrace, or the reason there
+    """A started irqtune.shared.measure.epolltrace.EpollTrace, or the reason there
     is none (a string)."""
     try:
         return epolltrace.EpollTrace(pids, kfs).start()

@@ -10,8 +10,8 @@ import os
 from ...kernel.errors import IrqtuneError, describe_os_error, errno_error
 from ...kernel.kfs import KFS
 from ...kernel.netdevs import net_namespace
-from ...services.measure import procstat
-from ...services.systemd import UnitProcesses
+from ...shared.measure import procstat
+from ...shared.systemd import UnitProcesses
 
 CLONE_NEWNET = 0x40000000
 _libc = ctypes.CDLL(None, use_errno=True)
@@ -37,7 +37,7 @@ def check_pid(pid, kfs=KFS):
 
 
 def service_pids(unit, bus=None, kfs=KFS, root="/"):
-    """The pids of a running unit (irqtune.services.systemd.UnitProcesses:
+    """The pids of a running unit (irqtune.shared.systemd.UnitProcesses:
     the auto values find theirs the same way)."""
     try:
         return UnitProcesses(kfs, bus, root).pids(unit)

@@ -148,8 +148,8 @@ def test_auto_values_render_the_file(checker):
         "gro_flush_timeout=auto\nirq_suspend_timeout=AUTO\n"
         "auto_services=memcached,/run/nginx.pid\nauto_interval=60\n")
     config, library = NapiConfig.from_options({"gro_flush_timeout": "auto",
-                                               "irq_suspend_timeout": "AUTO"}, auto=True)
-    assert library == [] and config.auto == {"gro-flush-timeout", "irq-suspend-timeout"}
+                                               "irq_suspend_timeout": "AUTO"}, allow_auto=True)
+    assert library == [] and config.measured_attrs == {"gro-flush-timeout", "irq-suspend-timeout"}
 
 
 def test_stack_without_variables_writes_defaults_only(checker):

@@ -15,7 +15,7 @@ import os
 from irqtune.features import channels as ch
 from irqtune.kernel.kfs import KernelFs
 from irqtune.kernel.netlink.genl import NetlinkRequestError
-from irqtune.services.ledger import Ledger
+from irqtune.shared.ledger import Ledger
 from support.fakes.interrupts import QUEUE_IRQS
 
 ORIGINAL_AFFINITY = {24: "0-3", 25: "0", 26: "1", 27: "2", 28: "3"}

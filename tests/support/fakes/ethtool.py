@@ -27,7 +27,7 @@ from irqtune.features.zerocopy import ZeroCopyConfig, ZeroCopyRxTuner
 from irqtune.kernel.netlink import ethtool_ntuple as nt
 from irqtune.kernel.netlink.ethtool_ntuple import NtupleRules
 from irqtune.kernel.netlink.genl import NetlinkRequestError
-from irqtune.services.ledger import Ledger
+from irqtune.shared.ledger import Ledger
 
 
 class FakeNic:

@@ -13,7 +13,7 @@ queue-get of an ifindex no device has answers ENODEV, and napi-set of an
 id no NAPI has answers ENOENT.
 
 install(monkeypatch) makes the library's family classes (as the NAPI
-tuner, irqtune.services.counters and irqtune.frontends.metrics import them) this fake.
+tuner, irqtune.shared.counters and irqtune.frontends.metrics import them) this fake.
 """
 
 import errno

@@ -15,7 +15,7 @@ import pytest
 
 from irqtune.features import channels as ch
 from irqtune.kernel.errors import OptionError, UnsupportedError
-from irqtune.services.ledger import Ledger
+from irqtune.shared.ledger import Ledger
 from irqtune.kernel.kfs import KernelFs
 from support.fakes.channels import ORIGINAL_AFFINITY, FakeDriver, affinity, write
 from support.fakes.channels import housekeeping_tuner as tuner

@@ -29,7 +29,7 @@ from support.fakes.netdev import FULL, OLD_KERNEL
 from support.fakes.ethtool import FakeNic, ZeroCopyHost as Host
 
 from irqtune.kernel.kfs import KernelFs
-from irqtune.services.ledger import Ledger
+from irqtune.shared.ledger import Ledger
 from irqtune.features.napi import NapiConfig, NapiTuner
 
 QUEUE_IRQS = (25, 26, 27, 28)

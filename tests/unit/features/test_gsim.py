@@ -19,7 +19,7 @@ import pytest
 from irqtune.features import gsim
 from irqtune.kernel import irqs
 from irqtune.kernel.errors import OptionError
-from irqtune.services.ledger import Ledger
+from irqtune.shared.ledger import Ledger
 from irqtune.kernel.kfs import KernelFs
 from support.fakes.gsim import ETH0_QUEUES, IRQS, NCPU, SEED, interrupts_text, set_originals
 from support.fakes.gsim import gsim_tuner as tuner

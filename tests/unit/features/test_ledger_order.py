@@ -18,7 +18,7 @@ import pytest
 from irqtune.kernel import crashpoint
 from irqtune.kernel.caps import NapiCapabilities
 from irqtune.kernel.kfs import KernelFs
-from irqtune.services.ledger import Ledger
+from irqtune.shared.ledger import Ledger
 from irqtune.features.napi import NapiConfig, NapiTuner
 from support.fakes.systemd import FakeSystemd
 

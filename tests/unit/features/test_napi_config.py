@@ -4,7 +4,7 @@ import logging
 import pytest
 
 from irqtune.kernel.caps import NapiCapabilities
-from irqtune.services.tuner import Check
+from irqtune.shared.tuner import Check
 from irqtune.features.napi import NapiConfig, NapiTuner
 from irqtune.kernel.kfs import KernelFs
 from support.fakes.netdev import FULL, OLD_KERNEL

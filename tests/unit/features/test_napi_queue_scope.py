@@ -12,7 +12,7 @@ i-th NAPI - here with four queue pairs.
 import pytest
 from support.fakes.netdev import FULL, FakeNetdev
 
-from irqtune.services.ledger import Ledger
+from irqtune.shared.ledger import Ledger
 from irqtune.features.napi import NapiConfig, NapiTuner
 
 SCOPE = [1, 3]

@@ -21,7 +21,7 @@ from irqtune.features import service_optin as so
 from irqtune.kernel.kfs import KernelFs
 from irqtune.kernel.errors import IrqtuneError, OptionError, UnsupportedError
 from irqtune.kernel.names import shown
-from irqtune.services import systemd
+from irqtune.shared import systemd
 from support.fakes.optin import LIB, dropin, make_root
 from support.fakes.systemd import FakeSystemd
 

@@ -21,8 +21,8 @@ import pytest
 
 from irqtune.features import channels as ch
 from irqtune.kernel.kfs import KernelFs
-from irqtune.services import ledger
-from irqtune.services.ledger import Ledger
+from irqtune.shared import ledger
+from irqtune.shared.ledger import Ledger
 
 HEADER = "           CPU0       CPU1       \n"
 LINE = " %d:%s PCI-MSIX-0000:00:03.0   %d-edge      %s\n"

@@ -2,7 +2,7 @@
 """verify fails when it cannot tell.
 
 TuneD counts a plugin whose verify logs no failure as verified, and an
-empty list of Checks as nothing to check (irqtune/services/tuner.py), so a value
+empty list of Checks as nothing to check (irqtune/shared/tuner.py), so a value
 verify cannot read must become a failing Check - never a skipped one -
 for every tuner that verifies: napi, nic_housekeeping (channels and queue
 IRQ affinity), gsim and zerocopy_rx.  Only something that is gone (a

@@ -15,11 +15,11 @@ import logging
 
 import pytest
 
-from irqtune.services.tuner import Check
+from irqtune.shared.tuner import Check
 
 from irqtune.kernel.errors import OptionError
 from irqtune.kernel.netlink.ethtool_ntuple import FlowRule
-from irqtune.services.ledger import Ledger
+from irqtune.shared.ledger import Ledger
 from irqtune.features.zerocopy import ZeroCopyConfig, ZeroCopyRxTuner
 
 from irqtune.kernel.netlink.ethtool_ntuple import NtupleRules
@@ -262,7 +262,7 @@ class FakeNapiTuner:
         return 0
 
     def verify(self, ifname):
-        # The tuner contract (irqtune/services/tuner.py): a list of Check records.
+        # The tuner contract (irqtune/shared/tuner.py): a list of Check records.
         return [Check.compare("NAPI of queue %d defer_hard_irqs" % q, v, 50)
                 for q, v in self.values.items()]
 
@@ -349,7 +349,7 @@ def napi_part(monkeypatch):
     with the kernel's capabilities stubbed."""
     from irqtune.features import napi
     from irqtune.kernel.caps import KernelFeatures, NapiCapabilities
-    from irqtune.services.options import Feature
+    from irqtune.shared.options import Feature
     caps = NapiCapabilities(True, True, True, frozenset(
         ("defer-hard-irqs", "gro-flush-timeout", "irq-suspend-timeout")),
         kernel=KernelFeatures(busy_poll=True))
@@ -359,7 +359,7 @@ def napi_part(monkeypatch):
 
 def test_build_lays_its_variables_file_over_the_napi_values_too(tmp_path, napi_part):
     from irqtune.features import zerocopy
-    from irqtune.services.tuner import Env
+    from irqtune.shared.tuner import Env
     overlay = tmp_path / "zerocopy-rx-host-variables.conf"
     overlay.write_text("zerocopy_queues=2\nzerocopy_napi_defer_hard_irqs=7\n")
     tuner, errors = zerocopy.build({"queues": "1", "variables_file": str(overlay),
@@ -377,7 +377,7 @@ def test_build_lays_its_variables_file_over_the_napi_values_too(tmp_path, napi_p
 
 def test_build_without_napi_values_tunes_no_napi(tmp_path, napi_part):
     from irqtune.features import zerocopy
-    from irqtune.services.tuner import Env
+    from irqtune.shared.tuner import Env
     tuner, errors = zerocopy.build({"queues": "1"}, Env("zc", state_dir=str(tmp_path)),
                                    napi=napi_part)
     assert errors == [] and tuner._napi_factory is None and not tuner.needs_watching

@@ -18,7 +18,7 @@ from irqtune.features.zerocopy import ZeroCopyConfig, ZeroCopyRxTuner
 from irqtune.kernel.errors import Extack
 from irqtune.kernel.netlink.genl import NetlinkRequestError
 from irqtune.kernel.netlink.netdev import QueueLease
-from irqtune.services.ledger import Ledger
+from irqtune.shared.ledger import Ledger
 from support.fakes.ethtool import FakeNic
 from support.fakes.leases import FakeLeases
 

@@ -120,7 +120,7 @@ def test_unexpected_error_is_one_line(monkeypatch, capsys, command, code):
 
 
 def test_watch_of_a_device_removed_meanwhile_is_an_irqtune_error():
-    from irqtune.services.counters import sample
+    from irqtune.shared.counters import sample
     with pytest.raises(IrqtuneError, match="device nosuchdev: no such device"):
         sample("nosuchdev")
 
@@ -374,7 +374,7 @@ def test_the_command_parses_in_one_module_and_works_in_front_ends():
     installed command only call irqtune.cli.main."""
     assert imported("irqtune/__main__.py") == {"sys", "irqtune.cli"}
     assert not [m for m in imported("irqtune/cli.py") if m.startswith(
-        ("irqtune.services", "irqtune.features", "irqtune.kernel.netlink", "irqtune.kernel.caps"))]
+        ("irqtune.shared", "irqtune.features", "irqtune.kernel.netlink", "irqtune.kernel.caps"))]
     with open(os.path.join(REPO, "pyproject.toml")) as f:
         assert 'irqtune = "irqtune.cli:main"' in f.read()
     with open(os.path.join(REPO, "Makefile")) as f:

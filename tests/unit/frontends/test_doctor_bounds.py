@@ -21,7 +21,7 @@ import pytest
 from irqtune.frontends.doctor import chain
 from irqtune.frontends.doctor.links import Report
 from irqtune.kernel.kfs import KernelFs
-from irqtune.services import epoll
+from irqtune.shared import epoll
 
 
 @pytest.fixture

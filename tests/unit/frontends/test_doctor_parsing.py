@@ -22,9 +22,9 @@ from irqtune.frontends import activeprofile
 from irqtune.kernel import syscalls
 from irqtune.kernel.caps import NapiCapabilities
 from irqtune.frontends.doctor import chain
-from irqtune.services import epoll
+from irqtune.shared import epoll
 from irqtune.frontends.doctor.links import Report, format_text
-from irqtune.services.counters import Window
+from irqtune.shared.counters import Window
 from irqtune.kernel.kfs import KernelFs
 from irqtune.frontends.metrics import Family, render
 from support.fakes.systemd import FakeSystemd

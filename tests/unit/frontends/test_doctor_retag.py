@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """The doctor duplicates a target's socket only where that cannot re-tag
-it (irqtune.services.epoll), and says so where it leaves the sockets alone.
+it (irqtune.shared.epoll), and says so where it leaves the sockets alone.
 
 Fixtures in doctor_fixtures/, /proc/cgroups of the development host
 (Linux 6.18, cgroup v1 controllers mounted beside a v2 hierarchy):
@@ -18,7 +18,7 @@ import select
 import socket
 
 from irqtune.frontends.doctor import chain
-from irqtune.services import epoll
+from irqtune.shared import epoll
 from irqtune.frontends.doctor.links import Report
 
 FIX = os.path.join(os.path.dirname(os.path.dirname(os.path.abspath(__file__))), "doctor_fixtures")

@@ -8,7 +8,7 @@ from irqtune.kernel.errors import OptionError
 from irqtune.kernel.kfs import KernelFs
 from irqtune.kernel.names import shown
 from irqtune.kernel.values import parse_index_list
-from irqtune.services.tuner import Env
+from irqtune.shared.tuner import Env
 
 
 @pytest.fixture

@@ -14,7 +14,7 @@ from irqtune.kernel import files
 from irqtune.frontends import metrics
 from irqtune.features import service_optin as so
 from irqtune.kernel.errors import IrqtuneError
-from irqtune.services.ledger import Ledger
+from irqtune.shared.ledger import Ledger
 
 
 def mode(path):

@@ -27,7 +27,7 @@ from irqtune.frontends.status import table as status
 from irqtune.kernel.caps import KernelFeatures, NapiCapabilities, detect_kernel_features
 from irqtune.kernel.errors import UnsupportedError
 from irqtune.kernel.kfs import KernelFs
-from irqtune.services.tuner import Env
+from irqtune.shared.tuner import Env
 from irqtune.features.napi import NapiConfig, NapiTuner
 from support.fakes.systemd import FakeSystemd
 

@@ -26,7 +26,7 @@ from support.shared import PYTHON_FOR_ALL
 from irqtune.kernel import files
 from irqtune.kernel.errors import IrqtuneError
 from irqtune.kernel.kfs import KernelFs
-from irqtune.services.measure import auto
+from irqtune.shared.measure import follow
 
 NOBODY = 65534
 
@@ -271,7 +271,7 @@ def test_the_issues_swap_through_another_mount_namespace_is_refused_once(swapped
     path, pid = swapped
     with open(path) as f:                           # what a plain open sees
         assert f.read().strip() == str(pid)
-    services = auto.Services([path], KernelFs())
+    services = follow.Services([path], KernelFs())
     caplog.set_level(logging.DEBUG, logger="irqtune")
     for _ in range(3):
         with pytest.raises(IrqtuneError, match="srv.pid: pid file refused"):

@@ -10,7 +10,7 @@ import pytest
 from support.tuned_loader import load_plugin_module, plugin_base
 
 from irqtune.kernel.errors import NetlinkRequestError
-from irqtune.services.tuner import DeviceTuner
+from irqtune.shared.tuner import DeviceTuner
 
 
 class DumpFails(DeviceTuner):
@@ -191,7 +191,7 @@ def test_a_link_event_of_a_device_renamed_without_a_move_event_retunes_it(
 
 class Minimal(DeviceTuner):
     """Only what the contract requires of a device tuner: the rest is the
-    contract's defaults (irqtune.services.tuner.Tuner, DeviceTuner)."""
+    contract's defaults (irqtune.shared.tuner.Tuner, DeviceTuner)."""
 
     def apply(self, *ifnames):
         return len(ifnames)

@@ -8,7 +8,7 @@ import os
 import pytest
 
 from irqtune.frontends.plugins import PLUGINS
-from irqtune.services.tuner import Env
+from irqtune.shared.tuner import Env
 from support.tuned_loader import load_plugin_module
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(__file__), "..", "..", ".."))

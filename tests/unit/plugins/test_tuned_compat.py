@@ -42,7 +42,7 @@ import sys
 import pytest
 
 from support.tuned_loader import load_plugin_module, plugin_base
-from irqtune.services.tuner import Check, DeviceTuner
+from irqtune.shared.tuner import Check, DeviceTuner
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 REPO = os.path.abspath(os.path.join(HERE, "..", "..", ".."))

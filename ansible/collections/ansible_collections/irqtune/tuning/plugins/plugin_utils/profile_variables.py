@@ -160,8 +160,8 @@ def feeds(profile_dir, profile, plugins, prefixes):
     found = {}
     for name, plugin, option, unit in whole + listed:
         declared = {o.name: o for o in plugins.get(plugin, ())}.get(option)
-        auto = bool(declared and declared.auto and unit.get(declared.auto, "").strip())
-        found.setdefault(name, []).append((plugin if declared else None, option, auto))
+        allow_auto = bool(declared and declared.follows and unit.get(declared.follows, "").strip())
+        found.setdefault(name, []).append((plugin if declared else None, option, allow_auto))
     return found
 
 
@@ -200,12 +200,12 @@ class ProfileVariables:
                         plugins, prefixes)
             for name, targets in fed.items():
                 self.checks[profile].setdefault(name, [])
-                for plugin, option, auto in targets:
+                for plugin, option, allow_auto in targets:
                     if plugin is not None:
                         option = {o.name: o for o in plugins[plugin]}[option]
                         if option.parse is not None:
                             self.checks[profile][name].append(
-                                lambda _, text, o=option, a=auto: o.value(text, a))
+                                lambda _, text, o=option, a=allow_auto: o.value(text, a))
                     elif option in TUNED_OPTION_KINDS:
                         self.checks[profile][name].append(kinds[TUNED_OPTION_KINDS[option]])
 

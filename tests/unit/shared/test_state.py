@@ -3,7 +3,7 @@ import os
 
 from irqtune.kernel.caps import NapiCapabilities
 from irqtune.features.napi import NapiConfig, NapiTuner
-from irqtune.services.ledger import Ledger
+from irqtune.shared.ledger import Ledger
 from irqtune.kernel.kfs import KernelFs
 from support.fakes.systemd import FakeSystemd
 
@@ -44,14 +44,14 @@ def test_tuner_takes_originals_from_a_previous_run(tmp_path):
     assert not (tmp_path / "napi.json").exists()
 
 
-# -- the ledger's rules (irqtune.services.ledger) ---------------------------------------
+# -- the ledger's rules (irqtune.shared.ledger) ---------------------------------------
 
 def test_a_ledger_that_cannot_be_written_stops_the_change(tmp_path, fake_kernel):
     """Nothing changes without its original on disk: the tuner raises
     LedgerError (the plugins' guard logs it) before the first write."""
     import pytest
     from support.fakes.gsim import SEED, gsim_tuner as tuner
-    from irqtune.services.ledger import LedgerError
+    from irqtune.shared.ledger import LedgerError
     k = fake_kernel()
     before = k.knobs()
     (tmp_path / "not-a-dir").write_text("")
@@ -62,7 +62,7 @@ def test_a_ledger_that_cannot_be_written_stops_the_change(tmp_path, fake_kernel)
 
 
 def test_a_ledger_left_after_restore_is_logged_not_raised(tmp_path, caplog):
-    from irqtune.services.ledger import Ledger as L
+    from irqtune.shared.ledger import Ledger as L
     (tmp_path / "not-a-dir").write_text("")
     path = tmp_path / "not-a-dir" / "x.json"
     L("x", str(tmp_path / "not-a-dir")).update({"a": 1})

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """A measurement window's memory and its perf events
-(irqtune.services.measure.epolltrace, busy): decoded as the rings drain, so what
+(irqtune.shared.measure.epolltrace, busy): decoded as the rings drain, so what
 the daemon keeps is bounded by what it keeps, not by how fast the target
 waits; and every way out between opening and closing the events closes
 them.
@@ -21,7 +21,7 @@ import tracemalloc
 import pytest
 
 from irqtune.kernel.errors import IrqtuneError
-from irqtune.services.measure import busy, epolltrace, perf
+from irqtune.shared.measure import busy, epolltrace, perf
 from test_measure import decoder, enter, exit_
 
 

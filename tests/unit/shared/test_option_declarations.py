@@ -11,7 +11,7 @@ import pytest
 
 from ansible_collections.irqtune.tuning.plugins.plugin_utils import profile_variables
 from irqtune.kernel.errors import OptionError
-from irqtune.services.options import Option
+from irqtune.shared.options import Option
 from irqtune.frontends.plugins import PLUGINS
 from irqtune.kernel.values import parse_int
 from support.tuned_loader import load_plugin_module
@@ -90,10 +90,10 @@ def test_options_md_is_generated():
 
 def test_renamed_values_name_their_option():
     from irqtune.features.napi import VALUES, NapiConfig
-    from irqtune.services.options import renamed
+    from irqtune.shared.options import renamed
     config, errors = NapiConfig.from_options({"napi_defer_hard_irqs": "5",
                                               "napi_gro_flush_timeout": "auto"},
                                              declared=renamed(VALUES, "napi_"))
-    assert config.defer_hard_irqs == 5 and config.auto == frozenset()
+    assert config.defer_hard_irqs == 5 and config.measured_attrs == frozenset()
     assert [(e.option, e.value) for e in errors] == [("napi_gro_flush_timeout", "auto")]
     assert isinstance(errors[0], OptionError)

@@ -23,7 +23,7 @@ verify(device) -> [Check]
 tick(lock)
     On the plugin's periodic re-check: a tuner whose values follow a
     measurement (NapiTuner with gro_flush_timeout=auto,
-    irqtune.services.measure.auto) measures when due and sets the new values
+    irqtune.shared.measure.follow) measures when due and sets the new values
     itself, under lock; it returns what changed (for one log line) or
     None.  The originals stay those saved first, so restore is unchanged;
     verify checks the values last set.  The default measures nothing.
@@ -57,7 +57,7 @@ rejected
     {what: why} values the kernel (or systemd) refused at apply; verify
     reports each as a failure, like an option error.
 ledger
-    The irqtune.services.ledger.Ledger of the originals (None: in memory only).
+    The irqtune.shared.ledger.Ledger of the originals (None: in memory only).
 needs_watching
     True when drivers may recreate what the tuner set (NAPIs, IRQs), so the
     plugin runs the link watcher and the periodic re-check.
@@ -83,12 +83,12 @@ device originals, renames followed); the plugins call the contract only,
 never probing a tuner for what it has.
 
 Exceptions: tuners raise only for bugs and for a ledger that cannot be
-written (irqtune.services.ledger.LedgerError: nothing is changed without its
+written (irqtune.shared.ledger.LedgerError: nothing is changed without its
 original on disk); the plugin base turns any exception into one log line
 (see irqtune_common.ENTRY_POINTS).
 
 Kernel files are reached through an irqtune.kernel.kfs.KernelFs (the tuners'
-kfs argument), originals kept through an irqtune.services.ledger.Ledger.
+kfs argument), originals kept through an irqtune.shared.ledger.Ledger.
 """
 
 import functools
@@ -174,7 +174,7 @@ class Tuner:
     it keeps nothing per device and knows no device names.
 
     The originals (self.originals) go to and come from the ledger here
-    only (_save_state, _load_state), by irqtune.services.ledger's rules; a tuner
+    only (_save_state, _load_state), by irqtune.shared.ledger's rules; a tuner
     says how its originals look as JSON (_to_ledger, _from_ledger).
     Subclasses call Tuner.__init__ first.
     """
@@ -243,7 +243,7 @@ class Tuner:
 
     def _save_state(self, before_change=True):
         """The originals on disk: before a change (LedgerError stops it), or
-        after a restore or forget (a failure is logged); irqtune.services.ledger."""
+        after a restore or forget (a failure is logged); irqtune.shared.ledger."""
         if self.ledger is not None:
             (self.ledger.save if before_change else self.ledger.update)(self._to_ledger())
 
@@ -302,7 +302,7 @@ class DeviceTuner(Tuner):
 
     def _originals_of(self, ifname, ifindex, **empty):
         """originals[ifname] of the device that has ifindex now
-        (irqtune.services.ledger.device_entry: {"ifindex": ifindex, **empty} when
+        (irqtune.shared.ledger.device_entry: {"ifindex": ifindex, **empty} when
         new), or what another instance of the plugin saved for it
         (Ledger.kin_device) when this one has nothing of it."""
         saved = self.originals.get(ifname)

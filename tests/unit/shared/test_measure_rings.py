@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""A CPU's perf ring (irqtune.services.measure.perf.CpuRing) that fails
+"""A CPU's perf ring (irqtune.shared.measure.perf.CpuRing) that fails
 half made - a later event's perf_event_open, the ring's mmap, the
 SET_OUTPUT that joins an event to the ring, the SET_FILTER the kernel
 refuses (EINVAL for a filter it cannot parse) - closes every event it
@@ -21,7 +21,7 @@ import types
 import pytest
 
 from irqtune.kernel.errors import IrqtuneError
-from irqtune.services.measure import epolltrace, perf
+from irqtune.shared.measure import epolltrace, perf
 from test_measure import formats
 
 MEMFD = "irqtune-fake-perf-event"

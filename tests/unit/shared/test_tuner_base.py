@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""The originals' plumbing every device tuner inherits (irqtune.services.tuner.
+"""The originals' plumbing every device tuner inherits (irqtune.shared.tuner.
 DeviceTuner): the ledger written and read in one place, another
 instance's originals taken over, a forgotten device dropped from every
 book."""
@@ -7,8 +7,8 @@ book."""
 import json
 import os
 
-from irqtune.services.ledger import Ledger
-from irqtune.services.tuner import DeviceTuner
+from irqtune.shared.ledger import Ledger
+from irqtune.shared.tuner import DeviceTuner
 
 
 class Books(DeviceTuner):

@@ -1,12 +1,12 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""irqtune.services.measure and the doctor's recommend link, on fixtures.
+"""irqtune.shared.measure and the doctor's recommend link, on fixtures.
 
 Fixtures in measure_fixtures/, from Linux 6.18 of the development host
 (Debian 12 userland), both from the same boot (tracepoint ids are
 per boot):
 - events/syscalls/sys_{enter,exit}_epoll_{wait,pwait,pwait2}/format:
   the tracefs format files, copied with cat;
-- ring-epoll-6.18.bin: the bytes irqtune.services.measure.perf copied out of one
+- ring-epoll-6.18.bin: the bytes irqtune.shared.measure.perf copied out of one
   CPU's ring buffer while a Python process (epoll over three pipes) did:
   all three pipes written, wait (3 events), spin 2 ms, wait with timeout
   0 (none), one pipe written, wait (1 event), spin 1 ms, wait (none).
@@ -22,8 +22,8 @@ import pytest
 from irqtune.frontends.doctor.links import Report, format_text
 from irqtune.frontends.doctor import recommend as doctor_recommend
 from irqtune.kernel.errors import IrqtuneError, describe_os_error, errno_error
-from irqtune.services.measure import busy, epolltrace, perf, recommend, tracefs
-from irqtune.services.measure.epolltrace import Recorded
+from irqtune.shared.measure import busy, epolltrace, perf, recommend, tracefs
+from irqtune.shared.measure.epolltrace import Recorded
 from irqtune.kernel.values import format_duration_ns, parse_duration_ns
 
 HERE = os.path.dirname(os.path.abspath(__file__))

@@ -4,8 +4,8 @@
 The six syscall tracepoints of epoll_wait, epoll_pwait and epoll_pwait2
 (entry and return, CONFIG_FTRACE_SYSCALLS) on every online CPU, filtered
 in the kernel on the target's thread ids, into perf ring buffers
-(irqtune.services.measure.perf) that a thread of ours drains while the window
-runs, decoding as it goes (irqtune.services.measure.busy.Tracker): what is kept is
+(irqtune.shared.measure.perf) that a thread of ours drains while the window
+runs, decoding as it goes (irqtune.shared.measure.busy.Tracker): what is kept is
 the busy periods, compact and at most busy.MAX_PERIODS, never the
 samples, so a target waiting as fast as it can (epoll_wait with timeout
 0 in a loop) costs the daemon CPU time for the window, not memory.  A

@@ -1,6 +1,6 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
 """gro_flush_timeout=auto / irq_suspend_timeout=auto: the decisions of
-irqtune.services.measure.auto (when to measure, the band, the bounds) and the
+irqtune.shared.measure.follow (when to measure, the band, the bounds) and the
 services it measures, with a fake clock and fake windows; the option
 "auto" and NapiTuner.tick (the tuner measures and sets what changed), on
 the fake netdev family (support/fakes/netdev.py); the napi plugin's
@@ -27,11 +27,11 @@ from irqtune.frontends.doctor import targets
 from irqtune.kernel import files
 from irqtune.kernel.errors import IrqtuneError
 from irqtune.kernel.kfs import KernelFs
-from irqtune.services.ledger import Ledger
-from irqtune.services.measure import auto, busy
-from irqtune.services.measure.epolltrace import Recorded
+from irqtune.shared.ledger import Ledger
+from irqtune.shared.measure import busy, follow
+from irqtune.shared.measure.epolltrace import Recorded
 from irqtune.features.napi import NapiConfig, NapiTuner
-from irqtune.services.tuner import DeviceTuner
+from irqtune.shared.tuner import DeviceTuner
 from support.fakes.systemd import FakeSystemd
 
 STAT = ("4242 (memcached) S 1 4242 4242 0 -1 4194624 2301 0 0 0 1234 567 0 0 20 0 10 0 "
@@ -46,12 +46,12 @@ STATUS = ("Name:\tgdbus\nUmask:\t0022\nState:\tS (sleeping)\nTgid:\t3534\nNgid:\
 # -- the services -------------------------------------------------------------
 
 def test_auto_services_names_units_and_pid_files():
-    assert auto.parse_services("memcached, nginx.service,memcached ,, /run/x.pid") == \
+    assert follow.parse_services("memcached, nginx.service,memcached ,, /run/x.pid") == \
         ["memcached.service", "nginx.service", "/run/x.pid"]
-    assert auto.parse_services(None) == [] and auto.parse_services(" , ") == []
+    assert follow.parse_services(None) == [] and follow.parse_services(" , ") == []
     for bad in ("memcached.socket", "run/x.pid", "/run/../x.pid", "my unit", "/run/my x.pid"):
         with pytest.raises(IrqtuneError) as err:
-            auto.parse_services("memcached, " + bad)
+            follow.parse_services("memcached, " + bad)
         assert str(err.value).startswith("auto_services: invalid value '")
         assert str(err.value).endswith("(accepted: systemd service units (name or "
                                        "name.service) or absolute paths of pid files, "
@@ -103,7 +103,7 @@ def test_services_from_units_and_pid_files(tmp_path):
     kfs = KernelFs(proc=str(tmp_path / "proc"), sys=str(tmp_path / "sys"))
     bus = FakeSystemd({"memcached.service": {"ControlGroup": "/system.slice/memcached.service"}})
     clock = Clock()
-    services = auto.Services(["memcached.service", str(tmp_path / "srv.pid")], kfs, bus,
+    services = follow.Services(["memcached.service", str(tmp_path / "srv.pid")], kfs, bus,
                              clock, str(tmp_path))
     assert services.pids() == [7, 8, 42]
     assert services.pids() == [7, 8, 42]            # the control group is known: systemd not asked
@@ -116,7 +116,7 @@ def test_services_from_units_and_pid_files(tmp_path):
                                            "no process; .*srv.pid: no running process"):
         services.pids()
     assert bus.asked().count("ControlGroup") == 1
-    clock.now += auto.RETRY
+    clock.now += follow.RETRY
     with pytest.raises(IrqtuneError, match=r"the unit runs no process \(ActiveState=inactive\)"):
         services.pids()
     with pytest.raises(IrqtuneError, match="the unit runs no process;"):
@@ -192,7 +192,7 @@ def test_a_unit_processes_on_each_cgroup_layout(tmp_path, layout):
 
     bus = FakeSystemd({"memcached.service": {"MainPID": 7,
                                              "ControlGroup": "/system.slice/memcached.service"}})
-    services = auto.Services(["memcached.service"], kfs, bus, root=str(tmp_path))
+    services = follow.Services(["memcached.service"], kfs, bus, root=str(tmp_path))
     assert services.pids() == [7, 8]
     assert targets.service_pids("memcached.service", bus, kfs, str(tmp_path)) == [7, 8]
 
@@ -201,7 +201,7 @@ def test_a_unit_processes_on_each_cgroup_layout(tmp_path, layout):
 def test_a_pid_file_holds_ascii_digits(tmp_path, text):
     (tmp_path / "proc" / "42").mkdir(parents=True)
     pid_file(tmp_path / "srv.pid", text)
-    services = auto.Services([str(tmp_path / "srv.pid")], KernelFs(proc=str(tmp_path / "proc")))
+    services = follow.Services([str(tmp_path / "srv.pid")], KernelFs(proc=str(tmp_path / "proc")))
     with pytest.raises(IrqtuneError, match="srv.pid: no running process in the pid file"):
         services.pids()
 
@@ -259,13 +259,13 @@ def test_a_pid_file_another_user_could_write_is_refused(tmp_path, caplog, never_
     bad = tmp_path / "srv.pid"
     make(bad)
     good = pid_file(tmp_path / "other.pid", "43\n")
-    services = auto.Services([str(bad), good], KernelFs(proc=str(tmp_path / "proc")))
+    services = follow.Services([str(bad), good], KernelFs(proc=str(tmp_path / "proc")))
     caplog.set_level(logging.DEBUG, logger="irqtune")
     assert services.pids() == [43]
     assert services.pids() == [43]
     assert refused_lines(caplog) == [
         "auto_services: pid file %s refused: %s (accepted: %s)" % (bad, why, files.ROOT_ONLY)]
-    alone = auto.Services([str(bad)], KernelFs(proc=str(tmp_path / "proc")))
+    alone = follow.Services([str(bad)], KernelFs(proc=str(tmp_path / "proc")))
     with pytest.raises(IrqtuneError, match="no process runs: .*srv.pid: pid file refused$"):
         alone.pids()
     os.unlink(str(bad))
@@ -287,14 +287,14 @@ def test_a_pid_taken_over_after_the_file_was_written_is_refused_once(tmp_path, c
     written_ago(taken, 60)
     good = pid_file(tmp_path / "other.pid", "43\n")
     written_ago(good, 90)
-    services = auto.Services([taken, good], KernelFs(proc=str(proc)))
+    services = follow.Services([taken, good], KernelFs(proc=str(proc)))
     caplog.set_level(logging.DEBUG, logger="irqtune")
     for _ in range(3):
         assert services.pids() == [43]
     assert refused_lines(caplog) == [
         "auto_services: pid file %s refused: pid 42 started after the file was last written: "
         "not the process that wrote it (its pid was reused after it ended)" % taken]
-    alone = auto.Services([taken], KernelFs(proc=str(proc)))
+    alone = follow.Services([taken], KernelFs(proc=str(proc)))
     with pytest.raises(IrqtuneError, match="no process runs: .*srv.pid: pid 42 started after "
                                            "the file was last written$"):
         alone.pids()
@@ -312,7 +312,7 @@ def test_the_start_is_compared_with_the_file_to_the_clock_tick(tmp_path, started
     running(tmp_path / "proc", 42, ago=started)
     path = pid_file(tmp_path / "srv.pid", "42\n")
     written_ago(path, written)
-    services = auto.Services([path], KernelFs(proc=str(tmp_path / "proc")))
+    services = follow.Services([path], KernelFs(proc=str(tmp_path / "proc")))
     if taken:
         with pytest.raises(IrqtuneError, match="started after the file was last written"):
             services.pids()
@@ -325,7 +325,7 @@ def test_the_start_is_compared_with_the_file_to_the_clock_tick(tmp_path, started
 def test_a_pid_file_naming_no_running_user_process_is_not_measured(tmp_path, state, flags):
     running(tmp_path / "proc", 42, state=state, flags=flags)
     path = pid_file(tmp_path / "srv.pid", "42\n")
-    services = auto.Services([path], KernelFs(proc=str(tmp_path / "proc")))
+    services = follow.Services([path], KernelFs(proc=str(tmp_path / "proc")))
     with pytest.raises(IrqtuneError, match="srv.pid: pid 42 is not a running user process"):
         services.pids()
 
@@ -345,13 +345,13 @@ def test_a_pid_of_init_or_of_a_thread_is_refused_once(tmp_path, caplog, text, tg
     running(proc, 42)
     running(proc, 43, tgid=tgid)
     path = pid_file(tmp_path / "srv.pid", text)
-    services = auto.Services([path, pid_file(tmp_path / "other.pid", "42\n")],
+    services = follow.Services([path, pid_file(tmp_path / "other.pid", "42\n")],
                              KernelFs(proc=str(proc)))
     caplog.set_level(logging.DEBUG, logger="irqtune")
     for _ in range(3):
         assert services.pids() == [42]
     assert refused_lines(caplog) == ["auto_services: pid file %s refused: %s" % (path, why)]
-    alone = auto.Services([path], KernelFs(proc=str(proc)))
+    alone = follow.Services([path], KernelFs(proc=str(proc)))
     with pytest.raises(IrqtuneError, match="no process runs: .*srv.pid: pid file refused$"):
         alone.pids()
 
@@ -378,7 +378,7 @@ def test_a_refusal_is_said_once_per_path_and_cause_however_the_file_alternates(
                 lambda p: pid_file(p, "42\n", 0o666), lambda p: pid_file(p, "42\n", 0o646),
                 lambda p: None, taken_over]
     clock = Clock()
-    values = auto.AutoValues(auto.AUTO_ATTRS, {}, auto.Services([str(path)],
+    values = follow.Follower(follow.AUTO_ATTRS, {}, follow.Services([str(path)],
                              KernelFs(proc=str(proc)), clock=clock), 600, clock, Windows())
     caplog.set_level(logging.DEBUG, logger="irqtune")
     for _ in range(3):
@@ -438,9 +438,9 @@ class Windows:
                         exited=list(self.exited))
 
 
-def make(auto_attrs=auto.AUTO_ATTRS, fixed=None, interval=600):
+def make(auto_attrs=follow.AUTO_ATTRS, fixed=None, interval=600):
     clock, services, windows = Clock(), FakeServices(), Windows()
-    values = auto.AutoValues(auto_attrs, fixed or {}, services, interval, clock, windows)
+    values = follow.Follower(auto_attrs, fixed or {}, services, interval, clock, windows)
     return values, clock, services, windows
 
 
@@ -455,7 +455,7 @@ def test_idle_services_are_not_measured():
     assert values.tick() is None                        # the first re-check only takes a mark
     for _ in range(10):
         assert busy_for(values, clock, services, share=0.01) is None
-    assert windows.calls == 0 and values.values == auto.START
+    assert windows.calls == 0 and values.values == follow.START
 
 
 def test_load_brings_a_window_and_values_outside_the_band_change():
@@ -495,7 +495,7 @@ def test_too_little_traffic_retries_later_and_changes_nothing():
     values, clock, services, windows = make()
     windows.n = 20
     values.tick()
-    assert busy_for(values, clock, services) is None and values.values == auto.START
+    assert busy_for(values, clock, services) is None and values.values == follow.START
     for _ in range(11):                                  # 55 s: before RETRY
         busy_for(values, clock, services)
     assert windows.calls == 1
@@ -521,9 +521,9 @@ def test_windows_without_busy_periods_back_off_to_a_cap():
     # the re-check after a window only takes the load's mark: 5 s more
     gaps = [round(b - a) - 5 for a, b in zip(taken, taken[1:])]
     assert gaps[:7] == [60, 120, 240, 480, 960, 1920, 3600], gaps
-    assert set(gaps[6:]) == {auto.RETRY_MAX}
+    assert set(gaps[6:]) == {follow.RETRY_MAX}
     windows.n = 500
-    clock.now += auto.RETRY_MAX
+    clock.now += follow.RETRY_MAX
     busy_for(values, clock, services)
     assert busy_for(values, clock, services) is not None
     windows.n = 0
@@ -537,9 +537,9 @@ def test_windows_without_busy_periods_back_off_to_a_cap():
 
 
 def test_auto_interval_defaults_to_what_the_plugin_documents():
-    config, _ = NapiConfig.from_options({"gro_flush_timeout": "auto"}, auto=True)
+    config, _ = NapiConfig.from_options({"gro_flush_timeout": "auto"}, allow_auto=True)
     for given in ({}, {"auto_interval": ""}, {"auto_interval": " "}):
-        values, errors = auto.from_options(config, dict(given, auto_services="memcached"), 5)
+        values, errors = follow.from_options(config, dict(given, auto_services="memcached"), 5)
         assert errors == [] and values.interval == 600
     pytest.importorskip("tuned.plugins")
     plugin = load_plugin_module("napi").NapiPlugin
@@ -551,9 +551,9 @@ def test_auto_interval_defaults_to_what_the_plugin_documents():
 def test_a_service_at_exactly_the_minimum_load_is_measured():
     values, clock, services, windows = make()
     values.tick()
-    assert busy_for(values, clock, services, share=auto.MIN_LOAD * 0.99) is None
+    assert busy_for(values, clock, services, share=follow.MIN_LOAD * 0.99) is None
     assert windows.calls == 0
-    assert busy_for(values, clock, services, share=auto.MIN_LOAD) is not None
+    assert busy_for(values, clock, services, share=follow.MIN_LOAD) is not None
     assert windows.calls == 1
 
 
@@ -588,7 +588,7 @@ def test_a_window_in_which_a_measured_process_exited_sets_nothing():
     windows.exited = [7]
     values.tick()
     assert busy_for(values, clock, services) is None
-    assert windows.calls == 1 and values.values == auto.START
+    assert windows.calls == 1 and values.values == follow.START
 
 
 def test_a_window_over_another_process_than_the_one_with_load_sets_nothing(monkeypatch):
@@ -600,7 +600,7 @@ def test_a_window_over_another_process_than_the_one_with_load_sets_nothing(monke
         return Recorded(3.0, 1, [busy.Period(7, 880000, 8)] * 500, 64, started={7: 999})
     values.record = record
     values.tick()
-    assert busy_for(values, clock, services) is None and values.values == auto.START
+    assert busy_for(values, clock, services) is None and values.values == follow.START
 
 
 def test_a_service_that_is_down_is_said_once(caplog):
@@ -645,7 +645,7 @@ def bugs(caplog):
 
 def bug_line(text):
     return ("auto_services: measuring failed: %s (a bug in irqtune, please report it; said once "
-            "until it changes), in test_measure_auto.py; the auto values stay "
+            "until it changes), in test_measure_follow.py; the auto values stay "
             "gro_flush_timeout=20us, irq_suspend_timeout=20ms (auto)" % text)
 
 
@@ -666,7 +666,7 @@ def test_a_failure_of_one_cause_is_said_once_until_it_changes_or_clears(caplog):
     assert bugs(caplog) == [undecodable, bug_line("KeyError: 'Tgid'")]
     assert windows.calls == 0
     services.fault = None
-    clock.now += auto.RETRY
+    clock.now += follow.RETRY
     assert busy_for(values, clock, services) is None        # worked: the load's mark
     services.fault = UNDECODABLE
     assert busy_for(values, clock, services) is None
@@ -713,8 +713,8 @@ def test_no_auto_value_goes_beyond_what_a_profile_may_set():
 def test_auto_option_starts_at_the_series_values():
     config, errors = NapiConfig.from_options({"gro_flush_timeout": "auto",
                                               "irq_suspend_timeout": " AUTO ",
-                                              "defer_hard_irqs": "100"}, auto=True)
-    assert errors == [] and config.auto == {"gro-flush-timeout", "irq-suspend-timeout"}
+                                              "defer_hard_irqs": "100"}, allow_auto=True)
+    assert errors == [] and config.measured_attrs == {"gro-flush-timeout", "irq-suspend-timeout"}
     assert config.attrs() == {"defer-hard-irqs": 100, "gro-flush-timeout": 20000,
                               "irq-suspend-timeout": 20000000}
     assert config.fixed() == {"defer-hard-irqs": 100}
@@ -723,7 +723,7 @@ def test_auto_option_starts_at_the_series_values():
 def test_bad_values_name_auto_among_the_accepted_ones():
     _, errors = NapiConfig.from_options({"gro_flush_timeout": "automatic",
                                          "irq_suspend_timeout": "2s",
-                                         "defer_hard_irqs": "auto"}, auto=True)
+                                         "defer_hard_irqs": "auto"}, allow_auto=True)
     duration = ("a duration: a number of nanoseconds, or a number with unit ns, us, ms or s, "
                 "at most 1s")
     assert [str(e) for e in errors] == [
@@ -737,7 +737,7 @@ def test_bad_values_name_auto_among_the_accepted_ones():
 def test_auto_where_nothing_measures_is_refused():
     """zerocopy_rx's napi_* options, the doctor's other callers: no auto."""
     config, errors = NapiConfig.from_options({"gro_flush_timeout": "auto"})
-    assert config.attrs() == {} and config.auto == frozenset()
+    assert config.attrs() == {} and config.measured_attrs == frozenset()
     assert [str(e) for e in errors] == [
         "gro_flush_timeout: invalid value 'auto' (accepted: a duration: a number of "
         "nanoseconds, or a number with unit ns, us, ms or s, at most 1s)"]
@@ -746,7 +746,7 @@ def test_auto_where_nothing_measures_is_refused():
 def test_profile_drift_leaves_auto_values_out():
     from irqtune.frontends.activeprofile import NapiUnit
     config, _ = NapiConfig.from_options({"gro_flush_timeout": "auto", "defer_hard_irqs": "100"},
-                                        auto=True)
+                                        allow_auto=True)
     unit = NapiUnit("napi", "*", None, config)
     assert unit.expected() == {"defer-hard-irqs": 100}
 
@@ -760,16 +760,16 @@ def netdev(monkeypatch):
 
 def napi_tuner(tmp_path, caps=FULL, values=None):
     config, _ = NapiConfig.from_options({"defer_hard_irqs": "100", "gro_flush_timeout": "auto",
-                                         "irq_suspend_timeout": "auto"}, auto=True)
+                                         "irq_suspend_timeout": "auto"}, allow_auto=True)
     return NapiTuner(config, caps, ledger=Ledger("napi-auto", str(tmp_path)),
-                     ifindex={"eth0": 7}.get, ifname={7: "eth0"}.get, auto=values)
+                     ifindex={"eth0": 7}.get, ifname={7: "eth0"}.get, follower=values)
 
 
 class Changes:
-    """AutoValues that bring one change on the next tick."""
+    """Follower that bring one change on the next tick."""
 
     def __init__(self, targets):
-        self.change = auto.Change({a: (auto.START[a], v) for a, v in targets.items()}, "test")
+        self.change = follow.Change({a: (follow.START[a], v) for a, v in targets.items()}, "test")
 
     def tick(self):
         change, self.change = self.change, None
@@ -824,9 +824,9 @@ def test_a_change_on_the_sysfs_fallback_leaves_unsupported_values_out(tmp_path):
     (dev / "napi_defer_hard_irqs").write_text("2\n")
     (dev / "gro_flush_timeout").write_text("0\n")
     config, _ = NapiConfig.from_options({"defer_hard_irqs": "100", "gro_flush_timeout": "auto",
-                                         "irq_suspend_timeout": "auto"}, auto=True)
+                                         "irq_suspend_timeout": "auto"}, allow_auto=True)
     t = NapiTuner(config, OLD_KERNEL, kfs=KernelFs(sys=str(tmp_path)),
-                  auto=Changes({"gro-flush-timeout": 45000, "irq-suspend-timeout": 1000000}))
+                  follower=Changes({"gro-flush-timeout": 45000, "irq-suspend-timeout": 1000000}))
     t.apply("lo")
     assert t.tick(threading.Lock()) is not None
     assert (dev / "gro_flush_timeout").read_text() == "45000\n"
@@ -838,7 +838,7 @@ def test_a_change_on_the_sysfs_fallback_leaves_unsupported_values_out(tmp_path):
 
 
 def test_a_tuner_without_measured_values_measures_nothing(tmp_path):
-    from irqtune.services.tuner import Tuner
+    from irqtune.shared.tuner import Tuner
     assert Tuner().tick(threading.Lock()) is None
     assert napi_tuner(tmp_path).tick(threading.Lock()) is None
 
@@ -864,9 +864,9 @@ def test_plugin_measures_the_opted_in_and_the_auto_services(napi_init, caplog):
     instance = napi_init(AUTO_OPTIONS, variables(optin_services="memcached",
                                                  auto_services="/run/x.pid", auto_interval="60"))
     assert tuned_errors(caplog) == []
-    values = instance._tuner.auto
+    values = instance._tuner.follower
     assert values.services.entries == ["memcached.service", "/run/x.pid"]
-    assert values.auto == ["gro-flush-timeout"] and values.interval == 60
+    assert values.measured_attrs == ["gro-flush-timeout"] and values.interval == 60
     assert values.fixed == {"defer-hard-irqs": 100, "irq-suspend-timeout": 20000000}
     assert instance._tuner.per_napi["gro-flush-timeout"] == 20000
 
@@ -874,7 +874,7 @@ def test_plugin_measures_the_opted_in_and_the_auto_services(napi_init, caplog):
 def test_plugin_without_auto_values_measures_nothing(napi_init, caplog):
     instance = napi_init(AUTO_OPTIONS, variables(gro_flush_timeout="20us",
                                                  optin_services="memcached"))
-    assert instance._tuner.auto is None and tuned_errors(caplog) == []
+    assert instance._tuner.follower is None and tuned_errors(caplog) == []
 
 
 @pytest.mark.parametrize("given, options, line", [
@@ -899,7 +899,7 @@ def test_plugin_option_errors_of_auto_are_one_line(napi_init, caplog, given, opt
     instance = napi_init(dict(AUTO_OPTIONS, **options), variables(**given))
     assert tuned_errors(caplog) == [line]
     assert instance._tuner.per_napi["gro-flush-timeout"] == 20000     # the series' value
-    assert (instance._tuner.auto is None) == ("auto_interval" not in given)
+    assert (instance._tuner.follower is None) == ("auto_interval" not in given)
 
 
 class Ticks(DeviceTuner):
@@ -983,15 +983,15 @@ def test_plugin_says_a_bug_below_the_re_check_once(napi_plugin, tmp_path, netdev
 def test_latency_suspend_with_auto_loads_and_measures_its_services(tmp_path, caplog,
                                                                     tuned_profiles):
     """The shipped profile through TuneD's loader, with auto in its
-    variables file: the [napi] unit's options give the AutoValues."""
+    variables file: the [napi] unit's options give the Follower."""
     text = ("optin_services=memcached, nginx\ngro_flush_timeout=auto\n"
             "irq_suspend_timeout=auto\nauto_services=/run/x.pid\n")
     profile, v = load(tmp_path, "latency-suspend", dict({p: "" for p in PROFILES},
                                                         **{"latency-suspend": text}))
     assert check_loaded(profile, v, caplog) == []
     options = {k: v.expand(o) for k, o in profile.units["napi"].options.items()}
-    config, errors = NapiConfig.from_options(options, auto=True)
-    values, auto_errors = auto.from_options(config, options, 5)
+    config, errors = NapiConfig.from_options(options, allow_auto=True)
+    values, auto_errors = follow.from_options(config, options, 5)
     assert errors == auto_errors == []
     assert values.services.entries == ["memcached.service", "nginx.service", "/run/x.pid"]
-    assert values.interval == 600 and values.auto == list(auto.AUTO_ATTRS)
+    assert values.interval == 600 and values.measured_attrs == list(follow.AUTO_ATTRS)

@@ -96,7 +96,7 @@ def recommend(figures):
 @dataclass
 class Measured:
     """What a window says about a service: its recording
-    (irqtune.services.measure.epolltrace.Recorded), the figures of its busy periods
+    (irqtune.shared.measure.epolltrace.Recorded), the figures of its busy periods
     and the rule's values - None when a measured process ended during the
     window (the figures are of a process that is gone) or there was too
     little traffic to judge."""

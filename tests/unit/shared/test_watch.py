@@ -1,11 +1,11 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""irqtune.services.counters and irqtune.frontends.status: queue numbers from IRQ names, rates
+"""irqtune.shared.counters and irqtune.frontends.status: queue numbers from IRQ names, rates
 and their summary."""
 
 import pytest
 
 from irqtune.kernel.kfs import KernelFs
-from irqtune.services.counters import NapiCounters, busy_poll_rx_packets, rates, rx_queue_of
+from irqtune.shared.counters import NapiCounters, busy_poll_rx_packets, rates, rx_queue_of
 from irqtune.frontends.status import format_rates
 
 

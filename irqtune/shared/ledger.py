@@ -31,7 +31,7 @@ Rules every tuner keeps (one place each, here):
   (``irq_entry``: a number reused by another vector is a different IRQ);
   a systemd service by its unit name.
 
-Tuners reach their ledger through irqtune.services.tuner.Tuner only (_save_state,
+Tuners reach their ledger through irqtune.shared.tuner.Tuner only (_save_state,
 _load_state: the one place that picks save or update and reads originals
 back); each says how its originals look as JSON.
 """

@@ -20,7 +20,7 @@ class Option:
     text is taken as it is, TuneD or the plugin reads it); accepted: the
     values accepted, as TuneD's hint shows them; doc: what it does, one
     line; default: TuneD's default text (None: unset leaves the setting
-    alone); auto: the option naming what an "auto" value follows, None
+    alone); follows: the option naming what an "auto" value follows, None
     when the option cannot be auto."""
 
     name: str
@@ -28,32 +28,32 @@ class Option:
     accepted: str
     doc: str
     default: str = None
-    auto: str = None
+    follows: str = None
 
     @property
     def hint(self):
         """The accepted values, as `tuned-adm list plugins -v` shows them."""
-        return "%s%s%s" % (self.accepted, "; or auto" if self.auto else "",
+        return "%s%s%s" % (self.accepted, "; or auto" if self.follows else "",
                            "" if self.default is None else " (default %s)" % self.default)
 
-    def value(self, text, auto=False):
+    def value(self, text, allow_auto=False):
         """The parsed text; AUTO where the option may be auto and auto is
         allowed here (something measures for it)."""
-        if auto and self.auto and str(text).strip().lower() == AUTO:
+        if allow_auto and self.follows and str(text).strip().lower() == AUTO:
             return AUTO
         try:
             return self.parse(self.name, text)
         except OptionError as err:
-            if not (auto and self.auto):
+            if not (allow_auto and self.follows):
                 raise
             raise OptionError(self.name, text, "%s; or auto (measured from the services in %s)"
-                              % (err.accepted, self.auto)) from None
+                              % (err.accepted, self.follows)) from None
 
 
 @dataclass(frozen=True)
 class Feature:
     """What a plugin is made of: its options (Option) and build(options,
-    env) -> (tuner or None, [OptionError]) (irqtune.services.tuner); overlay:
+    env) -> (tuner or None, [OptionError]) (irqtune.shared.tuner); overlay:
     the prefix of its variables_file's lines, None without one;
     without_tuner: what an instance whose options left no tuner does, for
     the lines of its option errors."""
@@ -64,7 +64,7 @@ class Feature:
     without_tuner: str = "the instance tunes nothing"
 
 
-def parse_options(declared, options, auto=False):
+def parse_options(declared, options, allow_auto=False):
     """({name: value}, [OptionError]) of the declared options given a
     value in options ({name: text}); a bad value is reported and left
     out, an empty one is not set."""
@@ -74,7 +74,7 @@ def parse_options(declared, options, auto=False):
         if option.parse is None or text is None or str(text).strip() == "":
             continue
         try:
-            values[option.name] = option.value(text, auto)
+            values[option.name] = option.value(text, allow_auto)
         except OptionError as err:
             errors.append(err)
     return values, errors
@@ -83,4 +83,4 @@ def parse_options(declared, options, auto=False):
 def renamed(declared, prefix):
     """The declarations under prefix + name, without auto (the napi values
     of zerocopy_rx: nothing measures for them there)."""
-    return tuple(replace(o, name=prefix + o.name, auto=None) for o in declared)
+    return tuple(replace(o, name=prefix + o.name, follows=None) for o in declared)

@@ -1,5 +1,5 @@
 # SPDX-License-Identifier: GPL-2.0-or-later
-"""irqtune.services.systemd.UnitProcesses: the one way the doctor
+"""irqtune.shared.systemd.UnitProcesses: the one way the doctor
 (--service) and the auto values (auto_services) find a unit's processes -
 its control group's cgroup.procs, systemd asked only when that is empty -
 and the reasons they give when there are none."""
@@ -8,7 +8,7 @@ import pytest
 
 from irqtune.kernel.errors import IrqtuneError
 from irqtune.kernel.kfs import KernelFs
-from irqtune.services.systemd import UnitProcesses
+from irqtune.shared.systemd import UnitProcesses
 from support.fakes.systemd import FakeSystemd
 
 GROUP = "/system.slice/memcached.service"

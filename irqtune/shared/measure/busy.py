@@ -36,7 +36,7 @@ class Decoder:
 
     @classmethod
     def from_formats(cls, formats):
-        """formats: {tracepoint name: {"id", "fields"}} (irqtune.services.measure.tracefs)."""
+        """formats: {tracepoint name: {"id", "fields"}} (irqtune.shared.measure.tracefs)."""
         decoder = cls()
         for name, fmt in formats.items():
             kind = ENTER if name.startswith("sys_enter_") else EXIT

@@ -4,13 +4,13 @@ the measured services (the [napi] option auto_services).
 
 Until a measurement says otherwise the values are the series' (START).
 On the napi plugin's periodic re-check (no wake-up of its own) an
-AutoValues decides whether a window is due: the first as soon as the
+Follower decides whether a window is due: the first as soon as the
 services have load, then at most one per interval.  A service has load
 when its processes used at least MIN_LOAD of a CPU since the previous
 re-check, compared only over the same processes (pid and start time: a
 restarted service starts a new mark).  A window
-(irqtune.services.measure.epolltrace) gives the series' rule
-(irqtune.services.measure.recommend); a value changes only when the rule's value
+(irqtune.shared.measure.epolltrace) gives the series' rule
+(irqtune.shared.measure.recommend); a value changes only when the rule's value
 leaves the band [value / BAND, value x BAND] around the one set, so
 measurements that vary a little never make it flap.  Too little traffic
 in a window changes nothing and the next try comes after RETRY seconds,
@@ -120,13 +120,13 @@ OPTIONS = (
 
 
 def from_options(config, options, recheck_interval):
-    """(AutoValues or None, [OptionError]) of a NapiConfig whose values may
-    be auto (config.auto), from the napi options auto_services and
+    """(Follower or None, [OptionError]) of a NapiConfig whose values may
+    be auto (config.measured_attrs), from the napi options auto_services and
     auto_interval.  None when nothing is auto, or nothing can measure: the
     series' values then stay."""
-    if not config.auto:
+    if not config.measured_attrs:
         return None, []
-    wanting = " and ".join("%s=auto" % option_name(a) for a in sorted(config.auto))
+    wanting = " and ".join("%s=auto" % option_name(a) for a in sorted(config.measured_attrs))
     try:
         entries = parse_services(options.get("auto_services"))
     except OptionError as err:
@@ -140,13 +140,13 @@ def from_options(config, options, recheck_interval):
                                   "1 to 86400 with %s: the services are measured on the "
                                   "re-check; until then the series' values stay" % wanting)]
     values, errors = parse_options(OPTIONS[1:], options)        # auto_interval
-    return AutoValues(config.auto, config.fixed(), Services(entries),
+    return Follower(config.measured_attrs, config.fixed(), Services(entries),
                       values.get("auto_interval", INTERVAL_DEFAULT)), errors
 
 
 class Services:
     """The processes of the measured services, found again on every
-    re-check that is due: a unit's by irqtune.services.systemd.UnitProcesses
+    re-check that is due: a unit's by irqtune.shared.systemd.UnitProcesses
     (its control group kept, systemd asked at most every RETRY seconds),
     a pid file's pid checked on every read (Services._pid_in_file)."""
 
@@ -269,18 +269,19 @@ class Change:
             for a, (old, new) in sorted(self.values.items())), self.why)
 
 
-class AutoValues:
-    """The auto values of one [napi] instance.
+class Follower:
+    """The auto values of one [napi] instance, following its measured
+    services (the napi tuner's follower).
 
-    auto: the attributes set to auto; fixed: the instance's other values
-    (a fixed gro_flush_timeout bounds an auto irq_suspend_timeout and the
-    other way round); record(pids, seconds) -> epolltrace.Recorded."""
+    measured_attrs: the attributes set to auto; fixed: the instance's
+    other values (a fixed gro_flush_timeout bounds an auto
+    irq_suspend_timeout and the other way round); record(pids, seconds) -> epolltrace.Recorded."""
 
-    def __init__(self, auto, fixed, services, interval=INTERVAL_DEFAULT, clock=time.monotonic,
+    def __init__(self, measured_attrs, fixed, services, interval=INTERVAL_DEFAULT, clock=time.monotonic,
                  record=None):
-        self.auto = [a for a in AUTO_ATTRS if a in auto]
+        self.measured_attrs = [a for a in AUTO_ATTRS if a in measured_attrs]
         self.fixed = dict(fixed)
-        self.values = {a: START[a] for a in self.auto}
+        self.values = {a: START[a] for a in self.measured_attrs}
         self.services = services
         self.interval = interval
         self.clock = clock
@@ -396,7 +397,7 @@ class AutoValues:
         self._retry = RETRY
         self.next_at = now + self.interval
         wanted = self._bounded({a.name: v for a, v in found.values().items() if a.name in START})
-        moved = {a: (self.values[a], wanted[a]) for a in self.auto
+        moved = {a: (self.values[a], wanted[a]) for a in self.measured_attrs
                  if not self.values[a] / BAND <= wanted[a] <= self.values[a] * BAND}
         why = ("%d busy periods in %.1f s: per event p99 %s, per batch p99 %s, up to %d events"
                % (figures.busy_periods, recorded.seconds,
@@ -415,9 +416,9 @@ class AutoValues:
         suspension timeout at least twice the deferral timeout) and within
         what a profile may set (irqtune.kernel.values.MAX_TIMEOUT_NS)."""
         gro, suspend = GRO_FLUSH_TIMEOUT.name, IRQ_SUSPEND_TIMEOUT.name
-        if self.fixed.get(gro) is not None and suspend in self.auto:
+        if self.fixed.get(gro) is not None and suspend in self.measured_attrs:
             wanted[suspend] = max(wanted[suspend],
                                   recommend.SUSPEND_MIN_FACTOR * self.fixed[gro])
-        if self.fixed.get(suspend) is not None and gro in self.auto:
+        if self.fixed.get(suspend) is not None and gro in self.measured_attrs:
             wanted[gro] = min(wanted[gro], self.fixed[suspend] // recommend.SUSPEND_MIN_FACTOR)
         return {a: min(v, MAX_TIMEOUT_NS) for a, v in wanted.items()}
