@@ -161,6 +161,10 @@ class Bench:
         """The server-state / incoming arguments naming memcached."""
         return ["--pid-file", self.tb.pid_file] if self.own else ["--service", self.service]
 
+    def slicing(self):
+        """The modes of the run that preload the epoll shim."""
+        return [m for m in self.args.modes if m in self.modes and self.modes[m]["epoll_slice_ms"]]
+
     def sh(self, argv, timeout=120, input=None):
         rc, out, err = self.tb.server.run(argv, timeout=timeout, input=input)
         if rc != 0:
@@ -198,7 +202,7 @@ class Bench:
                                    % self.tb.server_addr, self.nic)
             if not self.own:
                 servervalues.service("--service", self.service)
-            if any(self.modes[m]["epoll_slice_ms"] for m in self.args.modes if m in self.modes):
+            if self.slicing():
                 servervalues.shim_path("the epoll shim", self.tb.shim)
         except BadArgument as err:
             raise BenchError(str(err)) from None
@@ -212,20 +216,20 @@ class Bench:
             if not self.nic:
                 raise BenchError("no interface of the server holds %s (--server-addr)" % self.tb.server_addr)
         self.check_values()
-        rc, out, err = (0, "active", "") if self.own else \
-            self.tb.server.run(["systemctl", "is-active", "--", self.service], timeout=30)
-        if out.strip() != "active":
-            raise BenchError("service %s is not active on the server (%s)" % (self.service, out.strip() or err.strip()))
+        if not self.own:
+            rc, out, err = self.tb.server.run(["systemctl", "is-active", "--", self.service], timeout=30)
+            if out.strip() != "active":
+                raise BenchError("service %s is not active on the server (%s)"
+                                 % (self.service, out.strip() or err.strip()))
         rc, out, err = self.tb.server.run(["tuned-adm", "profile_info", PROFILE], timeout=60)
         if rc != 0:
             raise BenchError("TuneD on the server does not know the profile %s: %s (install irqtune's "
                              "profiles and start tuned)" % (PROFILE, (out + err).strip()[-300:]))
-        if any(self.modes[m]["epoll_slice_ms"] for m in self.args.modes if m in self.modes):
+        if self.slicing():
             rc, _, _ = self.tb.server.run(["test", "-f", self.tb.shim], timeout=30)
             if rc != 0:
                 raise BenchError("the epoll shim %s is not on the server (%s need it)"
-                                 % (self.tb.shim, ", ".join(m for m in self.args.modes
-                                                            if m in self.modes and self.modes[m]["epoll_slice_ms"])))
+                                 % (self.tb.shim, ", ".join(self.slicing())))
         if not self.own:        # the testbed's own memcached starts with the first mode
             self.sh(sb + ["server-state", self.nic] + self.whose())     # the read-back works
         rc, out, _ = self.tb.server.run(["tuned-adm", "active"], timeout=60)
@@ -752,10 +756,9 @@ def step_test(bench, tb, args, saturation, loads, log, save):
         return dict(out, failed=str(err))
     per_step = max(1, int(args.step_seconds // STEP_SLICE_SECONDS))
     for step, fraction in enumerate(STEP_FRACTIONS):
-        load = max(100, int(top * fraction) // 100 * 100)
+        load, = loads_of(top, [fraction])
         for i in range(per_step):
             try:
-                st0 = bench.state(stats_only=True)
                 res = tb.load(load, STEP_SLICE_SECONDS, 0.0, args.conns, seed=20000 + step * 100 + i)
                 st1 = bench.state(stats_only=True)
             except (BenchError, RuntimeError, subprocess.TimeoutExpired, ValueError) as err:
