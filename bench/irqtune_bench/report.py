@@ -28,7 +28,7 @@ import sys
 from . import stats
 from .findings import OUTLIER_FACTOR, auto_lines, control_lines, shown_text, slice_outliers, step_lines
 from .files import refuse_unless_regular, write_file
-from .guard import TEXT_MAX, md, shown
+from .guard import md
 from .modes import CONTROLS, VERDICT_MODES
 
 KEYS = ("qps", "avg_us", "p50_us", "p99_us", "cpu_pct_serving", "cpu_pct_guest", "ipr_serving",
