@@ -12,16 +12,11 @@ from pathlib import Path
 
 import pytest
 
+from support.bench import RUN, bench
+
 REPO = Path(__file__).resolve().parents[3]
-RUN = ["run", "--server", "root@server", "--client", "root@client", "--server-addr", "192.0.2.1"]
 # what every saved run's settings hold (the report's header and the docs read them)
 SETTINGS = {"repeats": 1, "seconds": 1.0, "warmup": 0.0, "conns": 1}
-
-
-def bench(*argv, cwd=None):
-    return subprocess.run([sys.executable, "-m", "irqtune_bench", *argv], capture_output=True, text=True,
-                          cwd=cwd or REPO, env={"PYTHONPATH": str(REPO / "bench"), "PATH": "/usr/bin:/bin"},
-                          timeout=60)
 
 
 @pytest.mark.parametrize("extra,words", [

@@ -10,15 +10,14 @@ import json
 import shutil
 import socket
 import subprocess
-import threading
 from pathlib import Path
 
 import pytest
 
 from irqtune_bench import stats
+from support.bench import StandIn, free_ports
 
 REPO = Path(__file__).resolve().parents[3]
-VALUE = b"VALUE irqtune 0 32\r\n" + b"x" * 32 + b"\r\nEND\r\n"
 
 
 @pytest.fixture(scope="module")
@@ -29,52 +28,6 @@ def mcload(tmp_path_factory):
     subprocess.run(["gcc", "-O2", "-Wall", "-Wextra", "-Werror", "-o", str(out), str(REPO / "bench/mcload.c"),
                     "-lm"], check=True)
     return out
-
-
-class StandIn:
-    """Answers the first `answer` gets, then reads and answers nothing;
-    accepts any number of connections and keeps their peers' ports."""
-
-    def __init__(self, answer):
-        self.answer = answer
-        self.gets = 0
-        self.peers = []
-        self.sock = socket.socket()
-        self.sock.bind(("127.0.0.1", 0))
-        self.sock.listen(8)
-        self.port = self.sock.getsockname()[1]
-        threading.Thread(target=self.accept, daemon=True).start()
-
-    def accept(self):
-        while True:
-            conn, peer = self.sock.accept()
-            self.peers.append(peer[1])
-            threading.Thread(target=self.serve, args=(conn,), daemon=True).start()
-
-    def serve(self, conn):
-        buf = b""
-        while True:
-            try:
-                data = conn.recv(65536)
-            except ConnectionResetError:    # mcload --source-ports ends so
-                return
-            if not data:
-                return
-            buf += data
-            out = []
-            while b"\r\n" in buf:
-                line, buf = buf.split(b"\r\n", 1)
-                if line.startswith(b"set "):
-                    buf = buf.split(b"\r\n", 1)[1]
-                    out.append(b"STORED\r\n")
-                elif line == b"version":
-                    out.append(b"VERSION 1.6.21\r\n")
-                elif line.startswith(b"get "):
-                    self.gets += 1
-                    if self.gets <= self.answer:
-                        out.append(VALUE)
-            if out:
-                conn.sendall(b"".join(out))
 
 
 def run(mcload, answer, rate=2000, seconds=2, extra=(), server=None):
@@ -112,16 +65,6 @@ def test_unanswered_requests_are_counted_at_the_maximum(mcload):
     # the first second was answered; the second one was not
     first, second = out["slices_p99_us"]
     assert first < 1e6 and second == pytest.approx(top, abs=0.1)
-
-
-def free_ports(n):
-    socks = [socket.socket() for _ in range(n)]
-    for sock in socks:
-        sock.bind(("127.0.0.1", 0))
-    ports = [sock.getsockname()[1] for sock in socks]
-    for sock in socks:
-        sock.close()
-    return ports
 
 
 def time_wait(port):

@@ -18,8 +18,7 @@ import pytest
 from irqtune_bench import cli, runner
 from irqtune_bench.guard import BadArgument, BenchError
 
-from test_bench_cli import RUN, bench
-from test_bench_runner import DOCTOR, FIX, FakeServer, FakeTestbed, args
+from support.bench import DOCTOR, FIX, RUN, FakeServer, FakeTestbed, args, bench
 
 LONG = "x" * 300
 

@@ -21,7 +21,7 @@ from irqtune_bench import client, server
 from irqtune_bench.guard import BenchError
 from irqtune_bench.ssh import Steering
 
-from test_bench_mcload import StandIn, free_ports
+from support.bench import StandIn, free_ports
 
 GUEST = json.loads((Path(__file__).resolve().parent / "bench_fixtures" / "server-state.json").read_text())["before"]
 

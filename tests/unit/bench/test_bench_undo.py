@@ -21,7 +21,7 @@ import pytest
 from irqtune_bench import orchestrator, runner, ssh
 from irqtune_bench.guard import BenchError
 
-from test_bench_runner import FIX, NIC, ORIGINAL_VARIABLES, FakeServer, FakeTestbed, args
+from support.bench import FIX, NIC, ORIGINAL_VARIABLES, FakeServer, FakeTestbed, args
 
 PROFILE_BEFORE = "virtual-guest"
 RULE_INSERT = ["ethtool", "-N", NIC, "flow-type", "tcp4", "dst-ip", "10.77.0.2", "dst-port", "11211",
